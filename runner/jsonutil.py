@@ -1,0 +1,25 @@
+"""Deterministic JSON: the byte-stable prompt prefix and every hash depend on it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical(obj: Any) -> str:
+    """Sorted keys, fixed separators, UTF-8 kept as is: same value, same bytes."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_json(obj: Any) -> str:
+    return sha256_text(canonical(obj))
+
+
+def estimate_tokens(chars: int) -> int:
+    """ADR-0002 A: characters / 4 until a real tokenizer is plugged in."""
+    return (chars + 3) // 4

@@ -1,0 +1,69 @@
+"""How a run ends. The one place that maps outcomes to process exit codes.
+
+Control flow that ends a run is an exception carrying its status (the
+mini-swe-agent pattern): the loop raises, the CLI catches once, writes the
+summary and exits with the mapped code.
+"""
+
+from __future__ import annotations
+
+import signal
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    SUCCESS = "success"
+    FAILED = "failed"
+    USAGE_ERROR = "usage_error"
+    DENIED = "denied"
+    DOOM_LOOP = "doom_loop"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    MODEL_ERROR = "model_error"
+    INTERRUPTED = "interrupted"
+
+
+EXIT_CODES: dict[Status, int] = {
+    Status.SUCCESS: 0,
+    Status.FAILED: 1,
+    Status.USAGE_ERROR: 2,
+    Status.DENIED: 3,
+    Status.DOOM_LOOP: 4,
+    Status.BUDGET_EXHAUSTED: 5,
+    Status.MODEL_ERROR: 6,
+}
+
+
+def exit_code(status: Status, signum: int | None = None) -> int:
+    if status is Status.INTERRUPTED:
+        return 128 + (signum or signal.SIGINT)
+    return EXIT_CODES[status]
+
+
+class RunEnded(Exception):
+    """Ends the run early. `reason` is one line a human can act on."""
+
+    status: Status = Status.FAILED
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class UsageError(RunEnded):
+    status = Status.USAGE_ERROR
+
+
+class BudgetExhausted(RunEnded):
+    status = Status.BUDGET_EXHAUSTED
+
+
+class ModelError(RunEnded):
+    status = Status.MODEL_ERROR
+
+
+class Interrupted(RunEnded):
+    status = Status.INTERRUPTED
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum

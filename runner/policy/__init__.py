@@ -1,0 +1,1 @@
+"""Permission policy: load (JSONC + schema), match patterns, decide calls."""

@@ -1,0 +1,165 @@
+"""Load a policy file: JSONC → schema check → extends chain → compiled rules.
+
+Every problem is a PolicyError `file:line:col: message`; nothing here prints or
+exits, the CLI decides what a broken policy means (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from runner.policy.jsonc import Located, PolicyError, parse
+from runner.policy.match import compile_pattern
+from runner.policy.model import Policy, Rule
+
+
+def shipped_dir() -> Path:
+    """Shipped policies: inside the wheel, or the repo's `policies/` in a checkout."""
+    packaged = resources.files("runner") / "_shipped_policies"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "policies"
+
+
+def shipped_names() -> list[str]:
+    return sorted(p.stem for p in shipped_dir().glob("*.jsonc"))
+
+
+def resolve_policy_path(spec: str, base: Path | None = None) -> Path:
+    """A bare name (`strict`) is a shipped policy; anything else is a path."""
+    if "/" not in spec and "\\" not in spec and not spec.endswith((".jsonc", ".json", ".json5")):
+        path = shipped_dir() / f"{spec}.jsonc"
+        if not path.is_file():
+            raise FileNotFoundError(f"no shipped policy named {spec!r} (have: {', '.join(shipped_names())})")
+        return path
+    path = Path(spec).expanduser()
+    if base is not None and not path.is_absolute():
+        path = base / path
+    return path.resolve()
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads((shipped_dir() / "policy.schema.json").read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def validate(located: Located, file: str) -> None:
+    """Raise the first schema error, located at the offending key or value."""
+    errors = sorted(_validator().iter_errors(located.value), key=lambda e: located.position(tuple(e.absolute_path)))
+    if not errors:
+        return
+    err = errors[0]
+    path = tuple(err.absolute_path)
+    where = _dotted(path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = set(err.schema.get("properties", {}))
+        unknown = sorted(k for k in err.instance if k not in allowed)
+        line, col = located.position((*path, unknown[0]), key=True)
+        hint = f" (expected one of: {', '.join(sorted(allowed))})" if allowed else ""
+        raise PolicyError(file, line, col, f"unknown key '{unknown[0]}' in {where}{hint}")
+    line, col = located.position(path)
+    raise PolicyError(file, line, col, f"{where}: {err.message}")
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out or "policy"
+
+
+def load_policy(spec: str, approvals: list[str] | None = None) -> Policy:
+    """Load `spec` (shipped name or path) with its extends chain, then `--approve` rules."""
+    try:
+        path = resolve_policy_path(spec)
+    except FileNotFoundError as exc:
+        raise PolicyError(spec, 1, 1, str(exc)) from None
+    policy = _load_chain(path, ())
+    if approvals:
+        policy = policy.with_rules([parse_approval(a, i) for i, a in enumerate(approvals)])
+    return policy
+
+
+def parse_approval(text: str, index: int) -> Rule:
+    """`DOMAIN:PATTERN` from --approve: an allow rule placed after all others."""
+    domain, sep, pattern = text.partition(":")
+    if not sep or not pattern or domain not in {"*", "read", "edit", "bash", "web_fetch", "web_search", "mcp", "task"}:
+        raise PolicyError("--approve", 1, 1, f"expected DOMAIN:PATTERN (e.g. bash:shell:npm test), got {text!r}")
+    try:
+        compiled = compile_pattern(pattern)
+    except ValueError as exc:
+        raise PolicyError("--approve", 1, len(domain) + 2, str(exc)) from None
+    return Rule(domain, compiled, "allow", "--approve", index)
+
+
+def _load_chain(path: Path, seen: tuple[Path, ...]) -> Policy:
+    file = str(path)
+    if path in seen:
+        chain = " -> ".join(str(p) for p in (*seen, path))
+        raise PolicyError(file, 1, 1, f"extends cycle: {chain}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(file, 1, 1, f"cannot read policy: {exc}") from None
+    located = parse(text, file)
+    if not isinstance(located.value, dict):
+        raise PolicyError(file, 1, 1, "a policy must be a JSON object")
+    validate(located, file)
+    data: dict[str, Any] = located.value
+    rules = _compile_rules(located, file)
+
+    base: Policy | None = None
+    if "extends" in data:
+        try:
+            base_path = resolve_policy_path(data["extends"], path.parent)
+        except FileNotFoundError as exc:
+            line, col = located.position(("extends",))
+            raise PolicyError(file, line, col, str(exc)) from None
+        if not base_path.is_file():
+            line, col = located.position(("extends",))
+            raise PolicyError(file, line, col, f"extends: no such file {base_path}")
+        base = _load_chain(base_path, (*seen, path))
+
+    own_sections = {k: v for k, v in data.items() if k not in {"$schema", "extends", "permission", "mode", "description"}}
+    sections = _merge(base.sections if base else {}, own_sections)
+    mode = data.get("mode") or (base.mode if base else "agent")
+    all_rules = [*(base.rules if base else []), *rules]
+    resolved = {
+        "mode": mode,
+        **sections,
+        "permission": {
+            **({"maxDenials": data["permission"]["maxDenials"]} if "maxDenials" in data.get("permission", {}) else
+               {k: v for k, v in (base.resolved.get("permission", {}) if base else {}).items() if k != "rules"}),
+            "rules": [{"domain": r.domain, "pattern": r.pattern.raw, "decision": r.decision,
+                       "source": r.source, "index": r.index} for r in all_rules],
+        },
+        "files": [*(base.files if base else []), file],
+    }
+    return Policy(file, mode, all_rules, [*(base.files if base else []), file], sections, resolved)
+
+
+def _compile_rules(located: Located, file: str) -> list[Rule]:
+    rules = []
+    for i, raw in enumerate(located.value.get("permission", {}).get("rules", [])):
+        try:
+            pattern = compile_pattern(raw["pattern"])
+        except ValueError as exc:
+            line, col = located.position(("permission", "rules", i, "pattern"))
+            raise PolicyError(file, line, col, str(exc)) from None
+        line, _ = located.position(("permission", "rules", i))
+        rules.append(Rule(raw["domain"], pattern, raw["decision"], file, i, line))
+    return rules
+
+
+def _merge(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in own.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out

@@ -1,0 +1,67 @@
+"""Pattern matching on targets. Pure functions; patterns are compiled once per run.
+
+A target is `scheme:rest` (`workspace:src/a.py`, `fs:/etc/hosts`, `shell:npm test`).
+A pattern may carry the same scheme (then it only matches that scheme), no scheme
+(matched against the target's rest, whatever its scheme), or be `regex:<re>`.
+
+Glob semantics depend on the target's scheme: path-like targets use path globs
+(`*` one segment, `**` any depth, `?` one character); command-like targets
+(`shell:`, `query:`) use text globs where `*` matches anything, and a pattern
+ending in ` *` also matches the bare command (`git *` matches `git`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from wcmatch import fnmatch, glob
+
+SCHEMES = ("workspace", "fs", "shell", "url", "query", "mcp", "agent")
+TEXT_SCHEMES = frozenset({"shell", "query"})
+
+_PATH_FLAGS = glob.GLOBSTAR | glob.DOTMATCH
+_TEXT_FLAGS = fnmatch.DOTMATCH
+
+
+def split_target(target: str) -> tuple[str, str]:
+    scheme, sep, rest = target.partition(":")
+    if sep and scheme in SCHEMES:
+        return scheme, rest
+    return "", target
+
+
+@dataclass(frozen=True)
+class Pattern:
+    raw: str
+    scheme: str  # "" when the pattern applies to any scheme
+    test: Callable[[str, str], bool]  # (target scheme, target rest) -> matched
+
+    def matches(self, target: str) -> bool:
+        scheme, rest = split_target(target)
+        if self.scheme and self.scheme != scheme:
+            return False
+        return self.test(scheme, rest)
+
+
+def compile_pattern(raw: str) -> Pattern:
+    """Compile once. Raises ValueError for an invalid regex."""
+    if raw.startswith("regex:"):
+        try:
+            rx = re.compile(raw[len("regex:") :])
+        except re.error as exc:
+            raise ValueError(f"invalid regex {raw[6:]!r}: {exc}") from None
+        # Full match against the whole target or, for convenience, its rest.
+        return Pattern(raw, "", lambda s, r: bool(rx.fullmatch(f"{s}:{r}" if s else r) or rx.fullmatch(r)))
+    scheme, body = split_target(raw)
+    return Pattern(raw, scheme, lambda s, r: glob_match(s, r, body))
+
+
+def glob_match(scheme: str, rest: str, body: str) -> bool:
+    if scheme in TEXT_SCHEMES:
+        if fnmatch.fnmatch(rest, body, flags=_TEXT_FLAGS):
+            return True
+        return body.endswith(" *") and fnmatch.fnmatch(rest, body[:-2], flags=_TEXT_FLAGS)
+    # The workspace root is `workspace:.`; as a path it is the empty relative path.
+    return glob.globmatch("" if rest == "." else rest, body, flags=_PATH_FLAGS)

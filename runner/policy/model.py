@@ -1,0 +1,43 @@
+"""The resolved policy: rules in evaluation order plus the limit sections."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from runner.policy.match import Pattern
+
+Decision = Literal["allow", "deny", "ask"]
+DOMAINS = ("read", "edit", "bash", "web_fetch", "web_search", "mcp", "task")
+STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
+@dataclass(frozen=True)
+class Rule:
+    domain: str  # one of DOMAINS, or "*"
+    pattern: Pattern
+    decision: Decision
+    source: str  # the file it came from, or "--approve"
+    index: int  # its index in that file's rules
+    line: int = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"file": self.source, "index": self.index, "line": self.line,
+                "domain": self.domain, "pattern": self.pattern.raw, "decision": self.decision}
+
+
+@dataclass
+class Policy:
+    path: str  # the file named on the command line (resolved)
+    mode: str
+    rules: list[Rule]
+    files: list[str]  # every file in the extends chain, base first
+    sections: dict[str, Any] = field(default_factory=dict)  # budget, truncation, ... merged
+    resolved: dict[str, Any] = field(default_factory=dict)  # the snapshot written to the run dir
+
+    def with_rules(self, extra: list[Rule]) -> Policy:
+        return Policy(self.path, self.mode, [*self.rules, *extra], self.files, self.sections,
+                      {**self.resolved, "permission": {**self.resolved.get("permission", {}),
+                       "rules": [*self.resolved.get("permission", {}).get("rules", []),
+                                 *({"domain": r.domain, "pattern": r.pattern.raw, "decision": r.decision,
+                                    "comment": "--approve"} for r in extra)]}})
