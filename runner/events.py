@@ -1,0 +1,117 @@
+"""Typed events. The loop emits them; consumers (the JSONL log, the stderr
+progress line, the summary) each read the same stream.
+
+`to_record` is the only serialization: canonical JSON objects, one per line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[str] = "event"
+
+    def fields(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    type: ClassVar[str] = "run_started"
+    version: str
+    model: str
+    policy: str
+    mode: str
+    workspace: str
+    task_sha256: str
+    max_turns: int
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class ModelRequest(Event):
+    type: ClassVar[str] = "model_request"
+    turn: int
+    message_count: int
+    estimated_tokens: int
+    prompt_bytes: int
+    prompt_sha256: str
+
+
+@dataclass(frozen=True)
+class ModelRetry(Event):
+    type: ClassVar[str] = "model_retry"
+    turn: int
+    attempt: int
+    error: str
+    delay_s: float
+
+
+@dataclass(frozen=True)
+class ModelResponse(Event):
+    type: ClassVar[str] = "model_response"
+    turn: int
+    message: dict[str, Any]
+    usage: dict[str, int]
+    finish_reason: str | None
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class ToolCall(Event):
+    type: ClassVar[str] = "tool_call"
+    turn: int
+    call_id: str
+    tool: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class PermissionDecision(Event):
+    """The ADR-0002 audit record (section F), plus what ties it to the call."""
+
+    type: ClassVar[str] = "permission_decision"
+    eventId: str
+    sessionId: str
+    mode: str
+    decision: str
+    permissionDomain: str
+    targets: list[dict[str, Any]]
+    rulePattern: str | None
+    timestamp: str
+    call_id: str
+    tool: str
+    policy_decision: str
+    rule: dict[str, Any] | None
+    replay: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult(Event):
+    type: ClassVar[str] = "tool_result"
+    call_id: str
+    tool: str
+    ok: bool
+    error_type: str | None
+    bytes: int
+    sha256: str
+    duration_s: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunFinished(Event):
+    type: ClassVar[str] = "run_finished"
+    status: str
+    exit_code: int
+    reason: str | None
+    turns: int
+    tool_calls: int
+
+
+Emit = Callable[[Event], None]

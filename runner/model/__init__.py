@@ -1,0 +1,1 @@
+"""Models the loop can ask: an OpenAI-compatible endpoint, or a recorded run."""

@@ -1,0 +1,1 @@
+"""Consumers of the event stream: the stderr progress lines and the summary."""

@@ -1,0 +1,85 @@
+"""The run directory: events.jsonl (append-only), summary.json (atomic), copies
+of the task and of the resolved policy.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+from runner.events import Event
+from runner.jsonutil import canonical
+
+
+def utc_now() -> str:
+    """RFC 3339, UTC, millisecond precision."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def new_run_id() -> str:
+    """Sortable: UTC time first, then a random suffix so parallel runs never collide."""
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + secrets.token_hex(3)
+
+
+def default_runs_dir(workspace: Path) -> Path:
+    return workspace / ".agent-run" / "runs"
+
+
+def create_run_dir(runs_dir: Path, workspace: Path) -> tuple[str, Path]:
+    state = workspace / ".agent-run"
+    if runs_dir.resolve().is_relative_to(state.resolve()):
+        state.mkdir(parents=True, exist_ok=True)
+        ignore = state / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("*\n", encoding="utf-8")
+    run_id = new_run_id()
+    path = runs_dir / run_id
+    path.mkdir(parents=True, exist_ok=False)
+    return run_id, path
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temp file in the same directory + rename: a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+class EventLog:
+    """events.jsonl: one canonical JSON object per line, flushed per event so a
+    killed run leaves every event it emitted on disk, each line whole."""
+
+    def __init__(self, path: Path, run_id: str) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.seq = 0
+        self._file: TextIO = path.open("a", encoding="utf-8")
+
+    def __call__(self, event: Event) -> None:
+        self.seq += 1
+        record = {"seq": self.seq, "ts": utc_now(), "run_id": self.run_id, "type": event.type, **event.fields()}
+        self._file.write(canonical(record) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -1,0 +1,60 @@
+"""Settings, layered: CLI flag > AGENT_RUN_* environment > workspace .env > policy file > defaults.
+
+pydantic-settings does the first three; the policy layer is one more source
+placed below them. `OPENAI_API_KEY` / `OPENAI_BASE_URL` are read as the SDK reads them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AGENT_RUN_", extra="ignore", populate_by_name=True)
+
+    model: str = DEFAULT_MODEL
+    api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("AGENT_RUN_API_KEY", "OPENAI_API_KEY"))
+    base_url: str | None = Field(None, validation_alias=AliasChoices("AGENT_RUN_BASE_URL", "OPENAI_BASE_URL"))
+    max_turns: int = Field(50, ge=1)
+    timeout: float = Field(1800.0, gt=0, description="whole run, wall clock, seconds")
+    output_format: Literal["text", "json"] = "text"
+    stream: bool = False
+    max_retries: int = Field(4, ge=0)
+    retry_base_s: float = Field(1.0, ge=0)
+    retry_cap_s: float = Field(30.0, ge=0)
+    request_timeout_s: float = Field(300.0, gt=0)
+    bash_timeout_s: float = Field(120.0, gt=0)
+
+
+def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
+    """The settings a policy file may set (its `budget` section)."""
+    budget = sections.get("budget", {})
+    out: dict[str, Any] = {}
+    if "maxTurns" in budget:
+        out["max_turns"] = budget["maxTurns"]
+    if "timeoutSeconds" in budget:
+        out["timeout"] = budget["timeoutSeconds"]
+    return out
+
+
+def load_settings(cli: dict[str, Any], workspace: Path, policy_values: dict[str, Any]) -> Settings:
+    """Build Settings from every layer. `cli` holds only the flags actually given."""
+
+    class Layered(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings, env_settings, dotenv_settings,
+                    InitSettingsSource(settings_cls, init_kwargs=policy_values))
+
+    env_file = workspace / ".env"
+    return Layered(_env_file=env_file if env_file.is_file() else None, **cli)  # type: ignore[call-arg]

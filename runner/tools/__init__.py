@@ -1,0 +1,2 @@
+"""Core tools. Each declares a name, a permission domain, a JSON Schema for its
+arguments, the targets a policy decides, and a `run` that does the work."""

@@ -1,0 +1,62 @@
+"""The tool contract and the structured error every tool failure becomes."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+ERROR_TYPES = (
+    "ToolNotAllowed", "ApprovalRequired", "PathTraversalBlocked", "FileTooLarge", "Timeout",
+    "ExitNonZero", "IOError", "InvalidArguments", "UnknownTool",
+)
+
+
+class ToolError(Exception):
+    """A failure the model can act on; becomes `{"error": {"type", "message", ...}}`."""
+
+    def __init__(self, type_: str, message: str, **extra: Any) -> None:
+        assert type_ in ERROR_TYPES, type_
+        super().__init__(message)
+        self.type = type_
+        self.message = message
+        self.extra = extra
+
+    def payload(self) -> dict[str, Any]:
+        return {"error": {"type": self.type, "message": self.message, **self.extra}}
+
+
+@dataclass
+class ToolContext:
+    workspace: Path  # resolved, absolute
+    protected: tuple[Path, ...] = ()  # never written, whatever the policy says
+    deadline: float | None = None  # time.monotonic() at which the run's wall clock ends
+    default_timeout_s: float = 120.0
+    abort: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class ToolOutput:
+    """`content` goes to the model; `details` only to the event log."""
+
+    content: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    domain: ClassVar[str]
+    schema: ClassVar[dict[str, Any]]
+
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[str]:
+        raise NotImplementedError
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        raise NotImplementedError
+
+    def spec(self) -> dict[str, Any]:
+        """The OpenAI `tools` entry."""
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.schema}}

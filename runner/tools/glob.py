@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from typing import Any
+
+from wcmatch import glob as wc
+
+from runner.tools import paths
+from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+MAX_MATCHES = 1000
+_FLAGS = wc.GLOBSTAR | wc.DOTMATCH | wc.NODIR
+
+
+class Glob(Tool):
+    name = "glob"
+    domain = "read"
+    description = "Find files by glob pattern (`**` spans directories), relative to path (default '.'). Sorted."
+    schema = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "e.g. '**/*.py' or 'src/*.ts'."},
+            "path": {"type": "string", "description": "Directory to search from (default '.')."},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[str]:
+        return [paths.target(ctx, paths.resolve(ctx, args.get("path", ".")))]
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        root = paths.resolve(ctx, args.get("path", "."))
+        if not root.is_dir():
+            raise ToolError("IOError", f"{paths.display(ctx, root)} is not a directory")
+        found = sorted(wc.glob(args["pattern"], root_dir=str(root), flags=_FLAGS, exclude=["**/.git/**", ".git/**"]))
+        more = len(found) - MAX_MATCHES
+        text = "\n".join(found[:MAX_MATCHES])
+        if more > 0:
+            text += f"\n[{more} more matches not shown; narrow the pattern]"
+        return ToolOutput(text or "[no files match]", {"matches": len(found)})

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from wcmatch import glob as wc
+
+from runner.tools import paths
+from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+MAX_MATCHES = 500
+MAX_LINE_CHARS = 500
+MAX_FILE_BYTES = 16 * 1024 * 1024
+
+
+class Grep(Tool):
+    name = "grep"
+    domain = "read"
+    description = (
+        "Search file contents with a Python regular expression. Prints `path:line: text`. "
+        "`include` filters file names by glob (e.g. '**/*.py'). Skips .git and binary files."
+    )
+    schema = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regular expression (Python syntax)."},
+            "path": {"type": "string", "description": "File or directory to search (default '.')."},
+            "include": {"type": "string", "description": "Glob the file paths must match."},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[str]:
+        return [paths.target(ctx, paths.resolve(ctx, args.get("path", ".")))]
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        try:
+            rx = re.compile(args["pattern"])
+        except re.error as exc:
+            raise ToolError("InvalidArguments", f"invalid regex: {exc}") from None
+        root = paths.resolve(ctx, args.get("path", "."))
+        if not root.exists():
+            raise ToolError("IOError", f"{paths.display(ctx, root)} does not exist")
+        files = [root] if root.is_file() else self._files(root, args.get("include"))
+        hits: list[str] = []
+        total = 0
+        for file in files:
+            for number, line in _lines(file):
+                if rx.search(line):
+                    total += 1
+                    if len(hits) < MAX_MATCHES:
+                        hits.append(f"{paths.display(ctx, file)}:{number}: {line[:MAX_LINE_CHARS]}")
+        text = "\n".join(hits)
+        if total > len(hits):
+            text += f"\n[{total - len(hits)} more matches not shown; narrow the pattern or path]"
+        return ToolOutput(text or "[no matches]", {"matches": total, "files": len(files)})
+
+    @staticmethod
+    def _files(root: Path, include: str | None) -> list[Path]:
+        names = wc.glob(include or "**", root_dir=str(root), flags=wc.GLOBSTAR | wc.DOTMATCH | wc.NODIR,
+                        exclude=["**/.git/**", ".git/**"])
+        return [root / n for n in sorted(names)]
+
+
+def _lines(file: Path) -> list[tuple[int, str]]:
+    try:
+        if file.stat().st_size > MAX_FILE_BYTES:
+            return []
+        data = file.read_bytes()
+    except OSError:
+        return []
+    if b"\x00" in data[:8192]:
+        return []
+    return list(enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1))

@@ -1,0 +1,33 @@
+"""The tool set in a stable order: the `tools` list is part of the prompt prefix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.tools.base import Tool
+from runner.tools.bash import Bash
+from runner.tools.edit import Edit
+from runner.tools.glob import Glob
+from runner.tools.grep import Grep
+from runner.tools.list import List
+from runner.tools.read import Read
+from runner.tools.write import Write
+
+
+class Registry:
+    def __init__(self, tools: list[Tool]) -> None:
+        self._tools = {t.name: t for t in tools}
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [t.spec() for t in self._tools.values()]
+
+
+def core_tools() -> Registry:
+    return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Bash()])
