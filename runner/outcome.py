@@ -61,9 +61,13 @@ class ModelError(RunEnded):
     status = Status.MODEL_ERROR
 
 
-class Interrupted(RunEnded):
+class Interrupted(BaseException):
+    """Raised from the signal handler. A BaseException, like KeyboardInterrupt, so
+    that no `except Exception` on the way (the HTTP client has some) swallows it."""
+
     status = Status.INTERRUPTED
 
     def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.reason = f"interrupted by {signal.Signals(signum).name}"
+        super().__init__(self.reason)
         self.signum = signum

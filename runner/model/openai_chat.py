@@ -54,7 +54,8 @@ class OpenAIChat:
                 raise ModelError(f"model endpoint failed after {attempt} attempts: {error}")
             delay = backoff(attempt, self.retry_base_s, self.retry_cap_s, hint)
             if self.deadline is not None and time.monotonic() + delay >= self.deadline:
-                raise ModelError(f"model endpoint failed ({error}); retrying in {delay:.1f}s would pass the run timeout")
+                raise ModelError(f"model endpoint failed ({error}); "
+                                 f"retrying in {delay:.1f}s would pass the run timeout")
             emit(ModelRetry(turn=turn, attempt=attempt, error=error, delay_s=round(delay, 3)))
             time.sleep(delay)
 

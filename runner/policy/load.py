@@ -127,22 +127,24 @@ def _load_chain(path: Path, seen: tuple[Path, ...]) -> Policy:
             raise PolicyError(file, line, col, f"extends: no such file {base_path}")
         base = _load_chain(base_path, (*seen, path))
 
-    own_sections = {k: v for k, v in data.items() if k not in {"$schema", "extends", "permission", "mode", "description"}}
+    own_sections = {k: v for k, v in data.items() if k not in _NOT_SECTIONS}
+    own_sections["permission"] = {k: v for k, v in data.get("permission", {}).items() if k != "rules"}
     sections = _merge(base.sections if base else {}, own_sections)
     mode = data.get("mode") or (base.mode if base else "agent")
     all_rules = [*(base.rules if base else []), *rules]
-    resolved = {
-        "mode": mode,
-        **sections,
-        "permission": {
-            **({"maxDenials": data["permission"]["maxDenials"]} if "maxDenials" in data.get("permission", {}) else
-               {k: v for k, v in (base.resolved.get("permission", {}) if base else {}).items() if k != "rules"}),
-            "rules": [{"domain": r.domain, "pattern": r.pattern.raw, "decision": r.decision,
-                       "source": r.source, "index": r.index} for r in all_rules],
-        },
-        "files": [*(base.files if base else []), file],
-    }
-    return Policy(file, mode, all_rules, [*(base.files if base else []), file], sections, resolved)
+    files = [*(base.files if base else []), file]
+    return Policy(file, mode, all_rules, files, sections, snapshot(mode, sections, all_rules, files))
+
+
+_NOT_SECTIONS = frozenset({"$schema", "extends", "permission", "mode", "description"})
+
+
+def snapshot(mode: str, sections: dict[str, Any], rules: list[Rule], files: list[str]) -> dict[str, Any]:
+    """The resolved policy as one JSON document: what the run actually used."""
+    permission = {**sections.get("permission", {}),
+                  "rules": [{"domain": r.domain, "pattern": r.pattern.raw, "decision": r.decision,
+                             "source": r.source, "index": r.index} for r in rules]}
+    return {"mode": mode, **sections, "permission": permission, "files": files}
 
 
 def _compile_rules(located: Located, file: str) -> list[Rule]:

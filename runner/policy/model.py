@@ -36,8 +36,8 @@ class Policy:
     resolved: dict[str, Any] = field(default_factory=dict)  # the snapshot written to the run dir
 
     def with_rules(self, extra: list[Rule]) -> Policy:
-        return Policy(self.path, self.mode, [*self.rules, *extra], self.files, self.sections,
-                      {**self.resolved, "permission": {**self.resolved.get("permission", {}),
-                       "rules": [*self.resolved.get("permission", {}).get("rules", []),
-                                 *({"domain": r.domain, "pattern": r.pattern.raw, "decision": r.decision,
-                                    "comment": "--approve"} for r in extra)]}})
+        from runner.policy.load import snapshot
+
+        rules = [*self.rules, *extra]
+        return Policy(self.path, self.mode, rules, self.files, self.sections,
+                      snapshot(self.mode, self.sections, rules, self.files))

@@ -7,6 +7,7 @@ tail are kept, so a command printing gigabytes cannot exhaust memory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -59,10 +60,8 @@ class Bash(Tool):
                 if ctx.abort.is_set() or time.monotonic() >= end:
                     timed_out = not ctx.abort.is_set()
                     break
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=0.05)
-                except subprocess.TimeoutExpired:
-                    pass
         finally:
             # Also on an exception (an interrupt of the run): never leave the group running.
             if proc.poll() is None or timed_out:

@@ -14,7 +14,9 @@ class List(Tool):
     description = "List a directory's entries, sorted; directories end with '/'."
     schema = {
         "type": "object",
-        "properties": {"path": {"type": "string", "description": "Directory, relative to the workspace (default '.')."}},
+        "properties": {
+            "path": {"type": "string", "description": "Directory, relative to the workspace (default '.')."},
+        },
         "additionalProperties": False,
     }
 

@@ -1,0 +1,59 @@
+"""`agent-run run`: run TASK headless and exit with a code a pipeline can act on."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from runner.outcome import EXIT_CODES, Status
+from runner.session import RunOptions, execute
+
+
+class _ExitUsage(click.UsageError):
+    exit_code = EXIT_CODES[Status.USAGE_ERROR]
+
+
+@click.command("run")
+@click.argument("task", metavar="TASK")
+@click.option("--policy", metavar="PATH|NAME",
+              help="Policy file, or a shipped name (default, strict). [default: default]")
+@click.option("--workspace", metavar="DIR", help="Directory the agent works in. [default: current directory]")
+@click.option("--runs-dir", metavar="DIR", help="Where run directories go. [default: WORKSPACE/.agent-run/runs]")
+@click.option("--model", metavar="NAME", help="Model name, or replay:RUN_DIR to replay a recorded run offline.")
+@click.option("--max-turns", type=click.IntRange(min=1), help="Stop after N model turns (exit 5).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="Whole-run wall-clock limit (exit 5).")
+@click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN",
+              help="Allow this for this run only, after all policy rules (repeatable).")
+@click.option("--output-format", type=click.Choice(["text", "json"]), help="stdout: final answer or summary JSON.")
+@click.option("--stream/--no-stream", default=None, help="Stream model responses.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.option("-v", "--verbose", is_flag=True, help="More progress on stderr.")
+def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
+        max_turns: int | None, timeout: float | None, approvals: tuple[str, ...], output_format: str | None,
+        stream: bool | None, quiet: bool, verbose: bool) -> None:
+    """Run TASK (a Markdown file, or - for stdin) headless.
+
+    \b
+    Exit codes: 0 success, 1 failed, 2 usage/config error, 3 denied,
+    4 doom_loop, 5 budget_exhausted, 6 model_error, 130/143 interrupted.
+    """
+    given = {"model": model, "max_turns": max_turns, "timeout": timeout, "output_format": output_format,
+             "stream": stream}
+    opts = RunOptions(task=task, policy=policy, workspace=workspace, runs_dir=runs_dir, approvals=list(approvals),
+                      cli_settings={k: v for k, v in given.items() if v is not None},
+                      verbosity=0 if quiet else (2 if verbose else 1))
+    outcome = execute(opts)
+    summary = outcome.summary
+    fmt = output_format or summary.get("output_format") or "text"
+    if fmt == "json":
+        click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))
+    elif summary.get("answer"):
+        click.echo(summary["answer"])
+    if not quiet or outcome.exit_code not in (0,):
+        where = f" — run dir: {outcome.run_dir}" if outcome.run_dir else ""
+        reason = f": {summary['reason']}" if summary.get("reason") else ""
+        click.echo(f"agent-run: {summary['status']} (exit {outcome.exit_code}){reason}{where}", err=True)
+    sys.exit(outcome.exit_code)

@@ -1,0 +1,44 @@
+"""summary.json as a fold over the event stream: whatever ended the run, the
+summary says what the events say."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.events import Event, ModelResponse, PermissionDecision, ToolCall
+
+
+class SummaryBuilder:
+    def __init__(self, run_id: str, model: str, policy: str) -> None:
+        self.run_id = run_id
+        self.model = model
+        self.policy = policy
+        self.turns = 0
+        self.tool_calls = 0
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
+        self.denials: list[dict[str, Any]] = []
+        self._calls: dict[str, str] = {}
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ModelResponse):
+            self.turns = max(self.turns, event.turn)
+            for key in self.usage:
+                self.usage[key] += int(event.usage.get(key, 0) or 0)
+        elif isinstance(event, ToolCall):
+            self.tool_calls += 1
+        elif isinstance(event, PermissionDecision) and event.decision == "deny":
+            deciding = next((t for t in event.targets if t["decision"] == event.policy_decision), event.targets[0])
+            self.denials.append({
+                "call_id": event.call_id, "tool": event.tool, "domain": event.permissionDomain,
+                "target": deciding["target"], "decision": event.policy_decision,
+                "rule": event.rule, "replay": event.replay,
+            })
+
+    def build(self, *, status: str, exit_code: int, reason: str | None, duration_s: float,
+              answer: str | None) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id, "status": status, "exit_code": exit_code, "reason": reason,
+            "turns": self.turns, "tool_calls": self.tool_calls, "denials": self.denials,
+            "usage": dict(self.usage), "duration_s": round(duration_s, 3), "model": self.model,
+            "policy": self.policy, "answer": answer,
+        }
