@@ -16,7 +16,7 @@ from runner.call import CallEnv, handle_call
 from runner.events import Emit, ModelRequest, ModelResponse
 from runner.jsonutil import canonical, estimate_tokens, sha256_text
 from runner.model.base import ChatModel
-from runner.outcome import BudgetExhausted
+from runner.outcome import BudgetExhausted, Failed
 from runner.prompt import SYSTEM_PROMPT
 
 
@@ -55,12 +55,17 @@ def run_loop(task: str, model: ChatModel, env: CallEnv, limits: Limits, emit: Em
         messages.append(reply.message)
         calls = reply.message.get("tool_calls") or []
         if not calls:
+            if reply.finish_reason in _CUT_OFF:
+                raise Failed(f"the model's final answer was cut off (finish_reason={reply.finish_reason})")
             return LoopResult(answer=reply.message.get("content") or "", turns=turn)
         for call in calls:
             _remaining(limits)
             content = handle_call(call, env, turn, emit)
             messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": content})
     raise BudgetExhausted(f"max turns reached ({limits.max_turns}) before the model finished")
+
+
+_CUT_OFF = frozenset({"length", "content_filter"})
 
 
 def _remaining(limits: Limits) -> float | None:

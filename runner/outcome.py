@@ -49,6 +49,10 @@ class RunEnded(Exception):
         self.reason = reason
 
 
+class Failed(RunEnded):
+    status = Status.FAILED
+
+
 class UsageError(RunEnded):
     status = Status.USAGE_ERROR
 

@@ -1,0 +1,89 @@
+"""Fixtures: a scripted OpenAI-compatible server on loopback, a temp workspace,
+and `agent_run`, which drives the real `agent-run` executable in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAI
+
+
+def agent_run_argv() -> list[str]:
+    exe = Path(sys.executable).parent / "agent-run"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("agent-run")
+    return [found] if found else [sys.executable, "-m", "runner"]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_RUN_"))}
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+    runs_dir: Path
+
+    @property
+    def run_dirs(self) -> list[Path]:
+        return sorted(p for p in self.runs_dir.iterdir() if p.is_dir()) if self.runs_dir.is_dir() else []
+
+    @property
+    def run_dir(self) -> Path:
+        return self.run_dirs[-1]
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        lines = (self.run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines]
+
+    def of_type(self, type_: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == type_]
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return json.loads((self.run_dir / "summary.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "task.md").write_text("Do the thing.\n", encoding="utf-8")
+    return ws
+
+
+@pytest.fixture
+def agent_run(fake: FakeOpenAI, workspace: Path):
+    """Run `agent-run ARGS` against the fake server, in the workspace; wait for it."""
+
+    def run(*args: str, env: dict[str, str] | None = None, input: str | None = None,
+            timeout: float = 60) -> Result:
+        full_env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test",
+                             AGENT_RUN_RETRY_BASE_S="0.01", **(env or {}))
+        proc = subprocess.run([*agent_run_argv(), *args], cwd=workspace, env=full_env, input=input or "",
+                              capture_output=True, text=True, timeout=timeout)
+        return Result(proc.returncode, proc.stdout, proc.stderr, workspace / ".agent-run" / "runs")
+
+    return run
