@@ -80,8 +80,8 @@ def agent_run(fake: FakeOpenAI, workspace: Path):
 
     def run(*args: str, env: dict[str, str] | None = None, input: str | None = None,
             timeout: float = 60) -> Result:
-        full_env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test",
-                             AGENT_RUN_RETRY_BASE_S="0.01", **(env or {}))
+        full_env = clean_env(**{"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
+                                "AGENT_RUN_RETRY_BASE_S": "0.01", **(env or {})})
         proc = subprocess.run([*agent_run_argv(), *args], cwd=workspace, env=full_env, input=input or "",
                               capture_output=True, text=True, timeout=timeout)
         return Result(proc.returncode, proc.stdout, proc.stderr, workspace / ".agent-run" / "runs")

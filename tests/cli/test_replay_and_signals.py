@@ -1,0 +1,118 @@
+"""Replay of a recorded run (offline, deterministic) and interrupts that still
+leave a complete run directory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import agent_run_argv, clean_env
+from tests.fakes.openai_server import hang, reply
+
+
+def _calls(result):
+    return [(e["tool"], e["arguments"]) for e in result.of_type("tool_call")]
+
+
+def test_replay_reproduces_calls_and_exit_code_offline(fake, workspace, agent_run, tmp_path):
+    (workspace / "src.txt").write_text("v1\n")
+    pristine = tmp_path / "pristine"
+    shutil.copytree(workspace, pristine)
+    fake.add(
+        reply(calls=[("read", {"path": "src.txt"})]),
+        reply(calls=[("edit", {"path": "src.txt", "old_string": "v1", "new_string": "v2"}),
+                     ("bash", {"command": "echo denied"})]),
+        reply("Bumped to v2."),
+    )
+    recorded = agent_run("task.md")
+    assert recorded.code == 3
+    record_dir = tmp_path / "recording"
+    shutil.copytree(recorded.run_dir, record_dir)
+
+    for _ in range(2):  # repeatable: same start, same calls, same exit code
+        shutil.rmtree(workspace)
+        shutil.copytree(pristine, workspace)
+        again = agent_run("--model", f"replay:{record_dir}", "task.md",
+                          env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": ""})
+        assert again.code == recorded.code, again.stderr
+        assert _calls(again) == _calls(recorded)
+        assert again.stdout == recorded.stdout
+        assert (workspace / "src.txt").read_text() == "v2\n"
+        prompts = [e["prompt_sha256"] for e in again.of_type("model_request")]
+        assert prompts == [e["prompt_sha256"] for e in recorded.of_type("model_request")]
+    assert len(fake.requests) == 3
+
+
+def test_replay_that_runs_out_is_model_error(fake, workspace, agent_run, tmp_path):
+    fake.add(reply(calls=[("list", {})]), reply("done"))
+    recorded = agent_run("task.md")
+    events = (recorded.run_dir / "events.jsonl").read_text().splitlines()
+    short = tmp_path / "short"
+    short.mkdir()
+    (short / "events.jsonl").write_text("\n".join(e for e in events if '"model_response"' not in e or
+                                                  '"turn":1' in e) + "\n")
+    r = agent_run("--model", f"replay:{short}", "task.md")
+    assert r.code == 6
+    assert "ran out after 1 responses" in r.summary["reason"]
+
+
+def test_replay_of_missing_dir_is_usage_error(agent_run, tmp_path):
+    r = agent_run("--model", f"replay:{tmp_path / 'nope'}", "task.md")
+    assert r.code == 2 and "events.jsonl not found" in r.summary["reason"]
+
+
+def _start(fake, workspace, *args):
+    env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test")
+    return subprocess.Popen([*agent_run_argv(), *args], cwd=workspace, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_event(workspace, type_, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for log in (workspace / ".agent-run" / "runs").glob("*/events.jsonl"):
+            if f'"type":"{type_}"' in log.read_text():
+                return log.parent
+        time.sleep(0.05)
+    raise AssertionError(f"no {type_} event within {timeout}s")
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_model_call(fake, workspace, sig, code):
+    fake.add(hang(30), reply("too late"))
+    proc = _start(fake, workspace, "task.md")
+    run_dir = _wait_for_event(workspace, "model_request")
+    time.sleep(0.3)
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    assert proc.wait(timeout=10) == code
+    assert time.monotonic() - sent < 5
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["exit_code"] == code
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert events[-1]["type"] == "run_finished" and events[-1]["exit_code"] == code
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_tool_kills_it(fake, workspace, sig, code):
+    fake.add(reply(calls=[("bash", {"command": "echo $$ > pid.txt; sleep 60"})]), reply("never"))
+    proc = _start(fake, workspace, "--approve", "bash:shell:*", "task.md")
+    run_dir = _wait_for_event(workspace, "tool_call")
+    deadline = time.monotonic() + 10
+    while not (workspace / "pid.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int((workspace / "pid.txt").read_text())
+    proc.send_signal(sig)
+    assert proc.wait(timeout=10) == code
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["tool_calls"] == 1
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        import os
+
+        os.kill(pid, 0)

@@ -1,0 +1,46 @@
+"""Settings reach the run through every layer: flag > env > workspace .env > policy > default."""
+
+from __future__ import annotations
+
+from tests.fakes.openai_server import reply
+
+
+def test_dotenv_in_workspace_sets_model_and_key(fake, workspace, agent_run):
+    (workspace / ".env").write_text("AGENT_RUN_MODEL=from-dotenv\n")
+    fake.add(reply("a"))
+    assert agent_run("task.md").code == 0
+    assert fake.requests[-1]["model"] == "from-dotenv"
+
+
+def test_env_beats_dotenv_and_flag_beats_env(fake, workspace, agent_run):
+    (workspace / ".env").write_text("AGENT_RUN_MODEL=from-dotenv\n")
+    fake.add(reply("a"), reply("b"))
+    assert agent_run("task.md", env={"AGENT_RUN_MODEL": "from-env"}).code == 0
+    assert agent_run("--model", "from-flag", "task.md", env={"AGENT_RUN_MODEL": "from-env"}).code == 0
+    assert [r["model"] for r in fake.requests] == ["from-env", "from-flag"]
+
+
+def test_policy_budget_is_below_env(fake, workspace, agent_run):
+    (workspace / "p.jsonc").write_text('{"extends": "default", "budget": {"maxTurns": 1}}')
+    fake.add(*[reply(calls=[("list", {})])] * 4)
+    r = agent_run("--policy", "p.jsonc", "task.md")
+    assert r.code == 5 and len(fake.requests) == 1
+    r = agent_run("--policy", "p.jsonc", "task.md", env={"AGENT_RUN_MAX_TURNS": "2"})
+    assert r.code == 5 and r.summary["turns"] == 2
+
+
+def test_policy_named_by_env(fake, workspace, agent_run):
+    fake.add(reply(calls=[("write", {"path": "w.txt", "content": "x"})]), reply("done"))
+    r = agent_run("task.md", env={"AGENT_RUN_POLICY": "strict"})
+    assert r.code == 3 and r.summary["policy"].endswith("strict.jsonc")
+
+
+def test_no_key_and_no_base_url_is_a_usage_error(fake, workspace, agent_run):
+    r = agent_run("task.md", env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    assert r.code == 2 and "OPENAI_API_KEY" in r.summary["reason"]
+
+
+def test_invalid_env_setting_is_a_usage_error(fake, workspace, agent_run):
+    r = agent_run("task.md", env={"AGENT_RUN_MAX_TURNS": "lots"})
+    assert r.code == 2 and "max_turns" in r.summary["reason"]
+    assert fake.requests == []
