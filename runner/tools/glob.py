@@ -32,7 +32,7 @@ class Glob(Tool):
         root = paths.resolve(ctx, args.get("path", "."))
         if not root.is_dir():
             raise ToolError("IOError", f"{paths.display(ctx, root)} is not a directory")
-        found = sorted(wc.glob(args["pattern"], root_dir=str(root), flags=_FLAGS, exclude=["**/.git/**", ".git/**"]))
+        found = sorted(wc.glob(args["pattern"], root_dir=str(root), flags=_FLAGS, exclude=paths.SKIP_DIRS))
         more = len(found) - MAX_MATCHES
         text = "\n".join(found[:MAX_MATCHES])
         if more > 0:

@@ -60,7 +60,7 @@ class Grep(Tool):
     @staticmethod
     def _files(root: Path, include: str | None) -> list[Path]:
         names = wc.glob(include or "**", root_dir=str(root), flags=wc.GLOBSTAR | wc.DOTMATCH | wc.NODIR,
-                        exclude=["**/.git/**", ".git/**"])
+                        exclude=paths.SKIP_DIRS)
         return [root / n for n in sorted(names)]
 
 
