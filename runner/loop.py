@@ -73,5 +73,5 @@ def _remaining(limits: Limits) -> float | None:
         return None
     left = limits.deadline - time.monotonic()
     if left <= 0:
-        raise BudgetExhausted("run timeout reached")
+        raise BudgetExhausted("run timeout reached before the model finished")
     return left

@@ -15,7 +15,7 @@ import openai
 from runner.events import Event, ModelRetry
 from runner.model.base import ModelReply, assistant_message, usage_dict
 from runner.model.retry import backoff, is_transient, retry_after
-from runner.outcome import ModelError
+from runner.outcome import BudgetExhausted, ModelError
 
 
 class OpenAIChat:
@@ -50,6 +50,8 @@ class OpenAIChat:
                 error, hint = type(exc).__name__, None
             except openai.OpenAIError as exc:
                 raise ModelError(f"model request failed: {exc}") from None
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise BudgetExhausted("run timeout reached while waiting for the model")
             if attempt > self.max_retries:
                 raise ModelError(f"model endpoint failed after {attempt} attempts: {error}")
             delay = backoff(attempt, self.retry_base_s, self.retry_cap_s, hint)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.fakes.openai_server import error, reply
+from tests.fakes.openai_server import error, hang, reply
 
 
 def test_success_reads_a_file_and_answers(fake, workspace, agent_run):
@@ -27,9 +27,9 @@ def test_success_reads_a_file_and_answers(fake, workspace, agent_run):
 
 def test_run_subcommand_and_bare_task_are_the_same(fake, agent_run):
     fake.add(reply("one"), reply("two"))
-    assert agent_run("run", "task.md").code == 0
-    assert agent_run("task.md").code == 0
-    assert [req["messages"][:2] for req in fake.requests[:1]] == [fake.requests[1]["messages"][:2]]
+    first, second = agent_run("run", "task.md"), agent_run("task.md")
+    assert (first.code, first.stdout, second.code, second.stdout) == (0, "one\n", 0, "two\n")
+    assert fake.requests[0]["messages"] == fake.requests[1]["messages"]
 
 
 def test_events_are_complete_and_ordered(fake, workspace, agent_run):
@@ -214,6 +214,13 @@ def test_timeout_is_budget_exhausted_exit_5(fake, workspace, agent_run):
     assert r.code == 5, r.stderr
     assert r.summary["status"] == "budget_exhausted"
     assert r.summary["duration_s"] < 15
+
+
+def test_timeout_during_a_model_call_is_budget_exhausted(fake, workspace, agent_run):
+    fake.add(hang(20), reply("too late"))
+    r = agent_run("--timeout", "2", "task.md", timeout=30)
+    assert r.code == 5, r.stderr
+    assert r.summary["status"] == "budget_exhausted" and r.summary["duration_s"] < 10
 
 
 def test_cut_off_answer_is_failed_exit_1(fake, workspace, agent_run):
