@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.fakes.openai_server import error, hang, reply
+from tests.fakes.openai_server import drop, error, hang, reply
 
 
 def test_success_reads_a_file_and_answers(fake, workspace, agent_run):
@@ -183,6 +183,14 @@ def test_429_then_success_is_retried(fake, workspace, agent_run):
     assert [e["error"] for e in retries] == ["HTTP 429", "HTTP 503"]
     assert retries[0]["delay_s"] == 0
     assert len(fake.requests) == 3
+
+
+def test_dropped_connection_is_retried(fake, workspace, agent_run):
+    fake.add(drop(), reply("after the drop"))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
+    assert [e["error"] for e in r.of_type("model_retry")] == ["APIConnectionError"]
+    assert r.stdout.strip() == "after the drop"
 
 
 def test_persistent_5xx_is_model_error_exit_6(fake, workspace, agent_run):

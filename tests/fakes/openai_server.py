@@ -4,7 +4,8 @@ Tests give it a script: one step per expected request, in order. A step is
 - `reply(content=..., calls=[(name, args), ...])`: an assistant message (args: a
   dict, JSON-encoded for you, or a raw string sent as is, valid JSON or not);
 - `error(status, headers=..., body=...)`: an HTTP error response;
-- `hang(seconds)`: wait before answering (for timeouts and interrupts).
+- `hang(seconds)`: wait before answering (for timeouts and interrupts);
+- `drop()`: close the connection without answering.
 Every request body is recorded in `server.requests`. Streaming requests
 (`"stream": true`) get server-sent events, chunked the way OpenAI chunks them.
 When the script runs out, the server answers HTTP 400 "script exhausted".
@@ -13,6 +14,7 @@ When the script runs out, the server answers HTTP 400 "script exhausted".
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -45,6 +47,11 @@ def error(status: int, headers: dict[str, str] | None = None, body: Any = None) 
 
 def hang(seconds: float) -> Step:
     return Step("hang", seconds=seconds)
+
+
+def drop() -> Step:
+    """Close the connection without a response (a dropped connection)."""
+    return Step("drop")
 
 
 class FakeOpenAI:
@@ -103,6 +110,10 @@ class FakeOpenAI:
                 step = self.script.pop(0) if self.script else None
         if step is None:
             return _send_json(h, 400, {"error": {"message": "fake server: script exhausted", "type": "test"}})
+        if step.kind == "drop":
+            h.close_connection = True
+            h.connection.shutdown(socket.SHUT_RDWR)
+            return None
         if step.kind == "error":
             return _send_json(h, step.status, step.body if step.body is not None else
                               {"error": {"message": f"scripted {step.status}", "type": "test"}}, step.headers)
