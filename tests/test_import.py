@@ -1,0 +1,35 @@
+"""Importing the package has no side effects: no files written, no .env loaded into os.environ."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import json, os, pkgutil, importlib
+    before = dict(os.environ)
+    import runner
+    names = [m.name for m in pkgutil.walk_packages(runner.__path__, "runner.")]
+    for name in names:
+        importlib.import_module(name)
+    after = dict(os.environ)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    print(json.dumps({"modules": names, "changed": changed}))
+""")
+
+
+def test_importing_every_module_is_side_effect_free(tmp_path):
+    (tmp_path / ".env").write_text("AGENT_RUN_MODEL=leaked\nOPENAI_API_KEY=sk-leaked\nLEAK_CANARY=1\n")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_RUN_", "LEAK_"))}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    # Guard against a vacuous pass: the walk must actually reach the leaf modules.
+    assert {"runner.session", "runner.cli.main", "runner.tools.bash", "runner.policy.load"} <= set(report["modules"])
+    assert report["changed"] == []
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before

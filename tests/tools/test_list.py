@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from runner.tools.base import ToolError
+from runner.tools.list import List
+
+
+def test_sorted_with_slash_for_directories(ctx, ws):
+    for d in ("src", "b_dir", ".git"):
+        (ws / d).mkdir()
+    for f in ("z.txt", "a.txt", ".env"):
+        (ws / f).write_text("")
+    out = List().run({}, ctx)
+    assert out.content.splitlines() == [".env", ".git/", "a.txt", "b_dir/", "src/", "z.txt"]
+    assert out.details == {"entries": 6}
+
+
+def test_subdirectory(ctx, ws):
+    (ws / "src" / "pkg").mkdir(parents=True)
+    (ws / "src" / "m.py").write_text("")
+    assert List().run({"path": "src"}, ctx).content == "m.py\npkg/"
+
+
+def test_empty_directory(ctx, ws):
+    (ws / "empty").mkdir()
+    assert List().run({"path": "empty"}, ctx).content == "[empty is empty]"
+
+
+@pytest.mark.parametrize("setup", ["file", "missing"])
+def test_not_a_directory_is_io_error(ctx, ws, setup):
+    if setup == "file":
+        (ws / "x").write_text("")
+    with pytest.raises(ToolError) as info:
+        List().run({"path": "x"}, ctx)
+    assert info.value.type == "IOError"
+
+
+def test_root_target(ctx):
+    assert List().targets({}, ctx) == ["workspace:."]

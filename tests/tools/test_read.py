@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import pytest
+
+from runner.tools.base import ToolError
+from runner.tools.read import MAX_FILE_BYTES, MAX_LINE_CHARS, Read
+
+
+def run(ctx, **args):
+    return Read().run(args, ctx)
+
+
+def error(ctx, **args) -> ToolError:
+    with pytest.raises(ToolError) as info:
+        run(ctx, **args)
+    return info.value
+
+
+@pytest.fixture
+def five(ws):
+    (ws / "f.txt").write_text("one\ntwo\nthree\nfour\nfive\n", encoding="utf-8")
+    return "f.txt"
+
+
+def test_whole_file_numbered(ctx, five):
+    out = run(ctx, path=five)
+    assert out.content == "1\tone\n2\ttwo\n3\tthree\n4\tfour\n5\tfive"
+    assert out.details == {"lines": 5, "shown": [1, 5]}
+
+
+def test_offset_and_limit_with_more_hint(ctx, five):
+    out = run(ctx, path=five, offset=2, limit=2)
+    assert out.content == "2\ttwo\n3\tthree\n[lines 2-3 of 5; read with offset=4 for more]"
+    assert out.details == {"lines": 5, "shown": [2, 3]}
+
+
+def test_limit_reaching_the_end_has_no_hint(ctx, five):
+    assert run(ctx, path=five, offset=4, limit=10).content == "4\tfour\n5\tfive"
+
+
+def test_offset_past_the_end(ctx, five):
+    assert run(ctx, path=five, offset=9).content == "[f.txt: 5 lines; nothing at offset 9]"
+
+
+def test_last_line_without_newline(ctx, ws):
+    (ws / "g.txt").write_text("a\nb", encoding="utf-8")
+    assert run(ctx, path="g.txt").content == "1\ta\n2\tb"
+
+
+def test_long_lines_are_cut(ctx, ws):
+    (ws / "long.txt").write_text("x" * (MAX_LINE_CHARS + 50) + "\n", encoding="utf-8")
+    content = run(ctx, path="long.txt").content
+    assert content == "1\t" + "x" * MAX_LINE_CHARS + f"… [line cut at {MAX_LINE_CHARS} chars]"
+
+
+def test_binary_file_is_io_error(ctx, ws):
+    (ws / "b.bin").write_bytes(b"PK\x03\x04\x00\x00binary")
+    err = error(ctx, path="b.bin")
+    assert err.type == "IOError"
+    assert "looks binary" in err.message
+
+
+def test_directory_is_io_error(ctx, ws):
+    (ws / "d").mkdir()
+    err = error(ctx, path="d")
+    assert err.type == "IOError"
+    assert err.message == "d is a directory; use list"
+
+
+def test_missing_file_is_io_error(ctx):
+    err = error(ctx, path="nope.txt")
+    assert err.type == "IOError"
+    assert err.message.startswith("cannot read nope.txt")
+
+
+def test_too_large_file(ctx, ws):
+    # Sparse: the size is what is checked, no need to write 64 MiB.
+    with (ws / "big.txt").open("wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)
+    err = error(ctx, path="big.txt")
+    assert err.type == "FileTooLarge"
+
+
+def test_invalid_utf8_is_replaced_not_fatal(ctx, ws):
+    (ws / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    assert run(ctx, path="latin1.txt").content == "1\tcaf\ufffd"
+
+
+def test_targets(ctx, ws):
+    assert Read().targets({"path": "src/a.py"}, ctx) == ["workspace:src/a.py"]
+    assert Read().targets({"path": "../x"}, ctx) == [f"fs:{(ws.parent / 'x').as_posix()}"]
