@@ -34,8 +34,9 @@ def retry_after(headers: dict[str, str] | None, now: float | None = None) -> flo
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
             return None
         return max(0.0, parsed.timestamp() - (now if now is not None else time.time()))
 

@@ -75,15 +75,17 @@ def _syntax_error(exc: JSON5DecodeError, text: str, file: str) -> PolicyError:
     if found:
         line, col = int(found.group(1)), int(found.group(2))
     else:
-        index = getattr(exc, "index", None) or 0
+        at_index = _AT_INDEX.search(primary)
+        index = int(at_index.group(1)) if at_index else (getattr(exc, "index", None) or 0)
         line = text.count("\n", 0, index) + 1
         col = index - (text.rfind("\n", 0, index) + 1) + 1
-    message = _AT.sub("", primary).rstrip(" .:")
+    message = _AT_INDEX.sub("", _AT.sub("", primary)).rstrip(" .:")
     message = message.replace("in or near token", "near").replace(" at", "").strip()
     return PolicyError(file, line, col, f"invalid JSONC: {message}")
 
 
 _AT = re.compile(r"\s*at:? line (\d+) column (\d+) \(char \d+\)")
+_AT_INDEX = re.compile(r"\s*at index (\d+)")
 
 
 def _walk(node: Any, path: Path, out: Located, file: str) -> Any:

@@ -51,21 +51,23 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 
 def validate(located: Located, file: str) -> None:
-    """Raise the first schema error, located at the offending key or value."""
-    errors = sorted(_validator().iter_errors(located.value), key=lambda e: located.position(tuple(e.absolute_path)))
-    if not errors:
-        return
-    err = errors[0]
+    """Raise the schema error that comes first in the file, located at the offending key or value."""
+    found = [_locate(err, located) for err in _validator().iter_errors(located.value)]
+    if found:
+        (line, col), message = min(found, key=lambda f: f[0])
+        raise PolicyError(file, line, col, message)
+
+
+def _locate(err: jsonschema.ValidationError, located: Located) -> tuple[tuple[int, int], str]:
     path = tuple(err.absolute_path)
     where = _dotted(path)
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = set(err.schema.get("properties", {}))
-        unknown = sorted(k for k in err.instance if k not in allowed)
-        line, col = located.position((*path, unknown[0]), key=True)
+        unknown = sorted((k for k in err.instance if k not in allowed),
+                         key=lambda k: located.position((*path, k), key=True))
         hint = f" (expected one of: {', '.join(sorted(allowed))})" if allowed else ""
-        raise PolicyError(file, line, col, f"unknown key '{unknown[0]}' in {where}{hint}")
-    line, col = located.position(path)
-    raise PolicyError(file, line, col, f"{where}: {err.message}")
+        return located.position((*path, unknown[0]), key=True), f"unknown key '{unknown[0]}' in {where}{hint}"
+    return located.position(path), f"{where}: {err.message}"
 
 
 def _dotted(path: tuple[str | int, ...]) -> str:

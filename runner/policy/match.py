@@ -64,4 +64,6 @@ def glob_match(scheme: str, rest: str, body: str) -> bool:
             return True
         return body.endswith(" *") and fnmatch.fnmatch(rest, body[:-2], flags=_TEXT_FLAGS)
     # The workspace root is `workspace:.`; as a path it is the empty relative path.
+    if body == ".":
+        return rest == "."
     return glob.globmatch("" if rest == "." else rest, body, flags=_PATH_FLAGS)

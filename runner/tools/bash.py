@@ -63,9 +63,9 @@ class Bash(Tool):
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=0.05)
         finally:
-            # Also on an exception (an interrupt of the run): never leave the group running.
-            if proc.poll() is None or timed_out:
-                _kill_group(proc)
+            # Also on an exception (an interrupt of the run), and also when the shell exited
+            # normally: background children (`cmd &`) die with the call, as in CI they must.
+            _kill_group(proc)
             capture.join()
         output = capture.text()
         details = {"exit_code": proc.returncode, "output_bytes": capture.total, "pid": proc.pid}
@@ -79,6 +79,11 @@ class Bash(Tool):
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        # The shell is gone; whatever is left of its group gets no grace period.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return
     for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)

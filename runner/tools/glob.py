@@ -34,7 +34,8 @@ class Glob(Tool):
             raise ToolError("IOError", f"{paths.display(ctx, root)} is not a directory")
         found = sorted(wc.glob(args["pattern"], root_dir=str(root), flags=_FLAGS, exclude=paths.SKIP_DIRS))
         more = len(found) - MAX_MATCHES
-        text = "\n".join(found[:MAX_MATCHES])
+        # Shown relative to the workspace, like grep and list, so a result can be passed to read as is.
+        text = "\n".join(paths.display(ctx, root / f) for f in found[:MAX_MATCHES])
         if more > 0:
             text += f"\n[{more} more matches not shown; narrow the pattern]"
         return ToolOutput(text or "[no files match]", {"matches": len(found)})

@@ -88,9 +88,6 @@ def test_retry_after(headers, expected):
     assert retry_after(headers, now=NOW) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a non-numeric, non-date Retry-After raises ValueError from "
-                                       "parsedate_to_datetime instead of returning None; a 429/503 with such a "
-                                       "header escapes OpenAIChat's retry loop as an unhandled exception")
 @pytest.mark.parametrize("value", ["soon", "tomorrow at noon"])
 def test_retry_after_garbage_is_none(value):
     assert retry_after({"retry-after": value}, now=NOW) is None

@@ -72,8 +72,6 @@ def test_syntax_errors_are_located(text, line, col, fragment):
     assert str(err).startswith(f"bad.jsonc:{line}:{col}: invalid JSONC: ")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: an illegal character is reported at 1:1; json-five says 'at index N' "
-                                       "and sets exc.index=0, so neither _AT nor the index fallback locates it")
 def test_illegal_character_is_located():
     with pytest.raises(PolicyError) as info:
         parse('{\n  "a": @\n}', "bad.jsonc")

@@ -55,8 +55,6 @@ def test_workspace_root(pattern, expected):
     check(pattern, "workspace:.", expected)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: pattern `workspace:.` does not match target `workspace:.` (the root "
-                                       "target is rewritten to '' but the pattern body '.' is not)")
 def test_workspace_root_literal_pattern_matches_root_target():
     check("workspace:.", "workspace:.", True)
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.bash import KEEP_BYTES, Bash
+from tests.fakes.procs import wait_gone
 
 
 def run(ctx, command: str, **extra):
@@ -21,28 +20,6 @@ def error(ctx, command: str, **extra) -> ToolError:
     with pytest.raises(ToolError) as info:
         run(ctx, command, **extra)
     return info.value
-
-
-def is_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # A killed child reparented to an init that has not reaped it yet is a zombie: dead all the same.
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def wait_gone(pid: int, grace_s: float = 3.0) -> bool:
-    end = time.monotonic() + grace_s
-    while time.monotonic() < end:
-        if is_gone(pid):
-            return True
-        time.sleep(0.05)
-    return is_gone(pid)
 
 
 def test_output_and_cwd(ctx, ws):
@@ -124,3 +101,12 @@ def test_output_just_over_head_is_not_marked(ctx):
     # Head and tail touch: nothing was dropped, so no marker and no lost bytes.
     out = run(ctx, f"head -c {KEEP_BYTES + 10} /dev/zero | tr '\\0' a")
     assert out.content == "a" * (KEEP_BYTES + 10)
+
+
+def test_background_child_dies_when_the_shell_exits(ctx, ws):
+    started = time.monotonic()
+    out = run(ctx, "sleep 30 & echo $! > child.pid; echo started")
+    assert out.content == "started\n"
+    # The child held the output pipe; killing the group is what lets the call return promptly.
+    assert time.monotonic() - started < 4
+    assert wait_gone(int((ws / "child.pid").read_text())), "background child outlived the call"

@@ -32,7 +32,8 @@ def test_git_excluded_even_when_named(ctx, tree):
 
 
 def test_relative_to_path(ctx, tree):
-    assert Glob().run({"pattern": "**/*.py", "path": "src"}, ctx).content.splitlines() == ["b.py", "pkg/c.py"]
+    # Shown relative to the workspace (like grep and list), so results can go straight to read.
+    assert Glob().run({"pattern": "**/*.py", "path": "src"}, ctx).content.splitlines() == ["src/b.py", "src/pkg/c.py"]
 
 
 def test_no_match(ctx, tree):
