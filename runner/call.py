@@ -1,18 +1,21 @@
-"""One tool call through the hooks, in order: parse → policy decision → execute → result event.
+"""One tool call through the hooks, in order: parse → policy decision → execute →
+result event → guards.
 
 Returns the `tool` message content for the model. Nothing here raises for a bad
 call: a malformed call, an unknown tool, a denial or a failing tool all become a
-structured error the model can act on.
+structured error the model can act on. Only a guard may end the run.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -20,10 +23,27 @@ import jsonschema
 from runner.events import Emit, PermissionDecision, ToolCall, ToolResult
 from runner.jsonutil import canonical, sha256_text
 from runner.policy.decide import CallDecision, decide
+from runner.policy.match import exact_pattern
 from runner.policy.model import Policy
 from runner.rundir import utc_now
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What guards see of a finished call."""
+
+    call_id: str
+    tool: str
+    arguments: str
+    fingerprint: str  # tool name + sha256 of the arguments as stable JSON
+    denied: bool
+    error_type: str | None
+    content_sha256: str
+
+
+Guard = Callable[[CallRecord], None]
 
 
 @dataclass
@@ -34,7 +54,9 @@ class CallEnv:
     policy: Policy
     ctx: ToolContext
     run_id: str
-    replay_base: list[str] = field(default_factory=list)  # argv prefix for replay commands
+    run_dir: Path | None = None
+    rerun_base: list[str] = field(default_factory=list)  # argv prefix for the rerun command
+    guards: list[Guard] = field(default_factory=list)
 
 
 def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> str:
@@ -43,20 +65,40 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
     raw_args = call.get("function", {}).get("arguments", "")
     emit(ToolCall(turn=turn, call_id=call_id, tool=name, arguments=raw_args))
     started = time.monotonic()
+    denied = False
     try:
-        tool, args = _parse(name, raw_args, env.registry)
+        tool, args = parse_call(name, raw_args, env.registry)
         decision = decide(env.policy, tool.domain, tool.targets(args, env.ctx))
-        replay = None if decision.allowed else replay_command(env, decision)
-        _emit_decision(emit, env, call_id, name, decision, replay)
-        if not decision.allowed:
-            raise _denial(decision, replay)
-        output = tool.run(args, env.ctx)
+        denial = None if decision.allowed else approval_request(env, call_id, decision)
+        _emit_decision(emit, env, call_id, name, decision, denial)
+        if denial is not None:
+            denied = True
+            raise _denial_error(decision, denial)
+        result: ToolOutput | ToolError = tool.run(args, env.ctx)
     except ToolError as err:
-        return _finish(emit, call_id, name, started, err.payload(), err.type, {})
-    return _finish(emit, call_id, name, started, output, None, output.details)
+        result = err
+    content = result.content if isinstance(result, ToolOutput) else canonical(result.payload())
+    error_type = None if isinstance(result, ToolOutput) else result.type
+    digest = sha256_text(content)
+    emit(ToolResult(call_id=call_id, tool=name, ok=error_type is None, error_type=error_type,
+                    bytes=len(content.encode("utf-8")), sha256=digest,
+                    duration_s=round(time.monotonic() - started, 4),
+                    details=result.details if isinstance(result, ToolOutput) else {}, content=content))
+    record = CallRecord(call_id, name, raw_args, fingerprint(name, raw_args), denied, error_type, digest)
+    for guard in env.guards:
+        guard(record)
+    return content
 
 
-def _parse(name: str, raw_args: str, registry: Registry) -> tuple[Tool, dict[str, Any]]:
+def fingerprint(tool: str, raw_args: str) -> str:
+    try:
+        normalized = canonical(json.loads(raw_args)) if raw_args.strip() else "{}"
+    except json.JSONDecodeError:
+        normalized = raw_args
+    return f"{tool}:{sha256_text(normalized)}"
+
+
+def parse_call(name: str, raw_args: str, registry: Registry) -> tuple[Tool, dict[str, Any]]:
     tool = registry.get(name)
     if tool is None:
         raise ToolError("UnknownTool", f"no tool named {name!r}; available: {', '.join(registry.names)}")
@@ -66,56 +108,50 @@ def _parse(name: str, raw_args: str, registry: Registry) -> tuple[Tool, dict[str
         raise ToolError("InvalidArguments", f"arguments are not valid JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(args, dict):
         raise ToolError("InvalidArguments", "arguments must be a JSON object")
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(tool.schema).iter_errors(args))
+    error = jsonschema.exceptions.best_match(_validator(tool.name, canonical(tool.schema)).iter_errors(args))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "arguments"
         raise ToolError("InvalidArguments", f"{where}: {error.message}", schema=tool.schema)
     return tool, args
 
 
-def _emit_decision(emit: Emit, env: CallEnv, call_id: str, tool: str, d: CallDecision, replay: str | None) -> None:
+@cache
+def _validator(_name: str, schema: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(schema))
+
+
+def approval_request(env: CallEnv, call_id: str, d: CallDecision) -> dict[str, Any]:
+    """The replayable request (004 §4.2): what to approve, and one line that does it."""
+    approve = [f"{t.target.domain}:{exact_pattern(t.target.target)}" for t in d.targets if t.decision != "allow"]
+    replay = (shlex.join(["agent-run", "replay", str(env.run_dir), "--call", call_id, "--approve"])
+              if env.run_dir else None)
+    rerun = shlex.join([*env.rerun_base[:-1], *(x for a in approve for x in ("--approve", a)),
+                        *env.rerun_base[-1:]]) if env.rerun_base else None
+    return {"approve": approve, "replay": replay, "rerun": rerun}
+
+
+def _emit_decision(emit: Emit, env: CallEnv, call_id: str, tool: str, d: CallDecision,
+                   denial: dict[str, Any] | None) -> None:
     rule = d.deciding.rule
     emit(PermissionDecision(
-        eventId=uuid.uuid4().hex, sessionId=env.run_id, mode=env.policy.mode, decision=d.effective,
-        permissionDomain=d.domain,
-        targets=[{"target": t.target, "decision": t.decision,
-                  "rule": t.rule.describe() if t.rule else None} for t in d.targets],
+        eventId=uuid.uuid4().hex, sessionId=env.run_id, mode=d.mode, decision=d.effective,
+        permissionDomain=d.domain, targets=[t.describe() for t in d.targets],
         rulePattern=rule.pattern.raw if rule else None, timestamp=utc_now(), call_id=call_id, tool=tool,
-        policy_decision=d.decision, rule=rule.describe() if rule else None, replay=replay,
+        policy_decision=d.decision, rule=rule.describe() if rule else None,
+        replay=denial["replay"] if denial else None, approve=denial["approve"] if denial else None,
+        rerun=denial["rerun"] if denial else None,
     ))
 
 
-def replay_command(env: CallEnv, d: CallDecision) -> str:
-    """One line a human can run to grant exactly this call and rerun the task."""
-    approvals = []
-    for t in d.targets:
-        if t.decision != "allow":
-            approvals += ["--approve", f"{d.domain}:{exact_pattern(t.target)}"]
-    return shlex.join([*env.replay_base, *approvals])
-
-
-def exact_pattern(target: str) -> str:
-    """A pattern matching this target only: the target itself unless it has glob characters."""
-    if any(c in target for c in "*?[]"):
-        return "regex:" + re.escape(target)
-    return target
-
-
-def _denial(d: CallDecision, replay: str | None) -> ToolError:
-    rule = d.deciding.rule
-    common = {"domain": d.domain, "target": d.deciding.target,
-              "rule": rule.describe() if rule else None}
+def _denial_error(d: CallDecision, denial: dict[str, Any]) -> ToolError:
+    deciding = d.deciding
+    common = {"domain": deciding.target.domain, "target": deciding.target.target,
+              "rule": deciding.rule.describe() if deciding.rule else None}
+    if deciding.target.note:
+        common["note"] = deciding.target.note
     if d.decision == "deny":
-        return ToolError("ToolNotAllowed", f"policy denies {d.domain} on {d.deciding.target}", **common)
+        return ToolError("ToolNotAllowed", f"policy denies {deciding.target.domain} on {deciding.target.target}; "
+                         "do not retry it", **common)
     return ToolError("ApprovalRequired",
-                     f"{d.domain} on {d.deciding.target} needs approval, and nobody can approve in a headless run; "
-                     "do not retry it", replay=replay, **common)
-
-
-def _finish(emit: Emit, call_id: str, tool: str, started: float, result: ToolOutput | dict[str, Any],
-            error_type: str | None, details: dict[str, Any]) -> str:
-    content = result.content if isinstance(result, ToolOutput) else canonical(result)
-    emit(ToolResult(call_id=call_id, tool=tool, ok=error_type is None, error_type=error_type,
-                    bytes=len(content.encode("utf-8")), sha256=sha256_text(content),
-                    duration_s=round(time.monotonic() - started, 4), details=details))
-    return content
+                     f"{deciding.target.domain} on {deciding.target.target} needs approval, and nobody can approve "
+                     "in a headless run; do not retry it", replay=denial["replay"], **common)

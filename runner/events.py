@@ -89,6 +89,8 @@ class PermissionDecision(Event):
     policy_decision: str
     rule: dict[str, Any] | None
     replay: str | None = None
+    approve: list[str] | None = None
+    rerun: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ class ToolResult(Event):
     sha256: str
     duration_s: float
     details: dict[str, Any] = field(default_factory=dict)
+    content: str = ""  # exactly what the model received: a run can be resumed from its events
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,10 @@ class RunEnded(Exception):
         self.reason = reason
 
 
+class Denied(RunEnded):
+    status = Status.DENIED
+
+
 class Failed(RunEnded):
     status = Status.FAILED
 

@@ -22,6 +22,7 @@ from dotenv import dotenv_values
 from runner import __version__
 from runner.call import CallEnv
 from runner.events import Event, RunFinished, RunStarted
+from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.jsonutil import sha256_text
 from runner.loop import Limits, run_loop
 from runner.model.base import ChatModel
@@ -29,6 +30,7 @@ from runner.model.openai_chat import OpenAIChat
 from runner.model.replay import ReplayModel
 from runner.outcome import Interrupted, RunEnded, Status, UsageError, exit_code
 from runner.policy.jsonc import PolicyError
+from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.load import load_policy
 from runner.policy.model import Policy
 from runner.report.progress import Progress
@@ -46,6 +48,7 @@ class RunOptions:
     workspace: str | None = None
     runs_dir: str | None = None
     approvals: list[str] = field(default_factory=list)
+    mode: str | None = None  # overrides the policy's mode
     cli_settings: dict[str, Any] = field(default_factory=dict)  # only flags actually given
     verbosity: int = 1
 
@@ -115,14 +118,16 @@ def execute(opts: RunOptions) -> RunOutcome:
             summary.policy = policy.path
             settings = _settings(opts, workspace, policy)
             summary.model = settings.model
-            write_json(run_dir / "policy.json", policy.resolved)
             deadline = started + settings.timeout
             model = _model(settings, deadline)
             ctx.deadline = deadline
             ctx.default_timeout_s = settings.bash_timeout_s
-            ctx.protected = _protected(workspace, runs_dir, policy)
-            replay_base = _replay_base(opts, policy, workspace, task_path or run_dir / "task.md")
-            env = CallEnv(core_tools(), policy, ctx, run_id, replay_base)
+            ctx.protected = tuple(protected_paths(workspace, runs_dir, policy.files))
+            policy = policy.with_rules(hard_limit_rules(workspace, ctx.protected))
+            write_json(run_dir / "policy.json", policy.resolved)
+            rerun = _rerun_base(opts, policy, workspace, task_path or run_dir / "task.md")
+            max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
+            env = CallEnv(core_tools(), policy, ctx, run_id, run_dir, rerun, [DenialGuard(max_denials)])
             emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                             workspace=str(workspace), task_sha256=sha256_text(task),
                             max_turns=settings.max_turns, timeout_s=settings.timeout))
@@ -181,9 +186,10 @@ def _load_policy(opts: RunOptions, workspace: Path) -> Policy:
     if spec is None and (workspace / ".env").is_file():
         spec = dotenv_values(workspace / ".env").get("AGENT_RUN_POLICY")
     try:
-        return load_policy(spec or "default", opts.approvals)
+        policy = load_policy(spec or "default", opts.approvals)
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
+    return policy.with_mode(opts.mode) if opts.mode else policy
 
 
 def _settings(opts: RunOptions, workspace: Path, policy: Policy) -> Settings:
@@ -210,13 +216,10 @@ def _model(settings: Settings, deadline: float) -> ChatModel:
                       deadline=deadline)
 
 
-def _protected(workspace: Path, runs_dir: Path, policy: Policy) -> tuple[Path, ...]:
-    git = workspace / ".git"
-    return (runs_dir.resolve(), *(Path(f).resolve() for f in policy.files), git / "hooks", git / "config")
-
-
-def _replay_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Path) -> list[str]:
+def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Path) -> list[str]:
     argv = ["agent-run", "--policy", policy.path, "--workspace", str(workspace)]
+    if opts.mode:
+        argv += ["--mode", opts.mode]
     for flag, key in (("--model", "model"), ("--max-turns", "max_turns"), ("--timeout", "timeout")):
         if key in opts.cli_settings:
             argv += [flag, str(opts.cli_settings[key])]

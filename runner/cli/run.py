@@ -27,12 +27,15 @@ class _ExitUsage(click.UsageError):
               help="Whole-run wall-clock limit (exit 5).")
 @click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN",
               help="Allow this for this run only, after all policy rules (repeatable).")
+@click.option("--mode", type=click.Choice(["agent", "full_access"]),
+              help="Override the policy's mode (full_access: ask becomes allow; deny stays deny).")
 @click.option("--output-format", type=click.Choice(["text", "json"]), help="stdout: final answer or summary JSON.")
 @click.option("--stream/--no-stream", default=None, help="Stream model responses.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="More progress on stderr.")
 def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
-        max_turns: int | None, timeout: float | None, approvals: tuple[str, ...], output_format: str | None,
+        max_turns: int | None, timeout: float | None, approvals: tuple[str, ...], mode: str | None,
+        output_format: str | None,
         stream: bool | None, quiet: bool, verbose: bool) -> None:
     """Run TASK (a Markdown file, or - for stdin) headless.
 
@@ -43,6 +46,7 @@ def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | No
     given = {"model": model, "max_turns": max_turns, "timeout": timeout, "output_format": output_format,
              "stream": stream}
     opts = RunOptions(task=task, policy=policy, workspace=workspace, runs_dir=runs_dir, approvals=list(approvals),
+                      mode=mode,
                       cli_settings={k: v for k, v in given.items() if v is not None},
                       verbosity=0 if quiet else (2 if verbose else 1))
     outcome = execute(opts)

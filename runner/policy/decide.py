@@ -1,24 +1,33 @@
-"""Decide a tool call: every (domain, target) pair is decided; the strictest wins."""
+"""Decide a tool call: every target is decided; the strictest wins (deny > ask > allow)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from runner.policy.model import STRICTNESS, Decision, Policy, Rule
+from runner.policy.model import STRICTNESS, Decision, Policy, Rule, Target
 
 
 @dataclass(frozen=True)
 class TargetDecision:
-    target: str
+    target: Target
     decision: Decision
-    rule: Rule | None  # None: nothing matched, so the default `ask`
+    rule: Rule | None  # None: nothing matched (the default `ask`), or only the floor applied
+
+    def describe(self) -> dict[str, Any]:
+        out = {"domain": self.target.domain, "target": self.target.target, "decision": self.decision,
+               "rule": self.rule.describe() if self.rule else None}
+        if self.target.note:
+            out["note"] = self.target.note
+        return out
 
 
 @dataclass(frozen=True)
 class CallDecision:
-    domain: str
+    domain: str  # the tool's domain
     decision: Decision  # as the policy says
     effective: str  # what this run does: allow, deny, or auto_approved (full_access)
+    mode: str
     targets: tuple[TargetDecision, ...]
 
     @property
@@ -31,22 +40,33 @@ class CallDecision:
         return self.effective in ("allow", "auto_approved")
 
 
-def decide_target(policy: Policy, domain: str, target: str) -> TargetDecision:
-    """The last matching rule decides; nothing matching means ask."""
+def strictest(decisions: list[Decision]) -> Decision:
+    return max(decisions, key=STRICTNESS.__getitem__, default="ask")
+
+
+def decide_target(policy: Policy, target: Target) -> TargetDecision:
+    """The last matching rule decides; nothing matching means ask; a floor can only tighten."""
+    found = TargetDecision(target, "ask", None)
     for rule in reversed(policy.rules):
-        if rule.domain in ("*", domain) and rule.pattern.matches(target):
-            return TargetDecision(target, rule.decision, rule)
-    return TargetDecision(target, "ask", None)
+        if rule.domain in ("*", target.domain) and rule.pattern.matches(target.target):
+            found = TargetDecision(target, rule.decision, rule)
+            break
+    if STRICTNESS[target.floor] > STRICTNESS[found.decision]:
+        return TargetDecision(target, target.floor, None)
+    return found
 
 
-def decide(policy: Policy, domain: str, targets: list[str]) -> CallDecision:
-    decided = tuple(decide_target(policy, domain, t) for t in targets)
-    decision: Decision = max((t.decision for t in decided), key=STRICTNESS.__getitem__, default="ask")
+def decide(policy: Policy, domain: str, targets: list[Target], mode: str | None = None) -> CallDecision:
+    mode = mode or policy.mode
+    decided = tuple(decide_target(policy, t) for t in targets)
+    decision = strictest([t.decision for t in decided])
+    return CallDecision(domain, decision, headless(decision, mode), mode, decided)
+
+
+def headless(decision: Decision, mode: str) -> str:
+    """What a run with nobody to ask does. full_access auto-approves `ask`; `deny` stays deny."""
     if decision == "allow":
-        effective = "allow"
-    elif decision == "ask" and policy.mode == "full_access":
-        effective = "auto_approved"
-    else:
-        # Headless: nobody can answer an `ask`, so it is a deny with a replay command.
-        effective = "deny"
-    return CallDecision(domain, decision, effective, decided)
+        return "allow"
+    if decision == "ask" and mode == "full_access":
+        return "auto_approved"
+    return "deny"

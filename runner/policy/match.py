@@ -58,6 +58,15 @@ def compile_pattern(raw: str) -> Pattern:
     return Pattern(raw, scheme, lambda s, r: glob_match(s, r, body))
 
 
+def exact_pattern(target: str, *, subtree: bool = False) -> str:
+    """A pattern matching this target only (and, with subtree, everything below it)."""
+    if subtree:
+        return "regex:" + re.escape(target) + "(/.*)?"
+    if any(c in target for c in "*?[]"):
+        return "regex:" + re.escape(target)
+    return target
+
+
 def glob_match(scheme: str, rest: str, body: str) -> bool:
     if scheme in TEXT_SCHEMES:
         if fnmatch.fnmatch(rest, body, flags=_TEXT_FLAGS):

@@ -13,6 +13,16 @@ STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 
 @dataclass(frozen=True)
+class Target:
+    """One thing a call touches, as the policy sees it."""
+
+    domain: str
+    target: str
+    floor: Decision = "allow"  # "ask" when part of the input could not be understood
+    note: str | None = None  # why the floor was raised
+
+
+@dataclass(frozen=True)
 class Rule:
     domain: str  # one of DOMAINS, or "*"
     pattern: Pattern
@@ -41,3 +51,6 @@ class Policy:
         rules = [*self.rules, *extra]
         return Policy(self.path, self.mode, rules, self.files, self.sections,
                       snapshot(self.mode, self.sections, rules, self.files))
+
+    def with_mode(self, mode: str) -> Policy:
+        return Policy(self.path, mode, self.rules, self.files, self.sections, {**self.resolved, "mode": mode})

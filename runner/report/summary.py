@@ -31,7 +31,7 @@ class SummaryBuilder:
             self.denials.append({
                 "call_id": event.call_id, "tool": event.tool, "domain": event.permissionDomain,
                 "target": deciding["target"], "decision": event.policy_decision,
-                "rule": event.rule, "replay": event.replay,
+                "rule": event.rule, "approve": event.approve, "replay": event.replay, "rerun": event.rerun,
             })
 
     def build(self, *, status: str, exit_code: int, reason: str | None, duration_s: float,

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from runner.policy.model import Target
+
 ERROR_TYPES = (
     "ToolNotAllowed", "ApprovalRequired", "PathTraversalBlocked", "FileTooLarge", "Timeout",
     "ExitNonZero", "IOError", "InvalidArguments", "UnknownTool",
@@ -50,7 +52,8 @@ class Tool:
     domain: ClassVar[str]
     schema: ClassVar[dict[str, Any]]
 
-    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[str]:
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        """What the policy decides for these arguments (see runner.policy.targets)."""
         raise NotImplementedError
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

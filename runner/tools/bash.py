@@ -15,6 +15,8 @@ import threading
 import time
 from typing import Any
 
+from runner.policy.model import Target
+from runner.policy.targets import shell_targets
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 KEEP_BYTES = 25 * 1024  # of head and of tail each
@@ -38,8 +40,8 @@ class Bash(Tool):
         "additionalProperties": False,
     }
 
-    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[str]:
-        return [f"shell:{args['command'].strip()}"]
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        return shell_targets(ctx.workspace, args["command"])
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         timeout = min(float(args.get("timeout_s", ctx.default_timeout_s)), ctx.default_timeout_s * 10)

@@ -6,6 +6,7 @@ from typing import Any
 
 from wcmatch import glob as wc
 
+from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
@@ -32,8 +33,8 @@ class Grep(Tool):
         "additionalProperties": False,
     }
 
-    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[str]:
-        return [paths.target(ctx, paths.resolve(ctx, args.get("path", ".")))]
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        return paths.targets(ctx, self.domain, args.get("path", "."))
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
@@ -20,8 +21,8 @@ class List(Tool):
         "additionalProperties": False,
     }
 
-    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[str]:
-        return [paths.target(ctx, paths.resolve(ctx, args.get("path", ".")))]
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        return paths.targets(ctx, self.domain, args.get("path", "."))
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = paths.resolve(ctx, args.get("path", "."))

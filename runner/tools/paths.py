@@ -5,23 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runner.policy.model import Target
+from runner.policy.targets import path_target, resolve_path
 from runner.tools.base import ToolContext, ToolError
 
 
 def resolve(ctx: ToolContext, path: str) -> Path:
     if not isinstance(path, str) or not path or "\x00" in path:
         raise ToolError("InvalidArguments", f"invalid path {path!r}")
-    p = Path(path).expanduser()
-    if not p.is_absolute():
-        p = ctx.workspace / p
-    return p.resolve(strict=False)
+    return resolve_path(ctx.workspace, path)
 
 
 def target(ctx: ToolContext, path: Path) -> str:
-    if path.is_relative_to(ctx.workspace):
-        rel = path.relative_to(ctx.workspace).as_posix()
-        return f"workspace:{rel or '.'}"
-    return f"fs:{path.as_posix()}"
+    return path_target(ctx.workspace, path)
+
+
+def targets(ctx: ToolContext, domain: str, *raw_paths: str) -> list[Target]:
+    return [Target(domain, target(ctx, resolve(ctx, raw))) for raw in raw_paths]
 
 
 def display(ctx: ToolContext, path: Path) -> str:

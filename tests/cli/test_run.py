@@ -4,6 +4,7 @@ scripted server on loopback, real tools in a temp workspace."""
 from __future__ import annotations
 
 import json
+import shlex
 
 from tests.fakes.openai_server import drop, error, hang, reply
 
@@ -78,22 +79,21 @@ def test_ask_is_a_structured_denial_and_exit_3(fake, workspace, agent_run):
     err = json.loads(fake.requests[1]["messages"][-1]["content"])["error"]
     assert err["type"] == "ApprovalRequired"
     assert err["domain"] == "bash" and err["target"] == "shell:echo hi"
-    assert "--approve 'bash:shell:echo hi'" in err["replay"]
+    assert err["replay"] == f"agent-run replay {r.run_dir} --call call_1_0 --approve"
     denial = r.summary["denials"][0]
     assert denial["call_id"] == "call_1_0" and denial["tool"] == "bash" and denial["target"] == "shell:echo hi"
     assert denial["replay"] == err["replay"] and denial["rule"]["pattern"] == "shell:*"
+    assert denial["approve"] == ["bash:shell:echo hi"]
+    assert "--approve 'bash:shell:echo hi'" in denial["rerun"]
     assert r.summary["status"] == "denied"
     assert not (workspace / "hi").exists()
 
 
-def test_replay_command_grants_the_call(fake, workspace, agent_run):
+def test_rerun_command_grants_the_call(fake, workspace, agent_run):
     fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("denied"))
     first = agent_run("task.md")
     assert first.code == 3
-    replay = first.summary["denials"][0]["replay"]
-    import shlex
-
-    argv = shlex.split(replay)
+    argv = shlex.split(first.summary["denials"][0]["rerun"])
     assert argv[0] == "agent-run"
     fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("ok"))
     second = agent_run(*argv[1:])

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from runner.policy.decide import decide, decide_target
+from runner.policy.decide import decide as _decide
+from runner.policy.decide import decide_target as _decide_target
 from runner.policy.match import compile_pattern
-from runner.policy.model import Policy, Rule
+from runner.policy.model import Policy, Rule, Target
+
+
+def decide(policy, domain, targets, mode=None):
+    """Targets given as strings are targets of the call's own domain."""
+    return _decide(policy, domain, [t if isinstance(t, Target) else Target(domain, t) for t in targets], mode)
+
+
+def decide_target(policy, domain, target):
+    return _decide_target(policy, Target(domain, target))
 
 
 def policy(*rules: tuple[str, str, str], mode: str = "agent") -> Policy:
@@ -76,13 +86,13 @@ def test_strictest_target_wins(decisions, expected):
     call = decide(p, "edit", targets)
     assert call.decision == expected
     assert [t.decision for t in call.targets] == decisions
-    assert call.deciding.target == targets[decisions.index(expected)]
+    assert call.deciding.target.target == targets[decisions.index(expected)]
 
 
 def test_deciding_is_the_first_strictest_target():
     p = policy(("edit", "workspace:**", "deny"))
     call = decide(p, "edit", ["workspace:a", "workspace:b"])
-    assert call.deciding.target == "workspace:a"
+    assert call.deciding.target.target == "workspace:a"
     assert call.deciding.rule.index == 0
 
 
@@ -110,4 +120,4 @@ def test_full_access_deny_among_targets_still_denies():
     p = policy(("edit", "workspace:**", "ask"), ("edit", "workspace:.git/**", "deny"), mode="full_access")
     call = decide(p, "edit", ["workspace:a", "workspace:.git/config"])
     assert call.effective == "deny"
-    assert call.deciding.target == "workspace:.git/config"
+    assert call.deciding.target.target == "workspace:.git/config"

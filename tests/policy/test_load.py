@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from runner.policy.decide import decide
+from runner.policy.decide import decide as _decide
 from runner.policy.jsonc import PolicyError
 from runner.policy.load import load_policy, parse_approval, shipped_dir, shipped_names
+from runner.policy.model import Target
+
+
+def decide(policy, domain, targets, mode=None):
+    """Targets given as strings are targets of the call's own domain."""
+    return _decide(policy, domain, [t if isinstance(t, Target) else Target(domain, t) for t in targets], mode)
 
 
 def write(path: Path, text: str) -> Path:

@@ -48,7 +48,7 @@ def test_stdin_is_closed(ctx):
 
 
 def test_targets_strip_the_command(ctx):
-    assert Bash().targets({"command": "  npm test \n"}, ctx) == ["shell:npm test"]
+    assert [t.target for t in Bash().targets({"command": "  npm test \n"}, ctx)] == ["shell:npm test"]
 
 
 def test_timeout_kills_the_whole_group(ctx, ws):

@@ -37,4 +37,4 @@ def test_not_a_directory_is_io_error(ctx, ws, setup):
 
 
 def test_root_target(ctx):
-    assert List().targets({}, ctx) == ["workspace:."]
+    assert [t.target for t in List().targets({}, ctx)] == ["workspace:."]

@@ -87,5 +87,5 @@ def test_invalid_utf8_is_replaced_not_fatal(ctx, ws):
 
 
 def test_targets(ctx, ws):
-    assert Read().targets({"path": "src/a.py"}, ctx) == ["workspace:src/a.py"]
-    assert Read().targets({"path": "../x"}, ctx) == [f"fs:{(ws.parent / 'x').as_posix()}"]
+    assert [(t.domain, t.target) for t in Read().targets({"path": "src/a.py"}, ctx)] == [("read", "workspace:src/a.py")]
+    assert [t.target for t in Read().targets({"path": "../x"}, ctx)] == [f"fs:{(ws.parent / 'x').as_posix()}"]

@@ -45,4 +45,5 @@ def test_refuses_protected_path_through_symlink(ws):
 
 
 def test_target_of_write(ctx):
-    assert Write().targets({"path": "a/b.txt", "content": ""}, ctx) == ["workspace:a/b.txt"]
+    assert [(t.domain, t.target) for t in Write().targets({"path": "a/b.txt", "content": ""}, ctx)] == [
+        ("edit", "workspace:a/b.txt")]
