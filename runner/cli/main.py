@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from runner import __version__
+from runner.cli.policy import policy
 from runner.cli.run import run
 
 
@@ -33,6 +34,7 @@ def cli() -> None:
 
 
 cli.add_command(run)
+cli.add_command(policy)
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -50,12 +50,57 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema)
 
 
+def schema_errors(located: Located, file: str) -> list[PolicyError]:
+    """Every schema error, in file order, each located at the offending key or value."""
+    found = sorted(_locate(err, located) for err in _validator().iter_errors(located.value))
+    return [PolicyError(file, line, col, message) for (line, col), message in found]
+
+
 def validate(located: Located, file: str) -> None:
-    """Raise the schema error that comes first in the file, located at the offending key or value."""
-    found = [_locate(err, located) for err in _validator().iter_errors(located.value)]
-    if found:
-        (line, col), message = min(found, key=lambda f: f[0])
-        raise PolicyError(file, line, col, message)
+    """Raise the schema error that comes first in the file."""
+    errors = schema_errors(located, file)
+    if errors:
+        raise errors[0]
+
+
+def check_policy(spec: str) -> list[PolicyError]:
+    """Every problem `policy check` can report: all schema and regex errors of the file, else the
+    first problem of its extends chain."""
+    try:
+        path = resolve_policy_path(spec)
+        text = path.read_text(encoding="utf-8")
+        located = parse(text, str(path))
+    except PolicyError as exc:
+        return [exc]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [PolicyError(spec, 1, 1, f"cannot read policy: {getattr(exc, 'strerror', None) or exc}")]
+    if not isinstance(located.value, dict):
+        return [PolicyError(str(path), 1, 1, "a policy must be a JSON object")]
+    errors = schema_errors(located, str(path))
+    rules = located.value.get("permission", {}).get("rules", []) if isinstance(
+        located.value.get("permission"), dict) else []
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        if isinstance(rule, dict) and isinstance(rule.get("pattern"), str):
+            try:
+                compile_pattern(rule["pattern"])
+            except ValueError as exc:
+                line, col = located.position(("permission", "rules", i, "pattern"))
+                errors.append(PolicyError(str(path), line, col, str(exc)))
+    if errors:
+        return sorted(errors, key=lambda e: (e.line, e.col))
+    try:
+        load_policy(str(path))
+    except PolicyError as exc:
+        return [exc]
+    return []
+
+
+def policy_from_snapshot(data: dict[str, Any], path: str) -> Policy:
+    """Rebuild the policy a run used from its policy.json (for replay and simulate)."""
+    rules = [Rule(r["domain"], compile_pattern(r["pattern"]), r["decision"], r.get("source", path), r.get("index", i))
+             for i, r in enumerate(data.get("permission", {}).get("rules", []))]
+    sections = {k: v for k, v in data.items() if k not in ("mode", "files")}
+    return Policy(path, data.get("mode", "agent"), rules, list(data.get("files", [])), sections, data)
 
 
 def _locate(err: jsonschema.ValidationError, located: Located) -> tuple[tuple[int, int], str]:

@@ -1,0 +1,72 @@
+"""Policy tools for humans: explain one decision, simulate a recorded run under another policy.
+
+Both decide exactly as a run does: same targets, same rules, same hard limits.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from runner.policy.decide import CallDecision, decide
+from runner.policy.limits import hard_limit_rules, protected_paths
+from runner.policy.model import Policy
+from runner.policy.targets import targets_for
+from runner.rundir import read_events
+
+
+def with_hard_limits(policy: Policy, workspace: Path, runs_dir: Path) -> Policy:
+    return policy.with_rules(hard_limit_rules(workspace, protected_paths(workspace, runs_dir, policy.files)))
+
+
+def describe(d: CallDecision) -> dict[str, Any]:
+    rule = d.deciding.rule
+    return {
+        "domain": d.domain, "mode": d.mode, "decision": d.decision, "headless_decision": d.effective,
+        "targets": [t.describe() for t in d.targets],
+        "rule": rule.describe() if rule else None,
+    }
+
+
+def explain(policy: Policy, domain: str, value: str, workspace: Path, runs_dir: Path,
+            mode: str | None = None) -> dict[str, Any]:
+    full = with_hard_limits(policy, workspace, runs_dir)
+    return {"input": value, **describe(decide(full, domain, targets_for(domain, value, workspace), mode))}
+
+
+def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
+    """Re-decide every tool call of a recorded run under `policy`; report what changes."""
+    from runner.call import parse_call
+    from runner.tools.base import ToolContext, ToolError
+    from runner.tools.registry import core_tools
+
+    events = read_events(run_dir / "events.jsonl")
+    started = next((e for e in events if e["type"] == "run_started"), None)
+    if started is None:
+        raise ValueError(f"{run_dir}: no run_started event")
+    workspace = Path(started["workspace"])
+    full = with_hard_limits(policy, workspace, run_dir.parent)
+    before = {e["call_id"]: e for e in events if e["type"] == "permission_decision"}
+    registry, ctx = core_tools(), ToolContext(workspace=workspace)
+    calls, changed = 0, []
+    for call in (e for e in events if e["type"] == "tool_call"):
+        try:
+            tool, args = parse_call(call["tool"], call["arguments"], registry)
+            targets = tool.targets(args, ctx)
+        except ToolError:
+            continue  # never reached the policy in the recorded run either
+        calls += 1
+        now = decide(full, tool.domain, targets)
+        old = before.get(call["call_id"])
+        was = old["decision"] if old else None
+        if was != now.effective:
+            changed.append({"call_id": call["call_id"], "tool": call["tool"], "arguments": call["arguments"],
+                            "before": was, "after": now.effective, "decision": describe(now)})
+    return {"run_dir": str(run_dir), "policy": policy.path, "calls": calls, "changed": changed,
+            "newly_allowed": sum(1 for c in changed if c["after"] in ("allow", "auto_approved")),
+            "newly_denied": sum(1 for c in changed if c["after"] == "deny")}
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False)
