@@ -37,13 +37,16 @@ def serialize_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     return canonical({"tools": tools, "messages": messages})
 
 
-def run_loop(task: str, model: ChatModel, env: CallEnv, limits: Limits, emit: Emit) -> LoopResult:
+def initial_messages(task: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task}]
+
+
+def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, limits: Limits, emit: Emit,
+             first_turn: int = 1) -> LoopResult:
+    """Runs until the model answers without tool calls. `messages` is only appended to;
+    a resumed conversation passes its history and the number of its next turn."""
     tools = env.registry.specs()
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": task},
-    ]
-    for turn in range(1, limits.max_turns + 1):
+    for turn in range(first_turn, first_turn + limits.max_turns):
         remaining = _remaining(limits)
         prompt = serialize_prompt(messages, tools)
         emit(ModelRequest(turn=turn, message_count=len(messages), estimated_tokens=estimate_tokens(len(prompt)),

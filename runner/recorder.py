@@ -1,0 +1,130 @@
+"""A run directory being written. Whatever ends the run — success, a denial, a
+broken policy, a model outage, a signal, a bug of ours — `record` emits
+`run_finished`, writes `summary.json` atomically, and maps the ending to the exit
+code through `outcome.exit_code`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.events import Event, RunFinished
+from runner.outcome import Interrupted, RunEnded, Status, exit_code
+from runner.report.progress import Progress
+from runner.report.summary import SummaryBuilder
+from runner.rundir import EventLog, create_run_dir, write_atomic, write_json
+from runner.tools.base import ToolContext
+
+
+@dataclass
+class RunOutcome:
+    exit_code: int
+    summary: dict[str, Any]
+    run_dir: Path | None
+
+
+@dataclass
+class Recording:
+    run_id: str
+    run_dir: Path
+    runs_dir: Path
+    workspace: Path
+    started: float  # time.monotonic()
+    emit: Callable[[Event], None]
+    summary: SummaryBuilder
+    ctx: ToolContext
+    answer: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # more keys for summary.json
+
+    def finished_status(self) -> tuple[Status, str | None]:
+        """The ending of a run whose work completed: denied if anything was denied."""
+        if self.summary.denials:
+            return Status.DENIED, f"{len(self.summary.denials)} tool call(s) denied by the policy; see denials"
+        return Status.SUCCESS, None
+
+
+class _Signals:
+    """First SIGINT/SIGTERM raises Interrupted where the main thread is; a second
+    exits at once; once cleanup has started, signals wait for it to finish."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.ctx = ctx
+        self.fired: int | None = None
+        self.cleaning = False
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self.cleaning:
+            return
+        if self.fired is not None:
+            os._exit(128 + signum)
+        self.fired = signum
+        self.ctx.abort.set()
+        raise Interrupted(signum)
+
+
+def early_failure(reason: str) -> RunOutcome:
+    """A usage error found before there is a run directory to record it in."""
+    code = exit_code(Status.USAGE_ERROR)
+    return RunOutcome(code, {"status": Status.USAGE_ERROR.value, "exit_code": code, "reason": reason}, None)
+
+
+def record(workspace: Path, runs_dir: Path, verbosity: int,
+           body: Callable[[Recording], tuple[Status, str | None]]) -> RunOutcome:
+    try:
+        run_id, run_dir = create_run_dir(runs_dir, workspace)
+    except OSError as exc:
+        return early_failure(f"cannot create run directory in {runs_dir}: {exc}")
+    log = EventLog(run_dir / "events.jsonl", run_id)
+    summary = SummaryBuilder(run_id, model="", policy="")
+    consumers: list[Callable[[Event], None]] = [log, summary, Progress(sys.stderr, verbosity)]
+
+    def emit(event: Event) -> None:
+        for consume in consumers:
+            consume(event)
+
+    rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(), emit, summary,
+                    ToolContext(workspace=workspace))
+    signals = _Signals(rec.ctx)
+    signals.install()
+    status, reason, signum = Status.FAILED, None, None
+    try:
+        try:
+            status, reason = body(rec)
+        except Interrupted as exc:
+            status, reason, signum = exc.status, exc.reason, exc.signum
+        except RunEnded as exc:
+            status, reason = exc.status, exc.reason
+        except Exception as exc:  # a bug of ours: record it, never lose the run
+            status, reason = Status.FAILED, f"internal error: {type(exc).__name__}: {exc}"
+            write_atomic(run_dir / "error.txt", traceback.format_exc())
+    except Interrupted as exc:  # a signal landed inside an except block above
+        status, reason, signum = exc.status, exc.reason, exc.signum
+    finally:
+        signals.cleaning = True
+        code = exit_code(status, signum)
+        emit(RunFinished(status=status.value, exit_code=code, reason=reason, turns=summary.turns,
+                         tool_calls=summary.tool_calls))
+        log.close()
+        data = summary.build(status=status.value, exit_code=code, reason=reason,
+                             duration_s=time.monotonic() - rec.started, answer=rec.answer)
+        data.update(rec.extra, run_dir=str(run_dir))
+        write_json(run_dir / "summary.json", data)
+        signals.restore()
+    return RunOutcome(code, data, run_dir)
