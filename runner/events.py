@@ -31,6 +31,8 @@ class RunStarted(Event):
     task_sha256: str
     max_turns: int
     timeout_s: float
+    replay_of: str | None = None  # `agent-run replay`: the run whose denied calls are approved
+    approved_calls: list[str] | None = None
 
 
 @dataclass(frozen=True)

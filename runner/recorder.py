@@ -38,11 +38,15 @@ class Recording:
     runs_dir: Path
     workspace: Path
     started: float  # time.monotonic()
-    emit: Callable[[Event], None]
+    consumers: list[Callable[[Event], None]]  # every emitted event goes to each, in order
     summary: SummaryBuilder
     ctx: ToolContext
     answer: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # more keys for summary.json
+
+    def emit(self, event: Event) -> None:
+        for consume in self.consumers:
+            consume(event)
 
     def finished_status(self) -> tuple[Status, str | None]:
         """The ending of a run whose work completed: denied if anything was denied."""
@@ -93,14 +97,8 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         return early_failure(f"cannot create run directory in {runs_dir}: {exc}")
     log = EventLog(run_dir / "events.jsonl", run_id)
     summary = SummaryBuilder(run_id, model="", policy="")
-    consumers: list[Callable[[Event], None]] = [log, summary, Progress(sys.stderr, verbosity)]
-
-    def emit(event: Event) -> None:
-        for consume in consumers:
-            consume(event)
-
-    rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(), emit, summary,
-                    ToolContext(workspace=workspace))
+    rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
+                    [log, summary, Progress(sys.stderr, verbosity)], summary, ToolContext(workspace=workspace))
     signals = _Signals(rec.ctx)
     signals.install()
     status, reason, signum = Status.FAILED, None, None
@@ -119,7 +117,7 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
     finally:
         signals.cleaning = True
         code = exit_code(status, signum)
-        emit(RunFinished(status=status.value, exit_code=code, reason=reason, turns=summary.turns,
+        rec.emit(RunFinished(status=status.value, exit_code=code, reason=reason, turns=summary.turns,
                          tool_calls=summary.tool_calls))
         log.close()
         data = summary.build(status=status.value, exit_code=code, reason=reason,

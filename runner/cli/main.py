@@ -9,6 +9,7 @@ import click
 
 from runner import __version__
 from runner.cli.policy import policy
+from runner.cli.replay import replay_cmd
 from runner.cli.run import run
 
 
@@ -35,6 +36,7 @@ def cli() -> None:
 
 cli.add_command(run)
 cli.add_command(policy)
+cli.add_command(replay_cmd)
 
 
 def main(argv: list[str] | None = None) -> Any:

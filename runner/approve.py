@@ -1,0 +1,148 @@
+"""`agent-run replay RUN_DIR --approve`: turn a CI denial into an approval in one step.
+
+The denied calls of a finished run are executed exactly as the model asked, in
+the same workspace, under that run's policy snapshot with just those calls
+approved (the hard limits still last). A new run directory records the original
+run id, the approved calls and their results. With `resume`, the conversation
+then continues with the model from the turn of the last approved call, the
+approved results in place of the denials.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner import __version__
+from runner.call import handle_call
+from runner.events import RunStarted, ToolResult
+from runner.jsonutil import canonical, sha256_text
+from runner.loop import Limits, initial_messages, run_loop
+from runner.outcome import Status, UsageError
+from runner.policy.limits import HARD_LIMIT
+from runner.policy.load import parse_approval, policy_from_snapshot
+from runner.policy.model import Policy
+from runner.recorder import Recording, RunOutcome, early_failure, record
+from runner.rundir import read_events
+from runner.settings import policy_layer
+
+
+@dataclass
+class RecordedRun:
+    run_dir: Path
+    events: list[dict[str, Any]]
+    started: dict[str, Any]
+    task: str
+    policy: Policy  # the snapshot, without its hard-limit rules (they are re-added last)
+
+    @property
+    def workspace(self) -> Path:
+        return Path(self.started["workspace"])
+
+    def denied(self) -> list[dict[str, Any]]:
+        """Denied calls in order: the tool_call event plus its permission decision."""
+        calls = {e["call_id"]: e for e in self.events if e["type"] == "tool_call"}
+        return [{**calls[d["call_id"]], "decision": d} for d in self.events
+                if d["type"] == "permission_decision" and d["decision"] == "deny" and d["call_id"] in calls]
+
+
+def load_run(run_dir: Path) -> RecordedRun:
+    try:
+        events = read_events(run_dir / "events.jsonl")
+        snapshot = json.loads((run_dir / "policy.json").read_text(encoding="utf-8"))
+        task = (run_dir / "task.md").read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
+    started = next((e for e in events if e["type"] == "run_started"), None)
+    if started is None:
+        raise UsageError(f"{run_dir}: the run never started (no run_started event)")
+    policy = policy_from_snapshot(snapshot, str(run_dir / "policy.json"))
+    policy.rules = [r for r in policy.rules if r.source != HARD_LIMIT]
+    return RecordedRun(run_dir, events, started, task, policy)
+
+
+def select(run: RecordedRun, call_ids: list[str]) -> list[dict[str, Any]]:
+    denied = run.denied()
+    if not call_ids:
+        return denied
+    known = {d["call_id"] for d in denied}
+    unknown = [c for c in call_ids if c not in known]
+    if unknown:
+        raise UsageError(f"not a denied call of {run.run_dir.name}: {', '.join(unknown)} "
+                         f"(denied: {', '.join(sorted(known)) or 'none'})")
+    return [d for d in denied if d["call_id"] in call_ids]
+
+
+def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: dict[str, Any],
+           verbosity: int) -> RunOutcome:
+    from runner.session import call_env, make_model, settings_for
+
+    try:
+        run = load_run(run_dir)
+        chosen = select(run, call_ids)
+    except UsageError as exc:
+        return early_failure(exc.reason)
+    if not chosen:
+        return early_failure(f"{run_dir.name} has no denied calls to approve")
+
+    def body(rec: Recording) -> tuple[Status, str | None]:
+        approvals = [parse_approval(a, i) for i, a in enumerate(p for c in chosen
+                                                                  for p in c["decision"].get("approve") or [])]
+        policy = run.policy.with_rules(approvals)
+        rec.summary.policy = policy.path
+        rec.extra.update(replay_of=run.started["run_id"], approved_calls=[c["call_id"] for c in chosen])
+        lower = {**policy_layer(policy.sections), "model": run.started.get("model")}
+        settings = settings_for(cli_settings, run.workspace, lower)
+        rec.summary.model = settings.model
+        deadline = rec.started + settings.timeout
+        env = call_env(rec, policy, settings, deadline, [])
+        (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
+        rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
+                            workspace=str(run.workspace), task_sha256=sha256_text(run.task),
+                            max_turns=settings.max_turns, timeout_s=settings.timeout,
+                            replay_of=run.started["run_id"], approved_calls=[c["call_id"] for c in chosen]))
+        outcomes: list[dict[str, Any]] = []
+        rec.consumers.append(lambda e: outcomes.append({
+            "call_id": e.call_id, "tool": e.tool, "ok": e.ok, "error_type": e.error_type, "bytes": e.bytes,
+            "sha256": e.sha256}) if isinstance(e, ToolResult) else None)
+        results: dict[str, str] = {}
+        for c in chosen:
+            call = {"id": c["call_id"], "type": "function",
+                    "function": {"name": c["tool"], "arguments": c["arguments"]}}
+            results[c["call_id"]] = handle_call(call, env, c["turn"], rec.emit)
+        rec.extra["approved_results"] = list(outcomes)
+        if not resume:
+            failed = [r for r in outcomes if not r["ok"]]
+            if rec.summary.denials:
+                return rec.finished_status()
+            if failed:
+                return Status.FAILED, f"{len(failed)} approved call(s) failed: " + ", ".join(
+                    f"{r['call_id']} {r['error_type']}" for r in failed)
+            return Status.SUCCESS, None
+        messages, last_turn = history(run, max(c["turn"] for c in chosen), results)
+        model = make_model(settings, deadline)
+        result = run_loop(messages, model, env, Limits(settings.max_turns, deadline), rec.emit, last_turn + 1)
+        rec.answer = result.answer
+        return rec.finished_status()
+
+    return record(run.workspace, run_dir.parent, verbosity, body)
+
+
+def history(run: RecordedRun, upto_turn: int, results: dict[str, str]) -> tuple[list[dict[str, Any]], int]:
+    """The recorded conversation through `upto_turn`, approved results in place of denials."""
+    contents = {e["call_id"]: e.get("content", "") for e in run.events if e["type"] == "tool_result"}
+    messages = initial_messages(run.task)
+    for e in run.events:
+        if e["type"] != "model_response" or e["turn"] > upto_turn:
+            continue
+        messages.append(e["message"])
+        for call in e["message"].get("tool_calls") or []:
+            cid = call.get("id", "")
+            content = results.get(cid, contents.get(cid))
+            if content is None:
+                content = canonical({"error": {"type": "IOError", "message": "this call was not executed: the "
+                                                                            "run ended before it"}})
+            messages.append({"role": "tool", "tool_call_id": cid, "content": content})
+    return messages, upto_turn

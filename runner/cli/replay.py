@@ -1,0 +1,51 @@
+"""`agent-run replay`: execute a finished run's denied calls with a human's approval."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from runner.approve import load_run, replay, select
+from runner.outcome import EXIT_CODES, Status, UsageError
+
+
+@click.command("replay")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--call", "calls", multiple=True, metavar="ID", help="Only this denied call (repeatable; default all).")
+@click.option("--approve", is_flag=True, help="Approve and execute them (without it: list what would run).")
+@click.option("--continue", "resume", is_flag=True, help="Then continue the conversation with the model.")
+@click.option("--model", metavar="NAME", help="Model for --continue (default: the recorded run's).")
+@click.option("--max-turns", type=click.IntRange(min=1), help="Turn budget for --continue.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+@click.option("-q", "--quiet", is_flag=True)
+def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: bool, model: str | None,
+               max_turns: int | None, timeout: float | None, output_format: str, quiet: bool) -> None:
+    """Execute the denied calls of RUN_DIR exactly as the model asked, under that run's policy
+    with just those calls approved; record them in a new run directory."""
+    run_dir = run_dir.resolve()
+    if not approve:
+        try:
+            chosen = select(load_run(run_dir), list(calls))
+        except UsageError as exc:
+            click.echo(f"agent-run: {exc.reason}", err=True)
+            sys.exit(EXIT_CODES[Status.USAGE_ERROR])
+        for c in chosen:
+            click.echo(f"{c['call_id']}\t{c['tool']}\t{c['arguments']}\t{c['decision']['policy_decision']}")
+        click.echo(f"{len(chosen)} denied call(s); add --approve to execute them", err=True)
+        return
+    given = {"model": model, "max_turns": max_turns, "timeout": timeout}
+    outcome = replay(run_dir, list(calls), resume=resume, cli_settings={k: v for k, v in given.items() if v},
+                     verbosity=0 if quiet else 1)
+    summary = outcome.summary
+    if output_format == "json":
+        click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))
+    elif summary.get("answer"):
+        click.echo(summary["answer"])
+    where = f" — run dir: {outcome.run_dir}" if outcome.run_dir else ""
+    reason = f": {summary['reason']}" if summary.get("reason") else ""
+    click.echo(f"agent-run: {summary['status']} (exit {outcome.exit_code}){reason}{where}", err=True)
+    sys.exit(outcome.exit_code)
