@@ -121,7 +121,10 @@ def _validator(_name: str, schema: str) -> jsonschema.Draft202012Validator:
 
 
 def approval_request(env: CallEnv, call_id: str, d: CallDecision) -> dict[str, Any]:
-    """The replayable request (004 §4.2): what to approve, and one line that does it."""
+    """The replayable request (004 §4.2): what to approve, and one line that does it.
+
+    `replay` (for the summary) names this run's directory; `rerun` (which the model also
+    sees) does not, so the prompt stays the same across reruns of the same task."""
     approve = [f"{t.target.domain}:{exact_pattern(t.target.target)}" for t in d.targets if t.decision != "allow"]
     replay = (shlex.join(["agent-run", "replay", str(env.run_dir), "--call", call_id, "--approve"])
               if env.run_dir else None)
@@ -154,4 +157,4 @@ def _denial_error(d: CallDecision, denial: dict[str, Any]) -> ToolError:
                          "do not retry it", **common)
     return ToolError("ApprovalRequired",
                      f"{deciding.target.domain} on {deciding.target.target} needs approval, and nobody can approve "
-                     "in a headless run; do not retry it", replay=denial["replay"], **common)
+                     "in a headless run; do not retry it", replay=denial["rerun"], **common)

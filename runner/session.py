@@ -139,7 +139,7 @@ def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Pa
     argv = ["agent-run", "--policy", policy.path, "--workspace", str(workspace)]
     if opts.mode:
         argv += ["--mode", opts.mode]
-    for flag, key in (("--model", "model"), ("--max-turns", "max_turns"), ("--timeout", "timeout")):
+    for flag, key in (("--max-turns", "max_turns"), ("--timeout", "timeout")):
         if key in opts.cli_settings:
             argv += [flag, str(opts.cli_settings[key])]
     for approval in opts.approvals:

@@ -38,14 +38,12 @@ class Result:
     stdout: str
     stderr: str
     runs_dir: Path
-
-    @property
-    def run_dirs(self) -> list[Path]:
-        return sorted(p for p in self.runs_dir.iterdir() if p.is_dir()) if self.runs_dir.is_dir() else []
+    new_dirs: list[Path]  # run directories this invocation created
 
     @property
     def run_dir(self) -> Path:
-        return self.run_dirs[-1]
+        assert len(self.new_dirs) == 1, f"expected one new run directory, got {self.new_dirs}"
+        return self.new_dirs[0]
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -58,6 +56,10 @@ class Result:
     @property
     def summary(self) -> dict[str, Any]:
         return json.loads((self.run_dir / "summary.json").read_text(encoding="utf-8"))
+
+
+def _dirs(runs_dir: Path) -> set[Path]:
+    return {p for p in runs_dir.iterdir() if p.is_dir()} if runs_dir.is_dir() else set()
 
 
 @pytest.fixture
@@ -82,8 +84,10 @@ def agent_run(fake: FakeOpenAI, workspace: Path):
             timeout: float = 60) -> Result:
         full_env = clean_env(**{"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
                                 "AGENT_RUN_RETRY_BASE_S": "0.01", **(env or {})})
+        runs_dir = workspace / ".agent-run" / "runs"
+        before = _dirs(runs_dir)
         proc = subprocess.run([*agent_run_argv(), *args], cwd=workspace, env=full_env, input=input or "",
                               capture_output=True, text=True, timeout=timeout)
-        return Result(proc.returncode, proc.stdout, proc.stderr, workspace / ".agent-run" / "runs")
+        return Result(proc.returncode, proc.stdout, proc.stderr, runs_dir, sorted(_dirs(runs_dir) - before))
 
     return run

@@ -34,6 +34,8 @@ def test_replay_reproduces_calls_and_exit_code_offline(fake, workspace, agent_ru
     assert recorded.code == 3
     record_dir = tmp_path / "recording"
     shutil.copytree(recorded.run_dir, record_dir)
+    recorded_calls = _calls(recorded)
+    recorded_prompts = [e["prompt_sha256"] for e in recorded.of_type("model_request")]
 
     for _ in range(2):  # repeatable: same start, same calls, same exit code
         shutil.rmtree(workspace)
@@ -41,11 +43,11 @@ def test_replay_reproduces_calls_and_exit_code_offline(fake, workspace, agent_ru
         again = agent_run("--model", f"replay:{record_dir}", "task.md",
                           env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": ""})
         assert again.code == recorded.code, again.stderr
-        assert _calls(again) == _calls(recorded)
+        assert _calls(again) == recorded_calls
         assert again.stdout == recorded.stdout
         assert (workspace / "src.txt").read_text() == "v2\n"
         prompts = [e["prompt_sha256"] for e in again.of_type("model_request")]
-        assert prompts == [e["prompt_sha256"] for e in recorded.of_type("model_request")]
+        assert prompts == recorded_prompts
     assert len(fake.requests) == 3
 
 

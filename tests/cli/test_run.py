@@ -79,10 +79,11 @@ def test_ask_is_a_structured_denial_and_exit_3(fake, workspace, agent_run):
     err = json.loads(fake.requests[1]["messages"][-1]["content"])["error"]
     assert err["type"] == "ApprovalRequired"
     assert err["domain"] == "bash" and err["target"] == "shell:echo hi"
-    assert err["replay"] == f"agent-run replay {r.run_dir} --call call_1_0 --approve"
     denial = r.summary["denials"][0]
+    assert err["replay"] == denial["rerun"]
+    assert denial["replay"] == f"agent-run replay {r.run_dir} --call call_1_0 --approve"
     assert denial["call_id"] == "call_1_0" and denial["tool"] == "bash" and denial["target"] == "shell:echo hi"
-    assert denial["replay"] == err["replay"] and denial["rule"]["pattern"] == "shell:*"
+    assert denial["rule"]["pattern"] == "shell:*"
     assert denial["approve"] == ["bash:shell:echo hi"]
     assert "--approve 'bash:shell:echo hi'" in denial["rerun"]
     assert r.summary["status"] == "denied"
