@@ -77,7 +77,7 @@ def select(run: RecordedRun, call_ids: list[str]) -> list[dict[str, Any]]:
 
 def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: dict[str, Any],
            verbosity: int) -> RunOutcome:
-    from runner.session import call_env, make_model, settings_for
+    from runner.session import budget_for, call_env, make_model, settings_for
 
     try:
         run = load_run(run_dir)
@@ -97,6 +97,7 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         settings = settings_for(cli_settings, run.workspace, lower)
         rec.summary.model = settings.model
         deadline = rec.started + settings.timeout
+        budget = budget_for(rec, policy, settings)
         env = call_env(rec, policy, settings, deadline, [])
         (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
         rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
@@ -123,7 +124,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
             return Status.SUCCESS, None
         messages, last_turn = history(run, max(c["turn"] for c in chosen), results)
         model = make_model(settings, deadline)
-        result = run_loop(messages, model, env, Limits(settings.max_turns, deadline), rec.emit, last_turn + 1)
+        limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,))
+        result = run_loop(messages, model, env, limits, rec.emit, last_turn + 1)
         rec.answer = result.answer
         return rec.finished_status()
 

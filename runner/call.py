@@ -20,8 +20,9 @@ from typing import Any
 
 import jsonschema
 
-from runner.events import Emit, PermissionDecision, ToolCall, ToolResult
+from runner.events import Emit, GuardWarning, PermissionDecision, ToolCall, ToolResult
 from runner.jsonutil import canonical, sha256_text
+from runner.outcome import RunEnded
 from runner.policy.decide import CallDecision, decide
 from runner.policy.match import exact_pattern
 from runner.policy.model import Policy
@@ -43,7 +44,15 @@ class CallRecord:
     content_sha256: str
 
 
-Guard = Callable[[CallRecord], None]
+@dataclass
+class Verdict:
+    """A guard's answer: warnings appended to this call's result, or the end of the run."""
+
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (detector, message)
+    stop: RunEnded | None = None
+
+
+Guard = Callable[[CallRecord], Verdict | None]
 
 
 @dataclass
@@ -79,14 +88,22 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
         result = err
     content = result.content if isinstance(result, ToolOutput) else canonical(result.payload())
     error_type = None if isinstance(result, ToolOutput) else result.type
-    digest = sha256_text(content)
+    record = CallRecord(call_id, name, raw_args, fingerprint(name, raw_args), denied, error_type,
+                        sha256_text(content))
+    verdicts = [v for v in (guard(record) for guard in env.guards) if v is not None]
+    warnings = [w for v in verdicts for w in v.warnings]
+    if warnings:
+        # Appended to this result only: earlier messages are never edited (the prefix stays stable).
+        content += "".join(f"\n\n[agent-run warning: {message}. Change your approach.]" for _, message in warnings)
     emit(ToolResult(call_id=call_id, tool=name, ok=error_type is None, error_type=error_type,
-                    bytes=len(content.encode("utf-8")), sha256=digest,
+                    bytes=len(content.encode("utf-8")), sha256=sha256_text(content),
                     duration_s=round(time.monotonic() - started, 4),
                     details=result.details if isinstance(result, ToolOutput) else {}, content=content))
-    record = CallRecord(call_id, name, raw_args, fingerprint(name, raw_args), denied, error_type, digest)
-    for guard in env.guards:
-        guard(record)
+    for detector, message in warnings:
+        emit(GuardWarning(call_id=call_id, detector=detector, message=message))
+    stop = next((v.stop for v in verdicts if v.stop is not None), None)
+    if stop is not None:
+        raise stop
     return content
 
 

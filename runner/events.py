@@ -110,6 +110,16 @@ class ToolResult(Event):
 
 
 @dataclass(frozen=True)
+class GuardWarning(Event):
+    """A guard's warning, appended to the result of `call_id` for the model to read."""
+
+    type: ClassVar[str] = "loop_warning"
+    call_id: str
+    detector: str
+    message: str
+
+
+@dataclass(frozen=True)
 class RunFinished(Event):
     type: ClassVar[str] = "run_finished"
     status: str

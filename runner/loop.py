@@ -9,6 +9,7 @@ previous request's messages, byte for byte.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,9 @@ from runner.prompt import SYSTEM_PROMPT
 class Limits:
     max_turns: int
     deadline: float | None  # time.monotonic() value; None for no wall-clock limit
+    timeout_s: float | None = None
+    # Called with the next prompt's estimated tokens before every request; raise to stop (budgets).
+    checks: tuple[Callable[[int], None], ...] = ()
 
 
 @dataclass
@@ -49,7 +53,10 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
     for turn in range(first_turn, first_turn + limits.max_turns):
         remaining = _remaining(limits)
         prompt = serialize_prompt(messages, tools)
-        emit(ModelRequest(turn=turn, message_count=len(messages), estimated_tokens=estimate_tokens(len(prompt)),
+        estimated = estimate_tokens(len(prompt))
+        for check in limits.checks:
+            check(estimated)
+        emit(ModelRequest(turn=turn, message_count=len(messages), estimated_tokens=estimated,
                           prompt_bytes=len(prompt.encode("utf-8")), prompt_sha256=sha256_text(prompt)))
         started = time.monotonic()
         reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=remaining)
@@ -65,7 +72,8 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
             _remaining(limits)
             content = handle_call(call, env, turn, emit)
             messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": content})
-    raise BudgetExhausted(f"max turns reached ({limits.max_turns}) before the model finished")
+    raise BudgetExhausted(f"max turns reached ({limits.max_turns}) before the model finished",
+                          budget={"name": "max_turns", "limit": limits.max_turns, "used": limits.max_turns})
 
 
 _CUT_OFF = frozenset({"length", "content_filter"})
@@ -76,5 +84,6 @@ def _remaining(limits: Limits) -> float | None:
         return None
     left = limits.deadline - time.monotonic()
     if left <= 0:
-        raise BudgetExhausted("run timeout reached before the model finished")
+        raise BudgetExhausted(f"run timeout reached ({limits.timeout_s}s) before the model finished",
+                              budget={"name": "timeout_s", "limit": limits.timeout_s})
     return left

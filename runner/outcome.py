@@ -44,9 +44,14 @@ class RunEnded(Exception):
 
     status: Status = Status.FAILED
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, **details: object) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.details = details  # extra keys for summary.json (which loop, which budget, the figures)
+
+
+class DoomLoop(RunEnded):
+    status = Status.DOOM_LOOP
 
 
 class Denied(RunEnded):

@@ -43,6 +43,7 @@ class Recording:
     ctx: ToolContext
     answer: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # more keys for summary.json
+    finishers: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)  # amend the summary
 
     def emit(self, event: Event) -> None:
         for consume in self.consumers:
@@ -109,6 +110,7 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
             status, reason, signum = exc.status, exc.reason, exc.signum
         except RunEnded as exc:
             status, reason = exc.status, exc.reason
+            rec.extra.update(exc.details)
         except Exception as exc:  # a bug of ours: record it, never lose the run
             status, reason = Status.FAILED, f"internal error: {type(exc).__name__}: {exc}"
             write_atomic(run_dir / "error.txt", traceback.format_exc())
@@ -123,6 +125,8 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         data = summary.build(status=status.value, exit_code=code, reason=reason,
                              duration_s=time.monotonic() - rec.started, answer=rec.answer)
         data.update(rec.extra, run_dir=str(run_dir))
+        for finish in rec.finishers:
+            finish(data)
         write_json(run_dir / "summary.json", data)
         signals.restore()
     return RunOutcome(code, data, run_dir)

@@ -14,10 +14,13 @@ from dotenv import dotenv_values
 from runner import __version__
 from runner.call import CallEnv
 from runner.events import RunStarted
+from runner.guards.budget import Budget
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
+from runner.guards.loops import LoopConfig, LoopGuard
 from runner.jsonutil import sha256_text
 from runner.loop import Limits, initial_messages, run_loop
 from runner.model.base import ChatModel
+from runner.model.catalog import price_for, window_for
 from runner.model.openai_chat import OpenAIChat
 from runner.model.replay import ReplayModel
 from runner.outcome import Status, UsageError
@@ -29,6 +32,9 @@ from runner.recorder import Recording, RunOutcome, early_failure, record
 from runner.rundir import default_runs_dir, write_atomic, write_json
 from runner.settings import Settings, load_settings, policy_layer
 from runner.tools.registry import core_tools
+
+MIN_CONTEXT_WINDOW = 16_384
+WARN_CONTEXT_WINDOW = 32_768
 
 
 @dataclass
@@ -58,13 +64,15 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     settings = _settings(opts, rec.workspace, policy)
     rec.summary.model = settings.model
     deadline = rec.started + settings.timeout
+    budget = budget_for(rec, policy, settings)
     model = make_model(settings, deadline)
     env = call_env(rec, policy, settings, deadline, _rerun_base(opts, policy, rec.workspace,
                                                                task_path or rec.run_dir / "task.md"))
     rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                         workspace=str(rec.workspace), task_sha256=sha256_text(task),
                         max_turns=settings.max_turns, timeout_s=settings.timeout))
-    result = run_loop(initial_messages(task), model, env, Limits(settings.max_turns, deadline), rec.emit)
+    limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,))
+    result = run_loop(initial_messages(task), model, env, limits, rec.emit)
     rec.answer = result.answer
     return rec.finished_status()
 
@@ -78,7 +86,33 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     policy = policy.with_rules(hard_limit_rules(rec.workspace, rec.ctx.protected))
     write_json(rec.run_dir / "policy.json", policy.resolved)
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
-    return CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, [DenialGuard(max_denials)])
+    guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
+    return CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards)
+
+
+def budget_for(rec: Recording, policy: Policy, settings: Settings) -> Budget:
+    """Token and cost budgets, and the context floor: refused before any request."""
+    replaying = settings.model.startswith("replay:")
+    window = None if replaying else window_for(settings.model, settings.context_window)
+    if window is not None and window < MIN_CONTEXT_WINDOW:
+        raise UsageError(f"model {settings.model} has a {window}-token context window; agent-run needs at least "
+                         f"{MIN_CONTEXT_WINDOW} (override with --context-window if the table is wrong)")
+    if window is not None and window < WARN_CONTEXT_WINDOW:
+        print(f"agent-run: warning: {settings.model} has a small context window ({window} tokens); long tasks "
+              "may not fit", file=sys.stderr)
+    price = price_for(settings.model, policy.sections.get("budget", {}).get("prices"))
+    if settings.max_cost_usd is not None and price is None and not replaying:
+        raise UsageError(f"--max-cost-usd needs a price for model {settings.model}: add it to the policy's "
+                         "budget.prices")
+    budget = Budget(settings.max_tokens, settings.max_cost_usd, price)
+    rec.consumers.append(budget.on_event)
+
+    def figures(data: dict[str, Any]) -> None:
+        data["usage"]["total_tokens"] = budget.tokens
+        data["usage"]["cost_usd"] = round(budget.cost_usd, 6) if price else None
+
+    rec.finishers.append(figures)
+    return budget
 
 
 def _read_task(spec: str, run_dir: Path) -> tuple[str, Path | None]:

@@ -30,16 +30,25 @@ class Settings(BaseSettings):
     retry_cap_s: float = Field(30.0, ge=0)
     request_timeout_s: float = Field(300.0, gt=0)
     bash_timeout_s: float = Field(120.0, gt=0)
+    max_tokens: int | None = Field(None, ge=1, description="prompt + completion tokens, whole run")
+    max_cost_usd: float | None = Field(None, gt=0)
+    context_window: int | None = Field(None, ge=1, description="override the known-models table")
 
 
 def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
-    """The settings a policy file may set (its `budget` section)."""
+    """The settings a policy file may set (`budget`, `compaction.contextWindow`)."""
     budget = sections.get("budget", {})
     out: dict[str, Any] = {}
     if "maxTurns" in budget:
         out["max_turns"] = budget["maxTurns"]
     if "timeoutSeconds" in budget:
         out["timeout"] = budget["timeoutSeconds"]
+    if "maxTokens" in budget:
+        out["max_tokens"] = budget["maxTokens"]
+    if "maxCostUsd" in budget:
+        out["max_cost_usd"] = budget["maxCostUsd"]
+    if "contextWindow" in sections.get("compaction", {}):
+        out["context_window"] = sections["compaction"]["contextWindow"]
     return out
 
 

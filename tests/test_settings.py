@@ -118,7 +118,9 @@ def test_invalid_values_rejected(ws, monkeypatch, cli, env):
 
 def test_policy_layer_maps_budget():
     sections = {"budget": {"maxTurns": 3, "timeoutSeconds": 12.5, "maxTokens": 100}, "truncation": {"maxLines": 5}}
-    assert policy_layer(sections) == {"max_turns": 3, "timeout": 12.5}
+    assert policy_layer(sections) == {"max_turns": 3, "timeout": 12.5, "max_tokens": 100}
+    assert policy_layer({"budget": {"maxCostUsd": 0.5}, "compaction": {"contextWindow": 32768}}) == {
+        "max_cost_usd": 0.5, "context_window": 32768}
     assert policy_layer({"budget": {"maxTurns": 3}}) == {"max_turns": 3}
     assert policy_layer({}) == {}
 

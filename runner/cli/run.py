@@ -25,6 +25,11 @@ class _ExitUsage(click.UsageError):
 @click.option("--max-turns", type=click.IntRange(min=1), help="Stop after N model turns (exit 5).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
               help="Whole-run wall-clock limit (exit 5).")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Prompt + completion token budget (exit 5).")
+@click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+              help="Cost budget from usage and the model's price (exit 5).")
+@click.option("--context-window", type=click.IntRange(min=1), metavar="TOKENS",
+              help="The model's context window, when the built-in table does not know it.")
 @click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN",
               help="Allow this for this run only, after all policy rules (repeatable).")
 @click.option("--mode", type=click.Choice(["agent", "full_access"]),
@@ -34,7 +39,8 @@ class _ExitUsage(click.UsageError):
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="More progress on stderr.")
 def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
-        max_turns: int | None, timeout: float | None, approvals: tuple[str, ...], mode: str | None,
+        max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
+        context_window: int | None, approvals: tuple[str, ...], mode: str | None,
         output_format: str | None,
         stream: bool | None, quiet: bool, verbose: bool) -> None:
     """Run TASK (a Markdown file, or - for stdin) headless.
@@ -44,7 +50,8 @@ def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | No
     4 doom_loop, 5 budget_exhausted, 6 model_error, 130/143 interrupted.
     """
     given = {"model": model, "max_turns": max_turns, "timeout": timeout, "output_format": output_format,
-             "stream": stream}
+             "stream": stream, "max_tokens": max_tokens, "max_cost_usd": max_cost_usd,
+             "context_window": context_window}
     opts = RunOptions(task=task, policy=policy, workspace=workspace, runs_dir=runs_dir, approvals=list(approvals),
                       mode=mode,
                       cli_settings={k: v for k, v in given.items() if v is not None},

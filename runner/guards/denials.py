@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runner.call import CallRecord
+from runner.call import CallRecord, Verdict
 from runner.outcome import Denied
 
 DEFAULT_MAX_DENIALS = 3
@@ -14,17 +14,18 @@ class DenialGuard:
         self.count = 0
         self._seen: set[str] = set()
 
-    def __call__(self, record: CallRecord) -> None:
+    def __call__(self, record: CallRecord) -> Verdict | None:
         if not record.denied:
-            return
+            return None
         self.count += 1
         if record.fingerprint in self._seen:
-            raise Denied(f"the model repeated a denied call ({record.tool} {_short(record.arguments)}); "
-                         "the run ends rather than spend tokens on it")
+            return Verdict(stop=Denied(f"the model repeated a denied call ({record.tool} "
+                                       f"{_short(record.arguments)}); the run ends rather than spend tokens on it"))
         self._seen.add(record.fingerprint)
         if self.count >= self.max_denials:
-            raise Denied(f"{self.count} calls denied (permission.maxDenials is {self.max_denials}); "
-                         "see summary.json denials for what to approve")
+            return Verdict(stop=Denied(f"{self.count} calls denied (permission.maxDenials is {self.max_denials}); "
+                                       "see summary.json denials for what to approve"))
+        return None
 
 
 def _short(text: str, width: int = 80) -> str:

@@ -71,10 +71,13 @@ class Bash(Tool):
             capture.join()
         output = capture.text()
         details = {"exit_code": proc.returncode, "output_bytes": capture.total, "pid": proc.pid}
+        # Errors carry no pid: what the model sees must not change when nothing else did.
         if timed_out:
-            raise ToolError("Timeout", f"command killed after {timeout:.1f}s", output=output, **details)
+            raise ToolError("Timeout", f"command killed after {timeout:.1f}s", output=output,
+                            output_bytes=capture.total)
         if ctx.abort.is_set():
-            raise ToolError("Timeout", "command killed: the run is stopping", output=output, **details)
+            raise ToolError("Timeout", "command killed: the run is stopping", output=output,
+                            output_bytes=capture.total)
         if proc.returncode != 0:
             raise ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, exit_code=proc.returncode)
         return ToolOutput(output or "[no output]", details)
