@@ -80,6 +80,8 @@ class LoopDetector:
         self.history.append(obs)
         findings = self._findings(obs)
         fired = next((f for f in findings if f.fired), None)
+        if fired is not None:
+            return fired, []  # the run ends here: no warning to give
         warnings = []
         for f in findings:
             key = (f.detector, "" if f.detector in ("call_budget", "circuit_breaker") else obs.call)
@@ -140,7 +142,7 @@ class LoopGuard:
         label = f"{record.tool} {_short(record.arguments)}"
         fired, warnings = self.detector.observe(Observation(record.fingerprint, record.content_sha256,
                                                             record.error_type is not None, label))
-        verdict = Verdict(warnings=[(w.detector, f"possible loop: {w.message}") for w in warnings])
+        verdict = Verdict(warnings=[(w.detector, f"possible loop: {w.message()}") for w in warnings])
         if fired is not None:
             verdict.stop = DoomLoop(f"doom loop ({fired.detector}): {fired.message()}", loop=fired.as_dict())
         return verdict
