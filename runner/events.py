@@ -120,6 +120,13 @@ class GuardWarning(Event):
 
 
 @dataclass(frozen=True)
+class RunInterrupted(Event):
+    type: ClassVar[str] = "interrupted"
+    signal: str
+    during: str  # the last event before the signal: what was in flight
+
+
+@dataclass(frozen=True)
 class RunFinished(Event):
     type: ClassVar[str] = "run_finished"
     status: str

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.events import Event, RunFinished
+from runner.events import Event, RunFinished, RunInterrupted
 from runner.outcome import Interrupted, RunEnded, Status, exit_code
 from runner.report.progress import Progress
 from runner.report.summary import SummaryBuilder
@@ -98,8 +98,13 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         return early_failure(f"cannot create run directory in {runs_dir}: {exc}")
     log = EventLog(run_dir / "events.jsonl", run_id)
     summary = SummaryBuilder(run_id, model="", policy="")
+    last = ["start"]  # the type of the latest event, for the `interrupted` record
+
+    def track(event: Event) -> None:
+        last[0] = event.type
+
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
-                    [log, summary, Progress(sys.stderr, verbosity)], summary, ToolContext(workspace=workspace))
+                    [log, summary, Progress(sys.stderr, verbosity), track], summary, ToolContext(workspace=workspace))
     signals = _Signals(rec.ctx)
     signals.install()
     status, reason, signum = Status.FAILED, None, None
@@ -108,6 +113,7 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
             status, reason = body(rec)
         except Interrupted as exc:
             status, reason, signum = exc.status, exc.reason, exc.signum
+            rec.emit(RunInterrupted(signal=signal.Signals(exc.signum).name, during=last[0]))
         except RunEnded as exc:
             status, reason = exc.status, exc.reason
             rec.extra.update(exc.details)

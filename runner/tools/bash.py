@@ -67,7 +67,7 @@ class Bash(Tool):
         finally:
             # Also on an exception (an interrupt of the run), and also when the shell exited
             # normally: background children (`cmd &`) die with the call, as in CI they must.
-            _kill_group(proc)
+            _kill_group(proc, grace_s=0.2 if ctx.abort.is_set() else KILL_GRACE_S)
             capture.join()
         output = capture.text()
         details = {"exit_code": proc.returncode, "output_bytes": capture.total, "pid": proc.pid}
@@ -83,13 +83,14 @@ class Bash(Tool):
         return ToolOutput(output or "[no output]", details)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = KILL_GRACE_S) -> None:
     if proc.poll() is not None:
         # The shell is gone; whatever is left of its group gets no grace period.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         return
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 5.0)):
+    # An interrupted run must finish within ~2 s, so it gives the group less grace.
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:

@@ -99,6 +99,8 @@ def test_signal_during_model_call(fake, workspace, sig, code):
     assert summary["status"] == "interrupted" and summary["exit_code"] == code
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert events[-1]["type"] == "run_finished" and events[-1]["exit_code"] == code
+    assert events[-2]["type"] == "interrupted" and events[-2]["during"] == "model_request"
+    assert events[-2]["signal"] == signal.Signals(sig).name
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -114,4 +116,6 @@ def test_signal_during_tool_kills_it(fake, workspace, sig, code):
     assert proc.wait(timeout=10) == code
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["tool_calls"] == 1
-    assert wait_gone(pid), "the tool's process outlived the run"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["type"] for e in events[-3:]] == ["permission_decision", "interrupted", "run_finished"]
+    assert wait_gone(pid, grace_s=6), "the tool's process outlived the run"
