@@ -55,7 +55,19 @@ def compile_pattern(raw: str) -> Pattern:
         # Full match against the whole target or, for convenience, its rest.
         return Pattern(raw, "", lambda s, r: bool(rx.fullmatch(f"{s}:{r}" if s else r) or rx.fullmatch(r)))
     scheme, body = split_target(raw)
-    return Pattern(raw, scheme, lambda s, r: glob_match(s, r, body))
+    # Both matchers compiled now, once per run; which one applies depends on the target's scheme.
+    as_path = glob.compile(body, flags=_PATH_FLAGS)
+    as_text = fnmatch.compile(body, flags=_TEXT_FLAGS)
+    bare = fnmatch.compile(body[:-2], flags=_TEXT_FLAGS) if body.endswith(" *") else None
+
+    def test(s: str, r: str) -> bool:
+        if s in TEXT_SCHEMES:
+            return bool(as_text.match(r) or (bare is not None and bare.match(r)))
+        if body == ".":
+            return r == "."
+        return bool(as_path.match("" if r == "." else r))
+
+    return Pattern(raw, scheme, test)
 
 
 def exact_pattern(target: str, *, subtree: bool = False) -> str:
@@ -65,14 +77,3 @@ def exact_pattern(target: str, *, subtree: bool = False) -> str:
     if any(c in target for c in "*?[]"):
         return "regex:" + re.escape(target)
     return target
-
-
-def glob_match(scheme: str, rest: str, body: str) -> bool:
-    if scheme in TEXT_SCHEMES:
-        if fnmatch.fnmatch(rest, body, flags=_TEXT_FLAGS):
-            return True
-        return body.endswith(" *") and fnmatch.fnmatch(rest, body[:-2], flags=_TEXT_FLAGS)
-    # The workspace root is `workspace:.`; as a path it is the empty relative path.
-    if body == ".":
-        return rest == "."
-    return glob.globmatch("" if rest == "." else rest, body, flags=_PATH_FLAGS)

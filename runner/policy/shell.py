@@ -22,7 +22,7 @@ from tree_sitter import Language, Node, Parser
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
 _READ_OPS = frozenset({"<"})
-_DUP_OPS = frozenset({">&", "<&", ">&-", "<&-"})
+_DUP_OPS = frozenset({">&-", "<&-"})  # closing a descriptor; `>&N` duplicates, `>&FILE` writes
 _HARMLESS_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _MAX_DEPTH = 4
 _WORD_TYPES = frozenset({
@@ -95,11 +95,33 @@ def _command(node: Node, out: ShellAnalysis, depth: int) -> None:
                 out.opaque.append("tee to a computed file")
             elif not arg.startswith("-"):
                 out.writes.append(arg)
-    elif base in _SHELLS and "-c" in rest:
-        at = rest.index("-c") + 1
-        _nested(rest[at] if at < len(rest) else None, out, depth, f"{base} -c")
+    elif base in _SHELLS and _shell_c(rest)[0]:
+        _nested(_shell_c(rest)[1], out, depth, f"{base} -c")
     elif base == "eval":
         _nested(None if None in rest else " ".join(str(a) for a in rest), out, depth, "eval")
+
+
+def _shell_c(args: list[str | None]) -> tuple[bool, str | None]:
+    """For `bash [options] [-c] operand …`: whether `-c` is given (alone or in a cluster such as
+    `-lc`, `-ec`), and the first operand — the script when it is. None: computed or absent."""
+    has_c, skip_next = False, False
+    for a in args:
+        if skip_next:
+            skip_next = False
+            continue
+        if a is None:
+            return has_c, None
+        if a == "--":
+            continue
+        if a in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            skip_next = True
+        elif a.startswith("--"):
+            continue
+        elif a.startswith(("-", "+")):
+            has_c = has_c or (a.startswith("-") and "c" in a[1:])
+        else:
+            return has_c, a
+    return has_c, None
 
 
 def _canonical(node: Node, literal: str | None) -> str:
@@ -112,6 +134,22 @@ def _canonical(node: Node, literal: str | None) -> str:
     if literal is not None and node.type == "command_name" and node.children and node.children[0].type != "word":
         return shlex.quote(literal)
     return _text(node)
+
+
+def command_words(command: str) -> list[tuple[str, str | None]]:
+    """The words of the first simple command as (canonical text, literal value or None):
+    the canonical texts joined by spaces are the command as the policy decides it."""
+    tree = _parser().parse(command.encode("utf-8"))
+    if tree.root_node.has_error:
+        return []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop(0)
+        if node.type == "command":
+            nodes = [c for c in node.children if c.type in _WORD_TYPES]
+            return [(_canonical(c, _literal(c)), _literal(c)) for c in nodes]
+        stack[:0] = node.children
+    return []
 
 
 def _nested(script: str | None, out: ShellAnalysis, depth: int, what: str) -> None:
@@ -131,9 +169,11 @@ def _redirect(node: Node, out: ShellAnalysis) -> None:
     dest = node.child_by_field_name("destination")
     if dest is None:
         dest = next((c for c in node.children if c.is_named and c.type != "file_descriptor"), None)
-    if dest is None or op in _DUP_OPS or (op.endswith("&") and dest.type == "number"):
+    if dest is None or op in _DUP_OPS:
         return
     path = _literal(dest)
+    if op in (">&", "<&") and (dest.type == "number" or path == "-"):
+        return  # 2>&1, >&2, >&-: descriptors, not files
     if path is None:
         out.opaque.append(f"redirection to a computed path {_text(dest)!r}")
     elif path in _HARMLESS_FILES:

@@ -8,12 +8,13 @@ rules; files and URLs stay exact.
 from __future__ import annotations
 
 import json
-import shlex
+import re
 from pathlib import Path
 from typing import Any
 
 from runner.policy.limits import HARD_LIMIT
 from runner.policy.match import exact_pattern, split_target
+from runner.policy.shell import command_words
 from runner.rundir import read_events
 
 # How many words name the action, for commands whose first word is not enough.
@@ -29,21 +30,26 @@ ARITY: dict[str, int] = {
 
 def command_rule(command: str) -> str:
     """`shell:<prefix> *` for a simple command, cut at the command's arity."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return exact_pattern(f"shell:{command}")
-    while words and "=" in words[0] and not words[0].startswith("="):
-        words = words[1:]  # FOO=1 cmd … : the assignment is not part of the action
-    if not words:
+    pairs = command_words(command)
+    # Leading assignments stay in the rule (the policy decides `FOO=1 make build` as written),
+    # but the arity is looked up on the command after them.
+    lead = 0
+    while lead < len(pairs) and pairs[lead][1] is not None and "=" in str(pairs[lead][1]) and not str(
+            pairs[lead][1]).startswith("="):
+        lead += 1
+    rest = [literal or "" for _, literal in pairs[lead:]]
+    if not rest or pairs[lead][1] is None:
         return exact_pattern(f"shell:{command}")
     arity = 1
     for size in (3, 2, 1):
-        key = " ".join(words[:size])
-        if len(words) >= size and key in ARITY:
+        key = " ".join(rest[:size])
+        if len(rest) >= size and key in ARITY:
             arity = ARITY[key]
             break
-    return "shell:" + " ".join(shlex.quote(w) for w in words[:arity]) + " *"
+    prefix = " ".join(text for text, _ in pairs[: lead + arity])
+    if any(c in prefix for c in "*?[]"):
+        return "regex:" + re.escape(f"shell:{prefix}") + "( .*)?"
+    return f"shell:{prefix} *"
 
 
 def rule_for(domain: str, target: str) -> str:

@@ -6,6 +6,7 @@ so what explain prints is exactly what a run decides.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -15,11 +16,20 @@ from runner.policy.shell import analyze
 
 
 def resolve_path(workspace: Path, raw: str) -> Path:
-    """Relative to the workspace; `~` expanded; `..` and symlinks resolved."""
+    """Relative to the workspace; `~` expanded; `..` and symlinks resolved.
+
+    Raises UnresolvablePath for a symlink loop (and other resolution failures)."""
     p = Path(os.path.expanduser(raw))
     if not p.is_absolute():
         p = workspace / p
-    return p.resolve(strict=False)
+    try:
+        return p.resolve(strict=False)
+    except (RuntimeError, OSError) as exc:  # RuntimeError: a symlink loop on Python < 3.13
+        raise UnresolvablePath(f"cannot resolve {raw!r}: {exc}") from None
+
+
+class UnresolvablePath(ValueError):
+    pass
 
 
 def path_target(workspace: Path, path: Path) -> str:
@@ -30,7 +40,15 @@ def path_target(workspace: Path, path: Path) -> str:
 
 
 def file_targets(domain: str, workspace: Path, *raw_paths: str) -> list[Target]:
-    return [Target(domain, path_target(workspace, resolve_path(workspace, raw))) for raw in raw_paths]
+    out = []
+    for raw in raw_paths:
+        try:
+            out.append(Target(domain, path_target(workspace, resolve_path(workspace, raw))))
+        except UnresolvablePath as exc:
+            # Where it leads is unknown: decided as the path as written, and never below ask.
+            literal = Path(os.path.abspath(os.path.join(workspace, os.path.expanduser(raw))))
+            out.append(Target(domain, path_target(workspace, literal), floor="ask", note=str(exc)))
+    return out
 
 
 def shell_targets(workspace: Path, command: str) -> list[Target]:
@@ -38,12 +56,26 @@ def shell_targets(workspace: Path, command: str) -> list[Target]:
     read with `<` and directory entered with cd (read). Opaque parts floor the call at ask."""
     found = analyze(command)
     out = [Target("bash", f"shell:{c}") for c in found.commands]
-    out += file_targets("edit", workspace, *found.writes)
-    out += file_targets("read", workspace, *found.reads, *found.dirs)
+    # After `cd DIR`, a relative path may be relative to DIR: decide it against the workspace and
+    # against every directory the command enters (strictest wins), never against the workspace alone.
+    bases = [workspace]
+    for d in found.dirs:
+        with contextlib.suppress(UnresolvablePath):
+            bases.append(resolve_path(workspace, d))
+    for domain, paths in (("edit", found.writes), ("read", found.reads)):
+        for raw in paths:
+            for base in ([workspace] if os.path.isabs(os.path.expanduser(raw)) else dict.fromkeys(bases)):
+                out += file_targets(domain, base, raw) if base == workspace else _under(domain, workspace, base, raw)
+    out += file_targets("read", workspace, *found.dirs)
     if found.opaque:
         whole = " ".join(command.split())
         out.append(Target("bash", f"shell:{whole}", floor="ask", note="; ".join(dict.fromkeys(found.opaque))))
     return out
+
+
+def _under(domain: str, workspace: Path, base: Path, raw: str) -> list[Target]:
+    """`raw` relative to `base` (a directory entered with cd), as a target of the workspace."""
+    return file_targets(domain, workspace, str(base / raw))
 
 
 def normalize_url(url: str) -> str:
@@ -67,7 +99,10 @@ def targets_for(domain: str, value: str, workspace: Path) -> list[Target]:
     if domain == "bash":
         return shell_targets(workspace, value)
     if domain == "web_fetch":
-        return [Target(domain, f"url:{normalize_url(value)}")]
+        try:
+            return [Target(domain, f"url:{normalize_url(value)}")]
+        except ValueError as exc:  # e.g. a port out of range
+            return [Target(domain, f"url:{value.strip()}", floor="ask", note=f"invalid URL: {exc}")]
     if domain == "web_search":
         return [Target(domain, f"query:{value}")]
     if domain == "mcp":

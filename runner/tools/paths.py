@@ -6,14 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.policy.model import Target
-from runner.policy.targets import path_target, resolve_path
+from runner.policy.targets import UnresolvablePath, path_target, resolve_path
 from runner.tools.base import ToolContext, ToolError
 
 
 def resolve(ctx: ToolContext, path: str) -> Path:
     if not isinstance(path, str) or not path or "\x00" in path:
         raise ToolError("InvalidArguments", f"invalid path {path!r}")
-    return resolve_path(ctx.workspace, path)
+    try:
+        return resolve_path(ctx.workspace, path)
+    except UnresolvablePath as exc:
+        raise ToolError("IOError", str(exc)) from None
 
 
 def target(ctx: ToolContext, path: Path) -> str:

@@ -434,55 +434,41 @@ def test_unknown_domain_is_a_usage_error(world):
 # --- bugs: each test states the behaviour the docs promise; they fail today ---------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: redirect targets are resolved against the workspace even after "
-                   "`cd`, so `cd .git && echo x > config` edits .git/config (a hard limit) and is allowed")
-def test_bug_cd_then_relative_redirect_bypasses_hard_limit(world):
+def test_fixed_cd_then_relative_redirect_bypasses_hard_limit(world):
     data = run_case(world, Case("x", B, "cd .git && echo evil > config", "deny", "deny", policy="ci"))
     assert data["headless_decision"] != "allow"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: after `cd DIR` a relative redirect is decided as an edit of "
-                   "workspace:<file>, so under full_access an edit outside the workspace is auto-approved")
-def test_bug_cd_outside_then_redirect_is_auto_approved(world):
+def test_fixed_cd_outside_then_redirect_is_auto_approved(world):
     data = run_case(world, Case("x", B, "cd {tmp}/outside && echo x > f.txt", "deny", "deny",
                                 mode="full_access"))
     assert data["headless_decision"] == "deny"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `>& FILE` (stdout+stderr to FILE, like `&>`) is treated as an fd "
-                   "duplication, so the file is not decided as an edit: hard limits and edit rules are bypassed")
 @pytest.mark.parametrize("line", ["echo evil >& .git/config", "echo x >&/etc/x"])
-def test_bug_redirect_gt_amp_file_is_not_an_edit(world, line):
+def test_fixed_redirect_gt_amp_file_is_not_an_edit(world, line):
     data = run_case(world, Case("x", B, line, "deny", "deny", policy="ci"))
     assert data["decision"] == "deny"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: only a separate `-c` word is recognised: the script of `bash -lc` / "
-                   "`sh -ec` is not analyzed, so a deny rule on its commands is bypassed")
 @pytest.mark.parametrize("line", ["bash -lc 'rm -rf /'", "sh -ec 'rm -rf /'"])
-def test_bug_combined_c_flag_script_not_analyzed(world, line):
+def test_fixed_combined_c_flag_script_not_analyzed(world, line):
     data = run_case(world, Case("x", B, line, "deny", "deny", policy="@shellall"))
     assert data["decision"] == "deny"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `bash -c -- SCRIPT` analyzes `--` as the script; SCRIPT, which bash "
-                   "runs, is never decided, so a deny rule on its commands is bypassed")
-def test_bug_bash_c_double_dash(world):
+def test_fixed_bash_c_double_dash(world):
     data = run_case(world, Case("x", B, "bash -c -- 'rm -rf /'", "deny", "deny", policy="@shellall"))
     assert data["decision"] == "deny"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: default.jsonc puts the secret `ask` rules after `edit fs:** deny`, so "
-                   "editing a secret OUTSIDE the workspace asks (auto-approved in full_access) instead of being denied")
 @pytest.mark.parametrize("path", ["~/.ssh/id_rsa", "~/.aws/credentials", "{tmp}/outside/server.pem"])
-def test_bug_default_secret_outside_workspace_edit_not_denied(world, path):
+def test_fixed_default_secret_outside_workspace_edit_not_denied(world, path):
     data = run_case(world, Case("x", E, path, "deny", "deny", mode="full_access"))
     assert data["headless_decision"] == "deny"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a symlink loop makes Path.resolve raise RuntimeError, which escapes "
-                   "targets_for: explain (and a run's read/edit/bash call) crashes instead of deciding")
-def test_bug_symlink_loop_crashes(world):
+def test_fixed_symlink_loop_crashes(world):
     (world.ws / "loop_a").symlink_to(world.ws / "loop_b")
     (world.ws / "loop_b").symlink_to(world.ws / "loop_a")
     result = world.explain(E, "loop_a")
@@ -492,9 +478,7 @@ def test_bug_symlink_loop_crashes(world):
         assert json.loads(result.stdout)["decision"] != "allow"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: normalize_url lets urlsplit's ValueError (port out of range) escape: "
-                   "explain crashes with a traceback instead of a decision or a usage error")
-def test_bug_url_with_bad_port_crashes(world):
+def test_fixed_url_with_bad_port_crashes(world):
     result = world.explain("web_fetch", "http://example.com:99999/")
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code in (0, 2)

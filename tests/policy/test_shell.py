@@ -162,23 +162,17 @@ def test_unicode_survives():
     assert found.writes == ["fiché.txt"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `>& FILE` sends stdout and stderr to FILE (as `&>` does) but is "
-                   "skipped as an fd duplication, so FILE is not reported as written")
 @pytest.mark.parametrize("line", ["echo x >& out.txt", "echo x >&/etc/x"])
-def test_bug_gt_amp_file_is_a_write(line):
+def test_fixed_gt_amp_file_is_a_write(line):
     assert analyze(line).writes == [line.split("&")[-1].strip()]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `-c` is only found as a separate word: the script of `bash -lc` / "
-                   "`sh -ec` (common in CI) is neither analyzed nor reported as opaque")
 @pytest.mark.parametrize("line", ["bash -lc 'rm -rf /'", "sh -ec 'rm -rf /'", "bash -xc 'rm -rf /'"])
-def test_bug_combined_c_flag(line):
+def test_fixed_combined_c_flag(line):
     found = analyze(line)
     assert "rm -rf /" in found.commands or found.opaque
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `bash -c -- SCRIPT` runs SCRIPT, but the analyzer takes `--` as the "
-                   "script and never sees SCRIPT")
-def test_bug_bash_c_double_dash():
+def test_fixed_bash_c_double_dash():
     found = analyze("bash -c -- 'rm -rf /'")
     assert "rm -rf /" in found.commands or found.opaque

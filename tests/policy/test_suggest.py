@@ -14,7 +14,7 @@ ARITY_CASES = [
     ("git commit -m x", "shell:git commit *"),
     ("docker compose up -d", "shell:docker compose up *"),
     ("ls -la", "shell:ls *"),
-    ("FOO=1 make build", "shell:make build *"),
+    ("FOO=1 make build", "shell:FOO=1 make build *"),  # the policy decides the assignment too
     ("git", "shell:git *"),
     ("make", "shell:make *"),
     ("npm test", "shell:npm test *"),
@@ -65,11 +65,8 @@ def test_suggested_rule_matches_its_command(line):
     assert rule_for("bash", target) == rule
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: command_rule drops leading assignments (`shell:make build *`) but the "
-                   "policy decides `shell:FOO=1 make build` (assignments are kept on purpose), so the suggested "
-                   "rule does not match the command it was suggested for")
 @pytest.mark.parametrize("line", ["FOO=1 make build", 'FOO="a b" make'])
-def test_bug_suggested_rule_with_assignment_matches(line):
+def test_fixed_suggested_rule_with_assignment_matches(line):
     [command] = analyze(line).commands
     assert compile_pattern(command_rule(command)).matches("shell:" + command)
 
