@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 from wcmatch import fnmatch, glob
 
@@ -55,17 +56,18 @@ def compile_pattern(raw: str) -> Pattern:
         # Full match against the whole target or, for convenience, its rest.
         return Pattern(raw, "", lambda s, r: bool(rx.fullmatch(f"{s}:{r}" if s else r) or rx.fullmatch(r)))
     scheme, body = split_target(raw)
-    # Both matchers compiled now, once per run; which one applies depends on the target's scheme.
-    as_path = glob.compile(body, flags=_PATH_FLAGS)
-    as_text = fnmatch.compile(body, flags=_TEXT_FLAGS)
-    bare = fnmatch.compile(body[:-2], flags=_TEXT_FLAGS) if body.endswith(" *") else None
+    # Which matcher applies depends on the target's scheme; each is compiled on first use and
+    # kept, so a pattern is compiled at most once per run, never per call.
+    as_path = cache(lambda: glob.compile(body, flags=_PATH_FLAGS))
+    as_text = cache(lambda: fnmatch.compile(body, flags=_TEXT_FLAGS))
+    bare = cache(lambda: fnmatch.compile(body[:-2], flags=_TEXT_FLAGS))
 
     def test(s: str, r: str) -> bool:
         if s in TEXT_SCHEMES:
-            return bool(as_text.match(r) or (bare is not None and bare.match(r)))
+            return bool(as_text().match(r) or (body.endswith(" *") and bare().match(r)))
         if body == ".":
             return r == "."
-        return bool(as_path.match("" if r == "." else r))
+        return bool(as_path().match("" if r == "." else r))
 
     return Pattern(raw, scheme, test)
 
