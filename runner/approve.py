@@ -59,7 +59,7 @@ def load_run(run_dir: Path) -> RecordedRun:
     if started is None:
         raise UsageError(f"{run_dir}: the run never started (no run_started event)")
     policy = policy_from_snapshot(snapshot, str(run_dir / "policy.json"))
-    policy.rules = [r for r in policy.rules if r.source != HARD_LIMIT]
+    policy.rules = [r for r in policy.rules if r.source not in (HARD_LIMIT, "<run outputs>")]
     return RecordedRun(run_dir, events, started, task, policy)
 
 

@@ -29,6 +29,7 @@ from runner.policy.model import Policy
 from runner.rundir import utc_now
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
+from runner.tools.spill import spill_text
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
         if denial is not None:
             denied = True
             raise _denial_error(decision, denial)
-        result: ToolOutput | ToolError = tool.run(args, env.ctx)
+        result: ToolOutput | ToolError = truncated(tool, tool.run(args, env.ctx), env.ctx)
     except ToolError as err:
         result = err
     content = result.content if isinstance(result, ToolOutput) else canonical(result.payload())
@@ -105,6 +106,15 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
     if stop is not None:
         raise stop
     return content
+
+
+def truncated(tool: Tool, output: ToolOutput, ctx: ToolContext) -> ToolOutput:
+    """Every result passes through truncation; a tool that streamed its own spill file
+    (bash) has already done it and says so in its details."""
+    if "truncated" in output.details:
+        return output
+    content, details = spill_text(ctx.outputs_dir, output.content, ctx.truncation, from_end=tool.keep == "tail")
+    return ToolOutput(content, {**output.details, **details})
 
 
 def fingerprint(tool: str, raw_args: str) -> str:

@@ -27,12 +27,16 @@ from runner.outcome import Status, UsageError
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.load import load_policy
-from runner.policy.model import Policy
+from runner.policy.match import compile_pattern, exact_pattern
+from runner.policy.model import Policy, Rule
+from runner.policy.targets import path_target
 from runner.recorder import Recording, RunOutcome, early_failure, record
 from runner.rundir import default_runs_dir, write_atomic, write_json
 from runner.settings import Settings, load_settings, policy_layer
 from runner.tools.registry import core_tools
+from runner.tools.truncate import Limits as TruncationLimits
 
+OWN_OUTPUTS = "<run outputs>"
 MIN_CONTEXT_WINDOW = 16_384
 WARN_CONTEXT_WINDOW = 32_768
 
@@ -83,7 +87,14 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     rec.ctx.deadline = deadline
     rec.ctx.default_timeout_s = settings.bash_timeout_s
     rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files))
-    policy = policy.with_rules(hard_limit_rules(rec.workspace, rec.ctx.protected))
+    rec.ctx.outputs_dir = rec.run_dir / "outputs"
+    rec.ctx.truncation = TruncationLimits.from_policy(policy.sections.get("truncation", {}))
+    rec.ctx.bash = policy.sections.get("bash", {})
+    rec.ctx.web = policy.sections.get("web", {})
+    # The agent may always read its own spill files; nothing else may be written there.
+    own_outputs = Rule("read", compile_pattern(exact_pattern(path_target(rec.workspace, rec.ctx.outputs_dir),
+                                                             subtree=True)), "allow", OWN_OUTPUTS, 0)
+    policy = policy.with_rules([own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
     write_json(rec.run_dir / "policy.json", policy.resolved)
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
     guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]

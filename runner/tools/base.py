@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from runner.policy.model import Target
+from runner.tools.truncate import Limits
 
 ERROR_TYPES = (
     "ToolNotAllowed", "ApprovalRequired", "PathTraversalBlocked", "FileTooLarge", "Timeout",
@@ -36,6 +37,10 @@ class ToolContext:
     deadline: float | None = None  # time.monotonic() at which the run's wall clock ends
     default_timeout_s: float = 120.0
     abort: threading.Event = field(default_factory=threading.Event)
+    web: dict[str, Any] = field(default_factory=dict)  # the policy's `web` section (allowPrivateNetworks, ...)
+    outputs_dir: Path | None = None  # where spill files go (<run_dir>/outputs); None: not kept
+    truncation: Limits = field(default_factory=Limits)
+    bash: dict[str, Any] = field(default_factory=dict)  # the policy's `bash` section
 
 
 @dataclass
@@ -51,6 +56,8 @@ class Tool:
     description: ClassVar[str]
     domain: ClassVar[str]
     schema: ClassVar[dict[str, Any]]
+    # Which end of a long result the model sees: the head (listings, files) or the tail (bash).
+    keep: ClassVar[str] = "head"
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
         """What the policy decides for these arguments (see runner.policy.targets)."""

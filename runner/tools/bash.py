@@ -1,8 +1,10 @@
-"""bash: a real subprocess in the workspace, stdin closed, its own process group.
+"""bash: a real subprocess in the workspace, stdin closed, its own process group,
+an environment scrubbed of secrets.
 
-A timeout (or an interrupt of the run) kills the whole group, so `cmd &` children
-cannot outlive the call. Output is read as it arrives and only a bounded head and
-tail are kept, so a command printing gigabytes cannot exhaust memory.
+A timeout (or an interrupt of the run) kills the whole group, and so does the
+shell's exit: `cmd &` children cannot outlive the call. Output is streamed to a
+spill file as it arrives while only a head and a tail window stay in memory, so
+a command printing gigabytes leaves memory flat and the full output on disk.
 """
 
 from __future__ import annotations
@@ -18,17 +20,21 @@ from typing import Any
 from runner.policy.model import Target
 from runner.policy.targets import shell_targets
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.env import scrubbed_env
+from runner.tools.spill import Spill
 
-KEEP_BYTES = 25 * 1024  # of head and of tail each
 KILL_GRACE_S = 2.0
+DEFAULT_MAX_TIMEOUT_S = 120.0
 
 
 class Bash(Tool):
     name = "bash"
     domain = "bash"
+    keep = "tail"
     description = (
         "Run a shell command with bash in the workspace. stdin is closed (commands that wait for "
-        "input get EOF). stdout and stderr are merged. Non-zero exit is an ExitNonZero error with the output."
+        "input get EOF). stdout and stderr are merged; long output keeps its end and the full text is "
+        "saved to a file you can grep or read. Non-zero exit is an ExitNonZero error with the output."
     )
     schema = {
         "type": "object",
@@ -44,19 +50,27 @@ class Bash(Tool):
         return shell_targets(ctx.workspace, args["command"])
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        timeout = min(float(args.get("timeout_s", ctx.default_timeout_s)), ctx.default_timeout_s * 10)
+        cap = float(ctx.bash.get("maxTimeoutSeconds", DEFAULT_MAX_TIMEOUT_S))
+        timeout = min(float(args.get("timeout_s", ctx.default_timeout_s)), cap)
         if ctx.deadline is not None:
             timeout = max(0.0, min(timeout, ctx.deadline - time.monotonic()))
+        env = scrubbed_env(os.environ, (ctx.bash.get("env") or {}).get("passthrough"))
+        spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days)
         try:
             proc = subprocess.Popen(
-                ["bash", "-c", args["command"]], cwd=ctx.workspace, stdin=subprocess.DEVNULL,
+                ["bash", "-c", args["command"]], cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
             )
         except OSError as exc:
+            spill.close()
+            spill.discard()
             raise ToolError("IOError", f"cannot start bash: {exc}") from None
-        capture = _Capture(proc)
         timed_out = False
+        pump = threading.Thread(target=_pump, args=(proc, spill), daemon=True)
+        # From here on an interrupt may land anywhere (even while the pump thread starts):
+        # everything is inside the try, so the group is always killed.
         try:
+            pump.start()
             end = time.monotonic() + timeout
             while proc.poll() is None:
                 if ctx.abort.is_set() or time.monotonic() >= end:
@@ -68,19 +82,31 @@ class Bash(Tool):
             # Also on an exception (an interrupt of the run), and also when the shell exited
             # normally: background children (`cmd &`) die with the call, as in CI they must.
             _kill_group(proc, grace_s=0.2 if ctx.abort.is_set() else KILL_GRACE_S)
-            capture.join()
-        output = capture.text()
-        details = {"exit_code": proc.returncode, "output_bytes": capture.total, "pid": proc.pid}
+            # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
+            if pump.is_alive():
+                pump.join(timeout=5.0)
+        output, details = spill.finish(ctx.truncation, from_end=True)
+        details["exit_code"] = proc.returncode
         # Errors carry no pid: what the model sees must not change when nothing else did.
         if timed_out:
-            raise ToolError("Timeout", f"command killed after {timeout:.1f}s", output=output,
-                            output_bytes=capture.total)
+            raise ToolError("Timeout", f"command killed after {timeout:.1f}s", output=output, **_public(details))
         if ctx.abort.is_set():
-            raise ToolError("Timeout", "command killed: the run is stopping", output=output,
-                            output_bytes=capture.total)
+            raise ToolError("Timeout", "command killed: the run is stopping", output=output, **_public(details))
         if proc.returncode != 0:
-            raise ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, exit_code=proc.returncode)
-        return ToolOutput(output or "[no output]", details)
+            raise ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, **_public(details))
+        return ToolOutput(output or "[no output]", {**details, "pid": proc.pid})
+
+
+def _public(details: dict[str, Any]) -> dict[str, Any]:
+    """What an error result shows the model: the exit code, and where the full output is when cut."""
+    keep = ("exit_code", "truncated", "output_path", "bytes", "lines") if details.get("truncated") else ("exit_code",)
+    return {k: details[k] for k in keep if details.get(k) is not None}
+
+
+def _pump(proc: subprocess.Popen[bytes], spill: Spill) -> None:
+    assert proc.stdout is not None
+    while chunk := proc.stdout.read1(65536):
+        spill.write(chunk)
 
 
 def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = KILL_GRACE_S) -> None:
@@ -104,41 +130,3 @@ def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = KILL_GRACE_S) ->
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-class _Capture:
-    """Reads a pipe on a thread, keeping the first and last KEEP_BYTES."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self._pipe = proc.stdout
-        self._thread = threading.Thread(target=self._pump, daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        assert self._pipe is not None
-        while chunk := self._pipe.read1(65536):
-            self.total += len(chunk)
-            room = KEEP_BYTES - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-                chunk = chunk[room:]
-            if chunk:
-                self.tail += chunk
-                del self.tail[:-KEEP_BYTES]
-
-    def join(self) -> None:
-        # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
-        self._thread.join(timeout=5.0)
-
-    def text(self) -> str:
-        head = self.head.decode("utf-8", errors="replace")
-        if not self.tail:
-            return head
-        dropped = self.total - len(self.head) - len(self.tail)
-        tail = bytes(self.tail).decode("utf-8", errors="replace")
-        if dropped <= 0:
-            return head + tail
-        return f"{head}\n[… {dropped} bytes omitted …]\n{tail}"

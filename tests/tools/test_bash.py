@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from runner.tools.base import ToolContext, ToolError
-from runner.tools.bash import KEEP_BYTES, Bash
+from runner.tools.bash import Bash
 from tests.fakes.procs import wait_gone
 
 
@@ -26,7 +28,7 @@ def test_output_and_cwd(ctx, ws):
     out = run(ctx, "pwd; echo out; echo err >&2")
     assert out.content == f"{ws}\nout\nerr\n"
     assert out.details["exit_code"] == 0
-    assert out.details["output_bytes"] == len(out.content.encode())
+    assert out.details["bytes"] == len(out.content.encode())
 
 
 def test_no_output(ctx):
@@ -86,22 +88,50 @@ def test_abort_stops_the_command(ws):
     assert time.monotonic() - start < 10
 
 
-def test_huge_output_keeps_head_and_tail(ctx):
+def test_huge_output_keeps_the_tail_and_spills_the_rest(ctx, ws):
+    ctx.outputs_dir = ws / "run" / "outputs"
     total = 5_000_000
-    out = run(ctx, f"printf 'HEAD'; yes | head -c {total - 8}; printf 'TAIL'", timeout_s=30)
-    assert out.details["output_bytes"] == total
-    dropped = total - 2 * KEEP_BYTES
-    marker = f"\n[… {dropped} bytes omitted …]\n"
-    assert marker in out.content
-    head, tail = out.content.split(marker)
-    assert head.startswith("HEAD") and len(head) == KEEP_BYTES
-    assert tail.endswith("TAIL") and len(tail) == KEEP_BYTES
+    out = run(ctx, f"printf 'HEAD\\n'; yes | head -c {total - 10}; printf 'TAIL\\n'", timeout_s=30)
+    d = out.details
+    assert (d["truncated"], d["bytes"]) == (True, total)
+    assert out.content.startswith(f"...{total - len(out.content.split(chr(10), 3)[3].encode())} bytes truncated...")
+    assert out.content.endswith("y\nTAIL\n")
+    assert f"Full output: {d['output_path']}" in out.content
+    spilled = Path(d["output_path"]).read_bytes()
+    assert len(spilled) == total and spilled.startswith(b"HEAD\n") and spilled.endswith(b"TAIL\n")
+    assert hashlib.sha256(spilled).hexdigest() == d["sha256"]
+    shown = out.content.split("\n\n", 1)[1]
+    assert len(shown.encode()) <= 51200 and shown.count("\n") <= 2000
 
 
-def test_output_just_over_head_is_not_marked(ctx):
-    # Head and tail touch: nothing was dropped, so no marker and no lost bytes.
-    out = run(ctx, f"head -c {KEEP_BYTES + 10} /dev/zero | tr '\\0' a")
-    assert out.content == "a" * (KEEP_BYTES + 10)
+def test_output_exactly_at_the_limits_is_whole(ctx, ws):
+    ctx.outputs_dir = ws / "run" / "outputs"
+    out = run(ctx, "for i in $(seq 2000); do echo aaaaaaaaaaaaaaaaaaaaaaaa; done")  # 2000 lines, 50,000 bytes
+    assert out.details["truncated"] is False and out.content.count("\n") == 2000
+    assert not ctx.outputs_dir.exists() or not any(ctx.outputs_dir.iterdir())
+    over = run(ctx, "for i in $(seq 2001); do echo aaaaaaaaaaaaaaaaaaaaaaaa; done")
+    assert over.details["truncated"] is True
+    assert over.content.startswith("...1 lines truncated...")
+
+
+def test_environment_is_scrubbed(ctx, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "t")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "o/r")
+    monkeypatch.setenv("DEPLOY_PASSWORD", "p")
+    out = run(ctx, "env")
+    assert "sk-secret" not in out.content and "ghp-secret" not in out.content
+    assert "MY_SERVICE_TOKEN" not in out.content and "DEPLOY_PASSWORD" not in out.content
+    assert "GITHUB_REPOSITORY=o/r" in out.content and "PATH=" in out.content
+    ctx.bash = {"env": {"passthrough": ["MY_SERVICE_TOKEN"]}}
+    assert "MY_SERVICE_TOKEN=t" in run(ctx, "env").content
+
+
+def test_policy_caps_the_timeout(ctx):
+    ctx.bash = {"maxTimeoutSeconds": 0.3}
+    err = error(ctx, "sleep 5", timeout_s=60)
+    assert err.type == "Timeout" and err.message == "command killed after 0.3s"
 
 
 def test_background_child_dies_when_the_shell_exits(ctx, ws):
