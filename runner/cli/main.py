@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from runner import __version__
+from runner.cli.cleanup import cleanup
 from runner.cli.policy import policy
 from runner.cli.replay import replay_cmd
 from runner.cli.run import run
@@ -37,6 +38,7 @@ def cli() -> None:
 cli.add_command(run)
 cli.add_command(policy)
 cli.add_command(replay_cmd)
+cli.add_command(cleanup)
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -115,3 +115,20 @@ def test_context_floor(fake, workspace, agent_run):
     fake.add(reply("fine"))
     r = agent_run("--model", "local", "--context-window", "20000", "task.md")
     assert r.code == 0 and "small context window" in r.stderr
+
+
+def test_cleanup_command(fake, workspace, agent_run):
+    import os
+    import time
+
+    fake.add(reply("one"))
+    first = agent_run("task.md")
+    t = time.time() - 30 * 86400
+    os.utime(first.run_dir / "summary.json", (t, t))
+    fake.add(reply("two"))
+    second = agent_run("task.md")
+    dry = agent_run("cleanup", "--older-than", "7d", "--dry-run")
+    assert dry.code == 0 and dry.stdout.strip() == str(first.run_dir) and first.run_dir.exists()
+    done = agent_run("cleanup", "--older-than", "7d")
+    assert done.code == 0 and not first.run_dir.exists() and second.run_dir.exists()
+    assert agent_run("cleanup", "--older-than", "soon").code == 2

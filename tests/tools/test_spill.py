@@ -1,0 +1,76 @@
+"""Spill files: streamed output kept whole on disk, bounded in memory, cleaned up by age."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+from runner.tools.spill import Spill, remove_older_than, spill_text
+from runner.tools.truncate import Limits
+
+
+def test_stream_keeps_the_whole_output_on_disk_and_bounded_windows(tmp_path):
+    spill = Spill(tmp_path / "outputs", window=1000)
+    data = b"".join(f"line {i}\n".encode() for i in range(100_000))
+    for i in range(0, len(data), 4096):
+        spill.write(data[i:i + 4096])
+    assert len(spill.head) == 1000 and len(spill.tail) == 1000
+    text, details = spill.finish(Limits(100, 1000), from_end=True)
+    assert details["truncated"] and details["bytes"] == len(data) and details["lines"] == 100_000
+    assert details["sha256"] == hashlib.sha256(data).hexdigest()
+    on_disk = (tmp_path / "outputs" / os.path.basename(details["output_path"])).read_bytes()
+    assert on_disk == data
+    assert text.endswith("line 99999\n") and "line 0\n" not in text
+    preview = text.split("\n\n", 1)[1]
+    assert preview.startswith("line ") and len(preview.encode()) <= 1000  # whole lines: no partial first line
+
+
+def test_small_stream_leaves_no_file(tmp_path):
+    spill = Spill(tmp_path / "outputs", window=1000)
+    spill.write(b"hello\n")
+    text, details = spill.finish(Limits(), from_end=True)
+    assert text == "hello\n" and details["truncated"] is False
+    assert list((tmp_path / "outputs").iterdir()) == []
+
+
+def test_head_mode_cuts_at_a_line_end(tmp_path):
+    spill = Spill(tmp_path / "o", window=25)
+    spill.write(b"aaaa\nbbbb\ncccc\ndddd\neeee\nffff\n")
+    text, details = spill.finish(Limits(100, 25), from_end=False)
+    assert text.startswith("aaaa\nbbbb\ncccc\ndddd\neeee\n\n...") and details["bytes"] == 30
+
+
+def test_spill_text_only_writes_when_cut(tmp_path):
+    out, details = spill_text(tmp_path / "o", "x\n" * 10, Limits(20, 1000), from_end=False)
+    assert out == "x\n" * 10 and "output_path" not in details and not (tmp_path / "o").exists()
+    out, details = spill_text(tmp_path / "o", "x\n" * 30, Limits(20, 1000), from_end=False)
+    assert details["truncated"] and Path(details["output_path"]).read_text() == "x\n" * 30
+    assert "...10 lines truncated..." in out
+
+
+def test_first_spill_removes_old_spill_files_of_other_runs(tmp_path):
+    runs = tmp_path / "runs"
+    old = runs / "r1" / "outputs" / "tool_old"
+    old.parent.mkdir(parents=True)
+    old.write_text("old")
+    past = time.time() - 8 * 86400
+    os.utime(old, (past, past))
+    fresh = runs / "r1" / "outputs" / "tool_fresh"
+    fresh.write_text("new")
+    spill_text(runs / "r2" / "outputs", "y\n" * 3000, Limits(ttl_days=7), from_end=False)
+    assert not old.exists() and fresh.exists()
+
+
+def test_remove_older_than_runs_and_dry_run(tmp_path):
+    runs = tmp_path / "runs"
+    for name, age_days in (("old", 10), ("new", 1)):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "summary.json").write_text("{}")
+        t = time.time() - age_days * 86400
+        os.utime(runs / name / "summary.json", (t, t))
+    assert remove_older_than(runs, 7 * 86400, spills_only=False, dry_run=True) == [runs / "old"]
+    assert (runs / "old").exists()
+    assert remove_older_than(runs, 7 * 86400, spills_only=False) == [runs / "old"]
+    assert not (runs / "old").exists() and (runs / "new").exists()
