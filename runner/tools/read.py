@@ -6,7 +6,8 @@ from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
-MAX_FILE_BYTES = 64 * 1024 * 1024
+# Read line by line, never whole: a 1 GiB spill file can be paged with offset/limit.
+MAX_FILE_BYTES = 16 * 1024 * 1024 * 1024
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 
