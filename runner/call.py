@@ -30,6 +30,7 @@ from runner.rundir import utc_now
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
 from runner.tools.spill import spill_text
+from runner.tools.truncate import count_lines
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
     emit(ToolResult(call_id=call_id, tool=name, ok=error_type is None, error_type=error_type,
                     bytes=len(content.encode("utf-8")), sha256=sha256_text(content),
                     duration_s=round(time.monotonic() - started, 4),
-                    details=result.details if isinstance(result, ToolOutput) else {}, content=content))
+                    details=_details(result, content), content=content))
     for detector, message in warnings:
         emit(GuardWarning(call_id=call_id, detector=detector, message=message))
     stop = next((v.stop for v in verdicts if v.stop is not None), None)
@@ -115,6 +116,13 @@ def truncated(tool: Tool, output: ToolOutput, ctx: ToolContext) -> ToolOutput:
         return output
     content, details = spill_text(ctx.outputs_dir, output.content, ctx.truncation, from_end=tool.keep == "tail")
     return ToolOutput(content, {**output.details, **details})
+
+
+def _details(result: ToolOutput | ToolError, content: str) -> dict[str, Any]:
+    """For the log: a tool's details, or an error's fields (its output is in `content` already)."""
+    if isinstance(result, ToolOutput):
+        return result.details
+    return {"lines": count_lines(content), **{k: v for k, v in result.extra.items() if k not in ("output", "schema")}}
 
 
 def fingerprint(tool: str, raw_args: str) -> str:

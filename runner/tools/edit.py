@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from runner.policy.model import Target
 from runner.tools import paths
+from runner.tools.atomic import atomic_write
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+MAX_DIFF_LINES = 80
+MAX_DIFF_LINE_CHARS = 500
+MAX_DIFF_INPUT_CHARS = 4 * 1024 * 1024  # beyond this difflib gets slow: the diff is left out
 
 
 class Edit(Tool):
@@ -12,7 +18,7 @@ class Edit(Tool):
     domain = "edit"
     description = (
         "Replace old_string with new_string in a file. old_string must occur exactly once "
-        "unless replace_all is true; include enough context to make it unique."
+        "unless replace_all is true; include enough context to make it unique. Returns a diff."
     )
     schema = {
         "type": "object",
@@ -34,18 +40,59 @@ class Edit(Tool):
         paths.check_writable(ctx, path)
         shown = paths.display(ctx, path)
         try:
-            text = path.read_text(encoding="utf-8")
+            # Bytes, not read_text: no newline translation, so a CRLF file stays CRLF.
+            text = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ToolError("IOError", f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}") from None
         old, new = args["old_string"], args["new_string"]
+        if old not in text and _crlf_only(text):
+            # The model saw the file through `read`, which shows lines without their '\r'.
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
         count = text.count(old)
         if count == 0:
             raise ToolError("InvalidArguments", f"old_string not found in {shown}")
         if count > 1 and not args.get("replace_all"):
             raise ToolError("InvalidArguments",
                             f"old_string occurs {count} times in {shown}; add context or set replace_all")
+        updated = text.replace(old, new)
         try:
-            path.write_text(text.replace(old, new), encoding="utf-8")
+            atomic_write(path, updated.encode("utf-8"))
         except OSError as exc:
             raise ToolError("IOError", f"cannot write {shown}: {exc.strerror or exc}") from None
-        return ToolOutput(f"edited {shown}: {count} replacement(s)", {"replacements": count})
+        diff, diff_lines = render_diff(text, updated)
+        return ToolOutput(f"edited {shown}: {count} replacement(s)\n{diff}",
+                          {"replacements": count, "diff_lines": diff_lines})
+
+
+def _crlf_only(text: str) -> bool:
+    return "\r\n" in text and text.count("\n") == text.count("\r\n")
+
+
+def render_diff(before: str, after: str) -> tuple[str, int | None]:
+    """A unified diff (3 lines of context, no file header) and its full line count (None: not computed).
+
+    Shown up to MAX_DIFF_LINES lines, then a note of how many were left out."""
+    if len(before) + len(after) > MAX_DIFF_INPUT_CHARS:
+        return "[diff not shown: file too large]", None
+    out: list[str] = []
+    # [2:]: no `---`/`+++` file header, the summary line already names the file.
+    for line in list(difflib.unified_diff(_split(before), _split(after), n=3))[2:]:
+        text = line.removesuffix("\n").removesuffix("\r")  # a CRLF file's diff reads like any other
+        if len(text) > MAX_DIFF_LINE_CHARS:
+            text = text[:MAX_DIFF_LINE_CHARS] + f"… [line cut at {MAX_DIFF_LINE_CHARS} chars]"
+        out.append(text)
+        if not line.endswith("\n"):
+            out.append("\\ No newline at end of file")
+    if not out:
+        return "[no changes]", 0
+    shown = "\n".join(out[:MAX_DIFF_LINES])
+    if len(out) > MAX_DIFF_LINES:
+        shown += f"\n[{len(out) - MAX_DIFF_LINES} more diff lines not shown]"
+    return shown, len(out)
+
+
+def _split(text: str) -> list[str]:
+    """Lines with their '\\n' kept (only '\\n' splits, unlike str.splitlines), so a missing final newline shows."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]

@@ -2,20 +2,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from wcmatch import glob as wc
-
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.ignore import IgnoreMatcher, find_files
 
 MAX_MATCHES = 1000
-_FLAGS = wc.GLOBSTAR | wc.DOTMATCH | wc.NODIR
 
 
 class Glob(Tool):
     name = "glob"
     domain = "read"
-    description = "Find files by glob pattern (`**` spans directories), relative to path (default '.'). Sorted."
+    description = (
+        "Find files by glob pattern (`**` spans directories), relative to path (default '.'). Sorted. "
+        "Skips what .gitignore ignores unless path or the pattern's leading directories name it."
+    )
     schema = {
         "type": "object",
         "properties": {
@@ -33,7 +34,7 @@ class Glob(Tool):
         root = paths.resolve(ctx, args.get("path", "."))
         if not root.is_dir():
             raise ToolError("IOError", f"{paths.display(ctx, root)} is not a directory")
-        found = sorted(wc.glob(args["pattern"], root_dir=str(root), flags=_FLAGS, exclude=paths.SKIP_DIRS))
+        found = find_files(root, args["pattern"], IgnoreMatcher(ctx.workspace))
         more = len(found) - MAX_MATCHES
         # Shown relative to the workspace, like grep and list, so a result can be passed to read as is.
         text = "\n".join(paths.display(ctx, root / f) for f in found[:MAX_MATCHES])

@@ -4,11 +4,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from wcmatch import glob as wc
-
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.ignore import IgnoreMatcher, find_files
 
 MAX_MATCHES = 500
 MAX_LINE_CHARS = 500
@@ -20,7 +19,8 @@ class Grep(Tool):
     domain = "read"
     description = (
         "Search file contents with a Python regular expression. Prints `path:line: text`. "
-        "`include` filters file names by glob (e.g. '**/*.py'). Skips .git and binary files."
+        "`include` filters file names by glob (e.g. '**/*.py'). Skips .git, binary files and what .gitignore "
+        "ignores, unless path names it."
     )
     schema = {
         "type": "object",
@@ -44,7 +44,10 @@ class Grep(Tool):
         root = paths.resolve(ctx, args.get("path", "."))
         if not root.exists():
             raise ToolError("IOError", f"{paths.display(ctx, root)} does not exist")
-        files = [root] if root.is_file() else self._files(root, args.get("include"))
+        # A file named by path is searched even if ignored: it was asked for.
+        files = [root] if root.is_file() else self._files(ctx, root, args.get("include"))
+        # A symlink leading out of root would be a read the policy never decided: not searched.
+        files = [f for f in files if f == root or _inside(f, root)]
         hits: list[str] = []
         total = 0
         for file in files:
@@ -59,10 +62,15 @@ class Grep(Tool):
         return ToolOutput(text or "[no matches]", {"matches": total, "files": len(files)})
 
     @staticmethod
-    def _files(root: Path, include: str | None) -> list[Path]:
-        names = wc.glob(include or "**", root_dir=str(root), flags=wc.GLOBSTAR | wc.DOTMATCH | wc.NODIR,
-                        exclude=paths.SKIP_DIRS)
-        return [root / n for n in sorted(names)]
+    def _files(ctx: ToolContext, root: Path, include: str | None) -> list[Path]:
+        return [root / n for n in find_files(root, include or "**", IgnoreMatcher(ctx.workspace))]
+
+
+def _inside(file: Path, root: Path) -> bool:
+    try:
+        return file.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python < 3.13
+        return False
 
 
 def _lines(file: Path) -> list[tuple[int, str]]:

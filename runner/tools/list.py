@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.ignore import IgnoreMatcher
 
 MAX_ENTRIES = 1000
 
@@ -12,7 +14,10 @@ MAX_ENTRIES = 1000
 class List(Tool):
     name = "list"
     domain = "read"
-    description = "List a directory's entries, sorted; directories end with '/'."
+    description = (
+        "List a directory's entries, sorted; directories end with '/', entries .gitignore ignores "
+        "with ' (ignored)'."
+    )
     schema = {
         "type": "object",
         "properties": {
@@ -27,8 +32,14 @@ class List(Tool):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = paths.resolve(ctx, args.get("path", "."))
         shown = paths.display(ctx, path)
+        matcher = IgnoreMatcher(ctx.workspace)
         try:
-            entries = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
+            with os.scandir(path) as it:
+                found = sorted(it, key=lambda e: e.name)
+            # git sees a symlink as a file, whatever it points to: `build/` does not match a link named build.
+            entries = [e.name + ("/" if e.is_dir() else "")
+                       + (" (ignored)" if matcher.ignored(path / e.name, e.is_dir(follow_symlinks=False)) else "")
+                       for e in found]
         except NotADirectoryError:
             raise ToolError("IOError", f"{shown} is not a directory") from None
         except OSError as exc:

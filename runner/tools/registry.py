@@ -6,10 +6,12 @@ from typing import Any
 
 from runner.tools.base import Tool
 from runner.tools.bash import Bash
+from runner.tools.delete import Delete
 from runner.tools.edit import Edit
 from runner.tools.glob import Glob
 from runner.tools.grep import Grep
 from runner.tools.list import List
+from runner.tools.move import Move
 from runner.tools.read import Read
 from runner.tools.write import Write
 
@@ -30,4 +32,4 @@ class Registry:
 
 
 def core_tools() -> Registry:
-    return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Bash()])
+    return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Delete(), Move(), Bash()])

@@ -1,16 +1,21 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from runner.policy.model import Target
 from runner.tools import paths
+from runner.tools.atomic import atomic_write
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.edit import MAX_DIFF_INPUT_CHARS, render_diff
 
 
 class Write(Tool):
     name = "write"
     domain = "edit"
-    description = "Create or overwrite a file with the given content (parent directories are created)."
+    description = (
+        "Create or overwrite a file with the given content (parent directories are created). Returns a diff."
+    )
     schema = {
         "type": "object",
         "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
@@ -25,12 +30,30 @@ class Write(Tool):
         path = paths.resolve(ctx, args["path"])
         paths.check_writable(ctx, path)
         shown = paths.display(ctx, path)
-        data = args["content"].encode("utf-8")
+        content = args["content"]
+        data = content.encode("utf-8")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            existed = path.exists()
-            path.write_bytes(data)
+            # A directory in the way counts as no file: atomic_write then fails, and cleans up after itself.
+            created = not path.is_file()
+            before, note = ("", None) if created else _previous(path)
+            atomic_write(path, data)
         except OSError as exc:
             raise ToolError("IOError", f"cannot write {shown}: {exc.strerror or exc}") from None
-        verb = "overwrote" if existed else "created"
-        return ToolOutput(f"{verb} {shown} ({len(data)} bytes)", {"bytes_written": len(data), "created": not existed})
+        diff, diff_lines = (note, None) if before is None else render_diff(before, content)
+        verb = "created" if created else "overwrote"
+        return ToolOutput(f"{verb} {shown} ({len(data)} bytes)\n{diff}",
+                          {"bytes_written": len(data), "created": created, "diff_lines": diff_lines})
+
+
+def _previous(path: Path) -> tuple[str | None, str | None]:
+    """The file's text before the write, or None and why there is no diff."""
+    if path.stat().st_size > MAX_DIFF_INPUT_CHARS:
+        return None, "[diff not shown: file too large]"
+    data = path.read_bytes()
+    try:
+        if b"\x00" not in data[:8192]:
+            return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        pass
+    return None, "[previous content was not UTF-8 text; no diff]"

@@ -70,7 +70,7 @@ def test_prompt_prefix_is_byte_stable(fake, workspace, agent_run):
         assert nxt["tools"] == prev["tools"]
     assert bodies[1].startswith(bodies[0][:-1])
     assert [t["function"]["name"] for t in fake.requests[0]["tools"]] == [
-        "read", "list", "glob", "grep", "write", "edit", "bash"]
+        "read", "list", "glob", "grep", "write", "edit", "delete", "move", "bash", "web_fetch"]
 
 
 def test_ask_is_a_structured_denial_and_exit_3(fake, workspace, agent_run):
@@ -162,6 +162,8 @@ def test_bash_nonzero_exit_is_exit_non_zero(fake, workspace, agent_run):
     err = json.loads(fake.requests[1]["messages"][-1]["content"])["error"]
     assert (err["type"], err["exit_code"], err["output"]) == ("ExitNonZero", 7, "oops\n")
     assert r.code == 0
+    result = r.of_type("tool_result")[0]
+    assert (result["ok"], result["error_type"], result["details"]["exit_code"]) == (False, "ExitNonZero", 7)
 
 
 def test_streaming_gives_the_same_conversation(fake, workspace, agent_run):

@@ -1,0 +1,172 @@
+"""What git would ignore in the workspace, and the file walk glob and grep share.
+
+The rules are git's: `.git/info/exclude` (lowest), the workspace's root `.gitignore`, then each nested
+`.gitignore`, whose patterns are relative to its own directory and override those above it; the last
+matching pattern wins, and nothing below an ignored directory can be re-included. Nested patterns are
+rewritten relative to the workspace (`/dist` in `sub/` becomes `sub/dist`, `*.log` becomes
+`sub/**/*.log`) so one pathspec GitIgnoreSpec per directory decides, with git's own precedence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from pathspec import GitIgnoreSpec
+from wcmatch import glob as wc
+
+from runner.tools.base import ToolError
+
+# Never searched, whatever the pattern (see paths.SKIP_DIRS): git's store and the runner's own state.
+SKIP_NAMES = frozenset({".git", ".agent-run"})
+_GLOB_FLAGS = wc.GLOBSTAR | wc.DOTMATCH
+
+
+class IgnoreMatcher:
+    """One per tool call: each ignore file is read once, when the walk first reaches its directory."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._lines: dict[Path, list[str]] = {}
+        self._specs: dict[Path, GitIgnoreSpec | None] = {}
+        self._dirs: dict[Path, bool] = {}
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        """Whether git ignores `path` (absolute, as walked: its last component is not resolved)."""
+        if not path.is_relative_to(self.workspace) or path == self.workspace:
+            return False
+        parent = path.parent
+        if parent != self.workspace and self._dir_ignored(parent):
+            return True
+        return self._matches(path, is_dir)
+
+    def _dir_ignored(self, directory: Path) -> bool:
+        if directory not in self._dirs:
+            self._dirs[directory] = self.ignored(directory, is_dir=True)
+        return self._dirs[directory]
+
+    def _matches(self, path: Path, is_dir: bool) -> bool:
+        spec = self._spec(path.parent)
+        if spec is None:
+            return False
+        rel = path.relative_to(self.workspace).as_posix()
+        return spec.match_file(rel + "/" if is_dir else rel)
+
+    def _spec(self, directory: Path) -> GitIgnoreSpec | None:
+        """The rules that apply to entries of `directory`: its own .gitignore's and all above it."""
+        if directory not in self._specs:
+            lines = self._rules(directory)
+            parent_lines = self._rules(directory.parent) if directory != self.workspace else []
+            if directory != self.workspace and lines is parent_lines:
+                self._specs[directory] = self._spec(directory.parent)
+            else:
+                self._specs[directory] = _compile(lines) if lines else None
+        return self._specs[directory]
+
+    def _rules(self, directory: Path) -> list[str]:
+        """Patterns relative to the workspace, lowest precedence first. Shared with the parent's list
+        (the same object) when `directory` has no .gitignore of its own."""
+        if directory not in self._lines:
+            if directory == self.workspace:
+                lines = _read(self.workspace / ".git" / "info" / "exclude") + _read(directory / ".gitignore")
+            else:
+                prefix = directory.relative_to(self.workspace).as_posix()
+                own = [r for line in _read(directory / ".gitignore") if (r := _rebase(line, prefix))]
+                parent = self._rules(directory.parent)
+                lines = parent + own if own else parent
+            self._lines[directory] = lines
+        return self._lines[directory]
+
+
+def _read(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:  # absent (the usual case), a directory, unreadable
+        return []
+
+
+def _rebase(line: str, prefix: str) -> str | None:
+    """A line of `prefix/.gitignore` as a pattern relative to the workspace (None: not a pattern)."""
+    while line.endswith(" ") and not line.endswith("\\ "):
+        line = line[:-1]  # git drops trailing spaces unless escaped
+    if not line or line.startswith("#"):
+        return None
+    negate = line.startswith("!")
+    body = line[1:] if negate else line
+    if not body.rstrip("/"):
+        return None
+    # Glob characters in the directory's own name are literal.
+    base = "".join("\\" + c if c in "*?[]\\" else c for c in prefix)
+    if base[0] in "!#":
+        base = "\\" + base
+    # A slash anywhere but at the end anchors the pattern to its .gitignore's directory.
+    rebased = f"{base}/{body.lstrip('/')}" if "/" in body.rstrip("/") else f"{base}/**/{body}"
+    return ("!" if negate else "") + rebased
+
+
+def _compile(lines: list[str]) -> GitIgnoreSpec:
+    try:
+        return GitIgnoreSpec.from_lines(lines)
+    except Exception:  # a line pathspec cannot parse; git skips such lines, so do we
+        good = []
+        for line in lines:
+            with contextlib.suppress(Exception):
+                GitIgnoreSpec.from_lines([line])
+                good.append(line)
+        return GitIgnoreSpec.from_lines(good)
+
+
+def find_files(root: Path, pattern: str, matcher: IgnoreMatcher) -> list[str]:
+    """Files below the directory `root` matching the glob `pattern`, as sorted posix paths relative to it.
+
+    Never enters .git or .agent-run. Skips what git ignores, unless the caller named it: `root` or the
+    pattern's leading literal directories (`build` in `build/**/*.js`) inside an ignored directory, or a
+    pattern that is a plain file name. Raises ToolError for a pattern reaching outside `root`."""
+    segments = [s for s in pattern.split("/") if s not in ("", ".")]
+    if pattern.startswith("/") or os.path.isabs(pattern) or ".." in segments:
+        raise ToolError("InvalidArguments", f"pattern {pattern!r} must stay below path; to search elsewhere, set path")
+    literal = 0
+    while literal < len(segments) - 1 and not wc.is_magic(segments[literal], flags=_GLOB_FLAGS):
+        literal += 1
+    if any(s in SKIP_NAMES for s in segments[:literal]):
+        return []
+    if not segments:
+        return []
+    if not wc.is_magic("/".join(segments), flags=_GLOB_FLAGS):
+        found = root.joinpath(*segments)
+        return ["/".join(segments)] if found.is_file() and segments[-1] not in SKIP_NAMES else []
+    base = root.joinpath(*segments[:literal])
+    if not base.is_dir():
+        return []
+    if not base.resolve().is_relative_to(root.resolve()):
+        # A symlinked directory leading elsewhere: the policy decided `root`, not where the link leads.
+        raise ToolError("InvalidArguments", f"{'/'.join(segments[:literal])} leads outside path through a "
+                                            "symlink; set path to it instead")
+    named = matcher.ignored(base, is_dir=True)  # so is everything below it; the caller asked for it
+    # Without `**` a pattern of N segments matches nothing deeper than N: no need to walk further.
+    depth = None if any("**" in s for s in segments) else len(segments) - literal
+    normalized = "/".join(segments)
+    found = []
+    for rel in _walk(base, None if named else matcher, depth):
+        full = "/".join([*segments[:literal], rel])
+        if wc.globmatch(full, normalized, flags=_GLOB_FLAGS):
+            found.append(full)
+    return sorted(found)
+
+
+def _walk(top: Path, matcher: IgnoreMatcher | None, max_depth: int | None) -> Iterator[str]:
+    """Files below `top` (posix, relative to it); symlinked directories are not entered."""
+    for dirpath, dirnames, filenames in os.walk(top):
+        here = Path(dirpath)
+        rel = here.relative_to(top)
+        depth = len(rel.parts)
+        if max_depth is not None and depth + 1 >= max_depth:
+            dirnames[:] = []
+        dirnames[:] = [d for d in dirnames if d not in SKIP_NAMES
+                       and not (matcher and matcher.ignored(here / d, is_dir=True))]
+        dirnames.sort()
+        for name in filenames:
+            if matcher is None or not matcher.ignored(here / name, is_dir=False):
+                yield (rel / name).as_posix()
