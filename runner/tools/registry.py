@@ -13,6 +13,7 @@ from runner.tools.grep import Grep
 from runner.tools.list import List
 from runner.tools.move import Move
 from runner.tools.read import Read
+from runner.tools.web_fetch import WebFetch
 from runner.tools.write import Write
 
 
@@ -32,4 +33,4 @@ class Registry:
 
 
 def core_tools() -> Registry:
-    return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Delete(), Move(), Bash()])
+    return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Delete(), Move(), Bash(), WebFetch()])
