@@ -38,6 +38,3 @@ def check_writable(ctx: ToolContext, path: Path) -> None:
         if path == guarded or path.is_relative_to(guarded):
             raise ToolError("PathTraversalBlocked", f"{display(ctx, path)} is protected: the runner never writes it")
 
-
-# Never searched by glob/grep: git's store and the runner's own state (run records).
-SKIP_DIRS = ["**/.git/**", ".git/**", "**/.agent-run/**", ".agent-run/**"]
