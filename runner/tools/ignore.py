@@ -19,7 +19,7 @@ from wcmatch import glob as wc
 
 from runner.tools.base import ToolError
 
-# Never searched, whatever the pattern (see paths.SKIP_DIRS): git's store and the runner's own state.
+# Never searched, whatever the pattern: git's store and the runner's own state.
 SKIP_NAMES = frozenset({".git", ".agent-run"})
 _GLOB_FLAGS = wc.GLOBSTAR | wc.DOTMATCH
 
