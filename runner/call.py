@@ -26,6 +26,7 @@ from runner.outcome import RunEnded
 from runner.policy.decide import CallDecision, decide
 from runner.policy.match import exact_pattern
 from runner.policy.model import Policy
+from runner.policy.targets import target_path
 from runner.rundir import utc_now
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
@@ -68,6 +69,7 @@ class CallEnv:
     run_dir: Path | None = None
     rerun_base: list[str] = field(default_factory=list)  # argv prefix for the rerun command
     guards: list[Guard] = field(default_factory=list)
+    before_edit: Callable[[list[Path]], None] | None = None  # sees files before an edit-domain call changes them
 
 
 def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> str:
@@ -85,6 +87,9 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
         if denial is not None:
             denied = True
             raise _denial_error(decision, denial)
+        if env.before_edit is not None:
+            env.before_edit([p for t in decision.targets if t.target.domain == "edit"
+                             if (p := target_path(env.ctx.workspace, t.target.target)) is not None])
         result: ToolOutput | ToolError = truncated(tool, tool.run(args, env.ctx), env.ctx)
     except ToolError as err:
         result = err

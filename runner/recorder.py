@@ -91,12 +91,12 @@ def early_failure(reason: str) -> RunOutcome:
 
 
 def record(workspace: Path, runs_dir: Path, verbosity: int,
-           body: Callable[[Recording], tuple[Status, str | None]]) -> RunOutcome:
+           body: Callable[[Recording], tuple[Status, str | None]], stream_events: bool = False) -> RunOutcome:
     try:
         run_id, run_dir = create_run_dir(runs_dir, workspace)
     except OSError as exc:
         return early_failure(f"cannot create run directory in {runs_dir}: {exc}")
-    log = EventLog(run_dir / "events.jsonl", run_id)
+    log = EventLog(run_dir / "events.jsonl", run_id, sys.stdout if stream_events else None)
     summary = SummaryBuilder(run_id, model="", policy="")
     last = ["start"]  # the type of the latest event, for the `interrupted` record
 

@@ -65,17 +65,22 @@ class EventLog:
     """events.jsonl: one canonical JSON object per line, flushed per event so a
     killed run leaves every event it emitted on disk, each line whole."""
 
-    def __init__(self, path: Path, run_id: str) -> None:
+    def __init__(self, path: Path, run_id: str, mirror: TextIO | None = None) -> None:
         self.path = path
         self.run_id = run_id
         self.seq = 0
         self._file: TextIO = path.open("a", encoding="utf-8")
+        self._mirror = mirror  # `--output-format stream-json`: the same lines, as they happen
 
     def __call__(self, event: Event) -> None:
         self.seq += 1
         record = {"seq": self.seq, "ts": utc_now(), "run_id": self.run_id, "type": event.type, **event.fields()}
-        self._file.write(canonical(record) + "\n")
+        line = canonical(record) + "\n"
+        self._file.write(line)
         self._file.flush()
+        if self._mirror is not None:
+            self._mirror.write(line)
+            self._mirror.flush()
 
     def close(self) -> None:
         self._file.close()

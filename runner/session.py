@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,7 @@ from dotenv import dotenv_values
 
 from runner import __version__
 from runner.call import CallEnv
+from runner.check import run_check
 from runner.events import RunStarted
 from runner.guards.budget import Budget
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
@@ -31,8 +33,10 @@ from runner.policy.match import compile_pattern, exact_pattern
 from runner.policy.model import Policy, Rule
 from runner.policy.targets import path_target
 from runner.recorder import Recording, RunOutcome, early_failure, record
+from runner.report.changes import ChangeTracker
 from runner.rundir import default_runs_dir, write_atomic, write_json
 from runner.settings import Settings, load_settings, policy_layer
+from runner.task import Task, parse_task
 from runner.tools.registry import core_tools
 from runner.tools.truncate import Limits as TruncationLimits
 
@@ -49,6 +53,7 @@ class RunOptions:
     runs_dir: str | None = None
     approvals: list[str] = field(default_factory=list)
     mode: str | None = None  # overrides the policy's mode
+    stream_events: bool = False  # every event on stdout as it happens (--output-format stream-json)
     cli_settings: dict[str, Any] = field(default_factory=dict)  # only flags actually given
     verbosity: int = 1
 
@@ -58,27 +63,47 @@ def execute(opts: RunOptions) -> RunOutcome:
     if not workspace.is_dir():
         return early_failure(f"workspace {workspace} is not a directory")
     runs_dir = Path(opts.runs_dir).expanduser().resolve() if opts.runs_dir else default_runs_dir(workspace)
-    return record(workspace, runs_dir, opts.verbosity, lambda rec: _run(opts, rec))
+    return record(workspace, runs_dir, opts.verbosity, lambda rec: _run(opts, rec), opts.stream_events)
 
 
 def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     task, task_path = _read_task(opts.task, rec.run_dir)
-    policy = _load_policy(opts, rec.workspace)
+    rec.extra.update(title=task.title, task_file=str(task_path) if task_path else "-")
+    policy = _load_policy(opts, rec.workspace, task.policy)
     rec.summary.policy = policy.path
-    settings = _settings(opts, rec.workspace, policy)
+    settings = _settings(opts, rec.workspace, policy, task.overrides)
     rec.summary.model = settings.model
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings)
     model = make_model(settings, deadline)
     env = call_env(rec, policy, settings, deadline, _rerun_base(opts, policy, rec.workspace,
                                                                task_path or rec.run_dir / "task.md"))
+    tracker = ChangeTracker(rec.workspace)
+    env.before_edit = tracker.before_edit
+    rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data))
     rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
-                        workspace=str(rec.workspace), task_sha256=sha256_text(task),
+                        workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout))
     limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,))
-    result = run_loop(initial_messages(task), model, env, limits, rec.emit)
+    result = run_loop(initial_messages(task.text), model, env, limits, rec.emit)
     rec.answer = result.answer
+    if task.check:
+        failed = run_check(task.check, env, rec, result.turns)
+        if failed is not None:
+            return failed
     return rec.finished_status()
+
+
+def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any]) -> None:
+    try:
+        patch, changed = tracker.patch()
+    except (OSError, subprocess.SubprocessError) as exc:
+        data["changed_files"] = None
+        data["changes_error"] = str(exc)
+        return
+    data["changed_files"] = changed
+    if patch:
+        write_atomic(run_dir / "changes.patch", patch)
 
 
 def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float | None,
@@ -126,7 +151,7 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings) -> Budget:
     return budget
 
 
-def _read_task(spec: str, run_dir: Path) -> tuple[str, Path | None]:
+def _read_task(spec: str, run_dir: Path) -> tuple[Task, Path | None]:
     if spec == "-":
         text, path = sys.stdin.read(), None
     else:
@@ -138,11 +163,11 @@ def _read_task(spec: str, run_dir: Path) -> tuple[str, Path | None]:
     if not text.strip():
         raise UsageError(f"task {spec} is empty")
     write_atomic(run_dir / "task.md", text)
-    return text, path
+    return parse_task(text, spec, path.name if path else "stdin"), path
 
 
-def _load_policy(opts: RunOptions, workspace: Path) -> Policy:
-    spec = opts.policy or os.environ.get("AGENT_RUN_POLICY")
+def _load_policy(opts: RunOptions, workspace: Path, from_task: str | None = None) -> Policy:
+    spec = opts.policy or from_task or os.environ.get("AGENT_RUN_POLICY")
     if spec is None and (workspace / ".env").is_file():
         spec = dotenv_values(workspace / ".env").get("AGENT_RUN_POLICY")
     try:
@@ -152,8 +177,9 @@ def _load_policy(opts: RunOptions, workspace: Path) -> Policy:
     return policy.with_mode(opts.mode) if opts.mode else policy
 
 
-def _settings(opts: RunOptions, workspace: Path, policy: Policy) -> Settings:
-    return settings_for(opts.cli_settings, workspace, policy_layer(policy.sections))
+def _settings(opts: RunOptions, workspace: Path, policy: Policy, from_task: dict[str, Any]) -> Settings:
+    # A task's own front matter beats the environment; a flag on the command line beats both.
+    return settings_for({**from_task, **opts.cli_settings}, workspace, policy_layer(policy.sections))
 
 
 def settings_for(cli: dict[str, Any], workspace: Path, lower: dict[str, Any]) -> Settings:

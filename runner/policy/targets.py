@@ -39,6 +39,16 @@ def path_target(workspace: Path, path: Path) -> str:
     return f"fs:{path.as_posix()}"
 
 
+def target_path(workspace: Path, target: str) -> Path | None:
+    """The file a `workspace:` or `fs:` target names; None for other schemes."""
+    scheme, _, rest = target.partition(":")
+    if scheme == "workspace":
+        return workspace if rest == "." else workspace / rest
+    if scheme == "fs":
+        return Path(rest)
+    return None
+
+
 def file_targets(domain: str, workspace: Path, *raw_paths: str) -> list[Target]:
     out = []
     for raw in raw_paths:
