@@ -23,7 +23,7 @@ class Settings(BaseSettings):
     base_url: str | None = Field(None, validation_alias=AliasChoices("AGENT_RUN_BASE_URL", "OPENAI_BASE_URL"))
     max_turns: int = Field(50, ge=1)
     timeout: float = Field(1800.0, gt=0, description="whole run, wall clock, seconds")
-    output_format: Literal["text", "json"] = "text"
+    output_format: Literal["text", "json", "stream-json"] = "text"
     stream: bool = False
     max_retries: int = Field(4, ge=0)
     retry_base_s: float = Field(1.0, ge=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -34,7 +35,8 @@ class _ExitUsage(click.UsageError):
               help="Allow this for this run only, after all policy rules (repeatable).")
 @click.option("--mode", type=click.Choice(["agent", "full_access"]),
               help="Override the policy's mode (full_access: ask becomes allow; deny stays deny).")
-@click.option("--output-format", type=click.Choice(["text", "json"]), help="stdout: final answer or summary JSON.")
+@click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]),
+              help="stdout: the final answer, the summary JSON, or every event as a JSON line as it happens.")
 @click.option("--stream/--no-stream", default=None, help="Stream model responses.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="More progress on stderr.")
@@ -49,17 +51,18 @@ def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | No
     Exit codes: 0 success, 1 failed, 2 usage/config error, 3 denied,
     4 doom_loop, 5 budget_exhausted, 6 model_error, 130/143 interrupted.
     """
-    given = {"model": model, "max_turns": max_turns, "timeout": timeout, "output_format": output_format,
-             "stream": stream, "max_tokens": max_tokens, "max_cost_usd": max_cost_usd,
-             "context_window": context_window}
+    fmt = output_format or os.environ.get("AGENT_RUN_OUTPUT_FORMAT") or "text"
+    given = {"model": model, "max_turns": max_turns, "timeout": timeout, "stream": stream,
+             "max_tokens": max_tokens, "max_cost_usd": max_cost_usd, "context_window": context_window}
     opts = RunOptions(task=task, policy=policy, workspace=workspace, runs_dir=runs_dir, approvals=list(approvals),
                       mode=mode,
                       cli_settings={k: v for k, v in given.items() if v is not None},
-                      verbosity=0 if quiet else (2 if verbose else 1))
+                      verbosity=0 if quiet else (2 if verbose else 1), stream_events=fmt == "stream-json")
     outcome = execute(opts)
     summary = outcome.summary
-    fmt = output_format or summary.get("output_format") or "text"
-    if fmt == "json":
+    if fmt == "stream-json":
+        pass  # the events were the output
+    elif fmt == "json":
         click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))
     elif summary.get("answer"):
         click.echo(summary["answer"])

@@ -1,0 +1,105 @@
+"""Task files (front matter, check), changes.patch and the stream-json event stream, through the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.fakes.openai_server import reply
+
+
+def _task(workspace, text):
+    (workspace / "t.md").write_text(text)
+    return "t.md"
+
+
+def test_front_matter_overrides_and_title(fake, workspace, agent_run):
+    t = _task(workspace, "---\ntitle: Tidy up\nmodel: from-task\nmax_turns: 1\n---\nDo it.\n")
+    fake.add(reply(calls=[("list", {})]), reply("never"))
+    r = agent_run(t, env={"AGENT_RUN_MODEL": "from-env"})
+    assert r.code == 5  # max_turns 1 from the task
+    assert fake.requests[0]["model"] == "from-task"
+    assert fake.requests[0]["messages"][1]["content"] == "Do it.\n"  # front matter is not sent
+    assert r.summary["title"] == "Tidy up"
+    fake.add(reply("ok"))
+    assert agent_run("--model", "from-flag", t).code == 0
+    assert fake.requests[-1]["model"] == "from-flag"
+
+
+def test_invalid_front_matter_is_exit_2_with_line(fake, workspace, agent_run):
+    t = _task(workspace, "---\ntitle: x\nmax_turns: lots\n---\nbody\n")
+    r = agent_run(t)
+    assert r.code == 2 and "t.md:3: front matter 'max_turns'" in r.summary["reason"]
+    t = _task(workspace, "---\ntitle: [oops\n---\nbody\n")
+    r = agent_run(t)
+    assert r.code == 2 and r.summary["reason"].startswith("t.md:") and "invalid front matter" in r.summary["reason"]
+    assert fake.requests == []
+
+
+def test_check_passes_and_fails(fake, workspace, agent_run):
+    t = _task(workspace, "---\ncheck: test -f done.txt\n---\nCreate done.txt\n")
+    fake.add(reply(calls=[("write", {"path": "done.txt", "content": "x"})]), reply("created"))
+    r = agent_run("--approve", "bash:shell:test *", t)
+    assert r.code == 0, r.stderr
+    assert r.summary["check"] == {"command": "test -f done.txt", "ok": True, "error_type": None, "exit_code": 0}
+    (workspace / "done.txt").unlink()
+    fake.add(reply("I did nothing"))
+    r = agent_run("--approve", "bash:shell:test *", t)
+    assert r.code == 1 and r.summary["status"] == "failed"
+    assert "the check `test -f done.txt` failed" in r.summary["reason"]
+    assert r.summary["check"]["exit_code"] == 1
+
+
+def test_check_is_decided_by_the_policy(fake, workspace, agent_run):
+    t = _task(workspace, "---\ncheck: curl https://example.com\n---\nx\n")
+    fake.add(reply("done"))
+    r = agent_run(t)
+    assert r.code == 3 and "not allowed by the policy" in r.summary["reason"]
+    assert r.summary["denials"][0]["call_id"] == "check"
+
+
+def test_changes_patch_in_a_git_repo_ignores_preexisting_changes(fake, workspace, agent_run):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=workspace, check=True, capture_output=True)
+
+    (workspace / "a.txt").write_text("one\n")
+    (workspace / "b.txt").write_text("keep\n")
+    git("init", "-q")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "add", "a.txt", "b.txt")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
+    (workspace / "b.txt").write_text("user's own edit\n")  # dirty before the run
+    fake.add(reply(calls=[("edit", {"path": "a.txt", "old_string": "one", "new_string": "two"}),
+                          ("write", {"path": "new.txt", "content": "hello\n"})]), reply("done"))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
+    patch = (r.run_dir / "changes.patch").read_text()
+    assert "-one\n+two" in patch and "+hello" in patch
+    assert "b.txt" not in patch
+    assert sorted(r.summary["changed_files"]) == ["a.txt", "new.txt"]
+
+
+def test_changes_patch_without_git_covers_edited_files(fake, workspace, agent_run):
+    (workspace / "a.txt").write_text("one\n")
+    fake.add(reply(calls=[("edit", {"path": "a.txt", "old_string": "one", "new_string": "two"}),
+                          ("bash", {"command": "echo made > out.txt"})]), reply("done"))
+    r = agent_run("--approve", "bash:shell:echo *", "task.md")
+    assert r.code == 0, r.stderr
+    patch = (r.run_dir / "changes.patch").read_text()
+    assert "--- a/a.txt" in patch and "-one\n+two" in patch
+    assert "+made" in patch  # a shell redirection is an edit target, so it is tracked too
+    assert sorted(r.summary["changed_files"]) == ["a.txt", "out.txt"]
+
+
+def test_no_changes_no_patch(fake, workspace, agent_run):
+    fake.add(reply("nothing to do"))
+    r = agent_run("task.md")
+    assert r.code == 0 and not (r.run_dir / "changes.patch").exists() and r.summary["changed_files"] == []
+
+
+def test_stream_json_prints_every_event_as_it_happens(fake, workspace, agent_run):
+    fake.add(reply(calls=[("list", {})]), reply("done"))
+    r = agent_run("--output-format", "stream-json", "task.md")
+    assert r.code == 0
+    streamed = [json.loads(line) for line in r.stdout.splitlines()]
+    assert streamed == r.events
+    assert streamed[-1]["type"] == "run_finished"
