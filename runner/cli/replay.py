@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
 from runner.approve import load_run, replay, select
+from runner.cli.output import finish, with_github
 from runner.outcome import EXIT_CODES, Status, UsageError
 
 
@@ -38,14 +38,7 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
         click.echo(f"{len(chosen)} denied call(s); add --approve to execute them", err=True)
         return
     given = {"model": model, "max_turns": max_turns, "timeout": timeout}
-    outcome = replay(run_dir, list(calls), resume=resume, cli_settings={k: v for k, v in given.items() if v},
-                     verbosity=0 if quiet else 1)
-    summary = outcome.summary
-    if output_format == "json":
-        click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))
-    elif summary.get("answer"):
-        click.echo(summary["answer"])
-    where = f" — run dir: {outcome.run_dir}" if outcome.run_dir else ""
-    reason = f": {summary['reason']}" if summary.get("reason") else ""
-    click.echo(f"agent-run: {summary['status']} (exit {outcome.exit_code}){reason}{where}", err=True)
-    sys.exit(outcome.exit_code)
+    outcome, reporter = with_github(lambda: replay(run_dir, list(calls), resume=resume,
+                                                   cli_settings={k: v for k, v in given.items() if v},
+                                                   verbosity=0 if quiet else 1))
+    finish(outcome, reporter, fmt=output_format, quiet=quiet)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
 import click
 
+from runner.cli.output import finish, with_github
 from runner.outcome import EXIT_CODES, Status
 from runner.session import RunOptions, execute
 
@@ -37,13 +36,14 @@ class _ExitUsage(click.UsageError):
               help="Override the policy's mode (full_access: ask becomes allow; deny stays deny).")
 @click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]),
               help="stdout: the final answer, the summary JSON, or every event as a JSON line as it happens.")
+@click.option("--junit", metavar="PATH", help="Also write a JUnit XML report (one testcase).")
 @click.option("--stream/--no-stream", default=None, help="Stream model responses.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="More progress on stderr.")
 def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
         max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
         context_window: int | None, approvals: tuple[str, ...], mode: str | None,
-        output_format: str | None,
+        output_format: str | None, junit: str | None,
         stream: bool | None, quiet: bool, verbose: bool) -> None:
     """Run TASK (a Markdown file, or - for stdin) headless.
 
@@ -58,16 +58,5 @@ def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | No
                       mode=mode,
                       cli_settings={k: v for k, v in given.items() if v is not None},
                       verbosity=0 if quiet else (2 if verbose else 1), stream_events=fmt == "stream-json")
-    outcome = execute(opts)
-    summary = outcome.summary
-    if fmt == "stream-json":
-        pass  # the events were the output
-    elif fmt == "json":
-        click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))
-    elif summary.get("answer"):
-        click.echo(summary["answer"])
-    if not quiet or outcome.exit_code not in (0,):
-        where = f" — run dir: {outcome.run_dir}" if outcome.run_dir else ""
-        reason = f": {summary['reason']}" if summary.get("reason") else ""
-        click.echo(f"agent-run: {summary['status']} (exit {outcome.exit_code}){reason}{where}", err=True)
-    sys.exit(outcome.exit_code)
+    outcome, reporter = with_github(lambda: execute(opts))
+    finish(outcome, reporter, fmt=fmt, quiet=quiet, junit=junit, task_file=task)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.events import Event, ModelResponse, PermissionDecision, ToolCall
+from runner.events import Event, GuardWarning, ModelResponse, PermissionDecision, ToolCall
 
 
 class SummaryBuilder:
@@ -17,6 +17,7 @@ class SummaryBuilder:
         self.tool_calls = 0
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
         self.denials: list[dict[str, Any]] = []
+        self.loop_warnings: list[str] = []
         self._calls: dict[str, str] = {}
 
     def __call__(self, event: Event) -> None:
@@ -24,6 +25,8 @@ class SummaryBuilder:
             self.turns = max(self.turns, event.turn)
             for key in self.usage:
                 self.usage[key] += int(event.usage.get(key, 0) or 0)
+        elif isinstance(event, GuardWarning):
+            self.loop_warnings.append(event.message)
         elif isinstance(event, ToolCall):
             self.tool_calls += 1
         elif isinstance(event, PermissionDecision) and event.decision == "deny":
@@ -40,5 +43,5 @@ class SummaryBuilder:
             "run_id": self.run_id, "status": status, "exit_code": exit_code, "reason": reason,
             "turns": self.turns, "tool_calls": self.tool_calls, "denials": self.denials,
             "usage": dict(self.usage), "duration_s": round(duration_s, 3), "model": self.model,
-            "policy": self.policy, "answer": answer,
+            "policy": self.policy, "answer": answer, "loop_warnings": list(self.loop_warnings),
         }
