@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from runner import __version__
+from runner.cli.batch import batch
 from runner.cli.cleanup import cleanup
 from runner.cli.policy import policy
 from runner.cli.replay import replay_cmd
@@ -39,6 +40,7 @@ cli.add_command(run)
 cli.add_command(policy)
 cli.add_command(replay_cmd)
 cli.add_command(cleanup)
+cli.add_command(batch)
 
 
 def main(argv: list[str] | None = None) -> Any:
