@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,6 +42,8 @@ class ToolContext:
     outputs_dir: Path | None = None  # where spill files go (<run_dir>/outputs); None: not kept
     truncation: Limits = field(default_factory=Limits)
     bash: dict[str, Any] = field(default_factory=dict)  # the policy's `bash` section
+    # Decides targets a tool meets while it runs (a redirect's URL); raises ToolError when not allowed.
+    authorize: Callable[[list[Target]], None] | None = None
 
 
 @dataclass

@@ -14,7 +14,7 @@ import re
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -102,8 +102,10 @@ class WebFetch(Tool):
             timeout = min(timeout, ctx.deadline - time.monotonic())
         if timeout <= 0:
             raise ToolError("Timeout", "no time left in the run to fetch")
+        authorize = ctx.authorize
         got = fetch(args["url"], allow_private=bool(web.get("allowPrivateNetworks", False)),
-                    max_bytes=max_bytes, end=time.monotonic() + timeout, abort=ctx.abort)
+                    max_bytes=max_bytes, end=time.monotonic() + timeout, abort=ctx.abort,
+                    authorize=(lambda u: authorize(targets_for("web_fetch", u, ctx.workspace))) if authorize else None)
         text = to_text(got.media_type, got.charset, got.body, str(got.url))
         header = f"URL: {got.url} | status: {got.status} | content-type: {got.media_type}"
         if len(got.hops) > 1:
@@ -154,7 +156,8 @@ def redirect_url(current: httpx.URL, location: str) -> httpx.URL:
 
 
 def fetch(url: str, *, allow_private: bool, max_bytes: int, end: float,
-          abort: threading.Event | None = None, verify: ssl.SSLContext | bool = True) -> Fetched:
+          abort: threading.Event | None = None, verify: ssl.SSLContext | bool = True,
+          authorize: Callable[[str], None] | None = None) -> Fetched:
     """GET `url`, following redirects by hand; every hop is checked with check_hop.
 
     `verify`: how TLS certificates are verified (httpx's default CA bundle unless given)."""
@@ -162,6 +165,10 @@ def fetch(url: str, *, allow_private: bool, max_bytes: int, end: float,
     target: str | httpx.URL = url
     for _ in range(MAX_REDIRECTS + 1):
         try:
+            if hops and authorize is not None:
+                # The policy decided the first URL; a redirect elsewhere is decided again, so an open
+                # redirect on an allowed site cannot lead to one the policy does not allow.
+                authorize(str(target))
             hop = check_hop(target, allow_private)
         except ToolError as exc:
             if not hops:

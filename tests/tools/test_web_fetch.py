@@ -411,3 +411,19 @@ def test_policy_schema_for_web_section(tmp_path, web, ok):
     path.write_text(json.dumps({"extends": "default", "web": web}), encoding="utf-8")
     errors = check_policy(str(path))
     assert (errors == []) is ok, errors
+
+
+def test_each_redirect_hop_is_decided_by_the_policy(ws, base):
+    # An open redirect on an allowed URL must not lead to a URL the policy does not allow.
+    from runner.policy.load import load_policy
+    from runner.session import authorize
+
+    (ws / "p.jsonc").write_text('{"extends": "default", "permission": {"rules": ['
+                                '{"domain": "web_fetch", "pattern": "url:http://127.0.0.1:*/hops/2", "decision": "allow"},'
+                                '{"domain": "web_fetch", "pattern": "url:http://127.0.0.1:*/hops/1", "decision": "deny"}]}}')
+    policy = load_policy(str(ws / "p.jsonc"))
+    ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True},
+                      authorize=lambda targets: authorize(policy, targets))
+    err = error(ctx, url=f"{base}/hops/2")
+    assert err.type == "ToolNotAllowed"
+    assert "redirect from" in err.message and "/hops/1" in err.message
