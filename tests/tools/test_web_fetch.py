@@ -418,9 +418,9 @@ def test_each_redirect_hop_is_decided_by_the_policy(ws, base):
     from runner.policy.load import load_policy
     from runner.session import authorize
 
-    (ws / "p.jsonc").write_text('{"extends": "default", "permission": {"rules": ['
-                                '{"domain": "web_fetch", "pattern": "url:http://127.0.0.1:*/hops/2", "decision": "allow"},'
-                                '{"domain": "web_fetch", "pattern": "url:http://127.0.0.1:*/hops/1", "decision": "deny"}]}}')
+    rules = [{"domain": "web_fetch", "pattern": "url:http://127.0.0.1:*/hops/2", "decision": "allow"},
+             {"domain": "web_fetch", "pattern": "url:http://127.0.0.1:*/hops/1", "decision": "deny"}]
+    (ws / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": rules}}))
     policy = load_policy(str(ws / "p.jsonc"))
     ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True},
                       authorize=lambda targets: authorize(policy, targets))
