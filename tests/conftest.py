@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.event_schema import run_event_logs, validate_events_file
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -60,6 +61,19 @@ class Result:
 
 def _dirs(runs_dir: Path) -> set[Path]:
     return {p for p in runs_dir.iterdir() if p.is_dir()} if runs_dir.is_dir() else set()
+
+
+@pytest.fixture(autouse=True)
+def _valid_event_logs(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After every test that had a tmp_path (directly or through `workspace`): each run's
+    events.jsonl under it matches runner/schemas/events.schema.json, line by line."""
+    if "tmp_path" not in request.fixturenames:
+        yield
+        return
+    root: Path = request.getfixturevalue("tmp_path")
+    yield
+    for log in run_event_logs(root):
+        validate_events_file(log)
 
 
 @pytest.fixture

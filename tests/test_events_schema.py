@@ -1,0 +1,227 @@
+"""runner/schemas/events.schema.json: a valid schema that says exactly what runner/events.py emits."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from runner import events as events_module
+from runner.events import (
+    Event,
+    GuardWarning,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    PermissionDecision,
+    RunFinished,
+    RunInterrupted,
+    RunStarted,
+    ToolCall,
+    ToolResult,
+)
+from runner.jsonutil import sha256_text
+from runner.model.base import assistant_message, usage_dict
+from runner.outcome import EXIT_CODES, Status
+from runner.policy.model import DOMAINS, Decision
+from runner.rundir import EventLog, create_run_dir, utc_now
+from runner.tools.base import ERROR_TYPES
+from tests.fakes.event_schema import event_error, load_schema, validate_events_file
+
+SCHEMA = load_schema()
+COMMON = {"seq", "ts", "run_id", "type"}
+EVENTS = sorted((cls for _, cls in inspect.getmembers(events_module, inspect.isclass)
+                 if issubclass(cls, Event) and cls is not Event), key=lambda cls: cls.__name__)
+RUN_ID = "20250102T030405123456Z-0a1b2c"
+SHA = sha256_text("x")
+
+
+def definition(type_: str) -> dict[str, Any]:
+    return SCHEMA["$defs"][type_]
+
+
+def record(event: Event, seq: int = 1) -> dict[str, Any]:
+    return json.loads(json.dumps({"seq": seq, "ts": utc_now(), "run_id": RUN_ID, "type": event.type,
+                                  **event.fields()}))
+
+
+def test_schema_is_valid_draft_2020_12():
+    assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    Draft202012Validator.check_schema(SCHEMA)
+
+
+def test_every_event_type_is_dispatched():
+    types_ = {cls.type for cls in EVENTS}
+    assert len(types_) == len(EVENTS) == 10
+    assert set(SCHEMA["properties"]["type"]["enum"]) == types_
+    dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
+    assert dispatched == {t: f"#/$defs/{t}" for t in types_}
+
+
+def _json_types(annotation: Any) -> set[str]:
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return set().union(*(_json_types(a) for a in typing.get_args(annotation)))
+    origin = typing.get_origin(annotation) or annotation
+    return {type(None): {"null"}, str: {"string"}, int: {"integer"}, float: {"number"}, bool: {"boolean"},
+            dict: {"object"}, list: {"array"}}[origin]
+
+
+@pytest.mark.parametrize("cls", EVENTS, ids=lambda cls: cls.type)
+def test_schema_matches_the_dataclass(cls):
+    """Every field is a property of the event's schema and every property a field (or a common one)."""
+    schema = definition(cls.type)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    assert set(schema["properties"]) - COMMON == fields
+    assert set(schema["required"]) == set(schema["properties"]), "every field is always written"
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["type"] == {"const": cls.type}
+    hints = typing.get_type_hints(cls)
+    for name in fields:
+        declared = schema["properties"][name]["type"]
+        assert ({declared} if isinstance(declared, str) else set(declared)) == _json_types(hints[name]), name
+
+
+def test_enums_follow_the_code():
+    assert definition("tool_result")["properties"]["error_type"]["enum"] == [*ERROR_TYPES, None]
+    assert definition("run_finished")["properties"]["status"]["enum"] == [s.value for s in Status]
+    assert SCHEMA["$defs"]["decision"]["enum"] == list(typing.get_args(Decision))
+    assert SCHEMA["$defs"]["domain"]["enum"] == list(DOMAINS)
+    policy_schema = json.loads((Path(__file__).parents[1] / "policies" / "policy.schema.json").read_text())
+    assert SCHEMA["$defs"]["mode"]["enum"] == policy_schema["properties"]["mode"]["enum"]
+    before_a_signal = {cls.type for cls in EVENTS} - {"interrupted", "run_finished"} | {"start"}
+    assert set(definition("interrupted")["properties"]["during"]["enum"]) == before_a_signal
+
+
+RULE = {"file": "/p/default.jsonc", "index": 2, "line": 14, "domain": "read", "pattern": "**", "decision": "allow"}
+DENY_RULE = {**RULE, "domain": "bash", "pattern": "shell:rm *", "decision": "deny"}
+
+
+def examples(run_id: str) -> list[Event]:
+    decision = {"eventId": "0" * 32, "sessionId": run_id, "timestamp": utc_now(), "call_id": "call_1"}
+    return [
+        RunStarted(version="0.1.0", model="gpt-4o-mini", policy="/p/default.jsonc", mode="agent", workspace="/w",
+                   task_sha256=SHA, max_turns=50, timeout_s=1800.0),
+        RunStarted(version="0.1.0", model="replay:/r", policy="/p/ci.jsonc", mode="full_access", workspace="/w",
+                   task_sha256=SHA, max_turns=1, timeout_s=60, replay_of=RUN_ID, approved_calls=["call_1"]),
+        ModelRequest(turn=1, message_count=2, estimated_tokens=120, prompt_bytes=480, prompt_sha256=SHA),
+        ModelRetry(turn=1, attempt=1, error="HTTP 429", delay_s=0.5),
+        ModelResponse(turn=1, message=assistant_message(None, [{"id": "call_1", "name": "read", "arguments": "{}"}],
+                                                        1),
+                      usage=usage_dict(None), finish_reason="tool_calls", duration_s=0.25),
+        ModelResponse(turn=2, message=assistant_message("done", [], 2), usage=usage_dict(None), finish_reason=None,
+                      duration_s=0),
+        ToolCall(turn=1, call_id="call_1", tool="read", arguments='{"path": "a.txt"}'),
+        PermissionDecision(**decision, mode="agent", decision="allow", permissionDomain="read",
+                           targets=[{"domain": "read", "target": "a.txt", "decision": "allow", "rule": RULE}],
+                           rulePattern="**", tool="read", policy_decision="allow", rule=RULE),
+        PermissionDecision(**decision, mode="full_access", decision="auto_approved", permissionDomain="edit",
+                           targets=[{"domain": "edit", "target": "a.txt", "decision": "ask", "rule": None}],
+                           rulePattern=None, tool="write", policy_decision="ask", rule=None),
+        PermissionDecision(**decision, mode="agent", decision="deny", permissionDomain="bash",
+                           targets=[{"domain": "bash", "target": "shell:rm -rf x", "decision": "deny",
+                                     "rule": DENY_RULE},
+                                    {"domain": "bash", "target": "shell:$(x)", "decision": "ask", "rule": None,
+                                     "note": "command substitution"}],
+                           rulePattern="shell:rm *", tool="bash", policy_decision="deny", rule=DENY_RULE,
+                           replay="agent-run replay r --call call_1 --approve", approve=["bash:shell:rm -rf x"],
+                           rerun=None),
+        ToolResult(call_id="call_1", tool="read", ok=True, error_type=None, bytes=2, sha256=sha256_text("hi"),
+                   duration_s=0.001, details={"lines": 1}, content="hi"),
+        ToolResult(call_id="call_2", tool="bash", ok=False, error_type="ToolNotAllowed", bytes=3,
+                   sha256=sha256_text("{x}"), duration_s=0.0, content="{x}"),
+        GuardWarning(call_id="call_1", detector="same_call", message="possible loop: the same call"),
+        RunInterrupted(signal="SIGTERM", during="start"),
+        RunFinished(status="success", exit_code=0, reason=None, turns=2, tool_calls=1),
+        RunFinished(status="interrupted", exit_code=130, reason="interrupted by SIGINT", turns=0, tool_calls=0),
+    ]
+
+
+def test_examples_cover_every_event_type():
+    assert {type(e) for e in examples(RUN_ID)} == set(EVENTS)
+
+
+def test_events_as_logged_are_valid(tmp_path):
+    run_id, run_dir = create_run_dir(tmp_path / "runs", tmp_path)
+    log = EventLog(run_dir / "events.jsonl", run_id)
+    for event in examples(run_id):
+        log(event)
+    log.close()
+    assert validate_events_file(run_dir / "events.jsonl") == len(examples(run_id))
+
+
+@pytest.mark.parametrize(("status", "code"), EXIT_CODES.items())
+def test_run_finished_exit_code_follows_status(status, code):
+    reason = None if status is Status.SUCCESS else "why"
+    assert event_error(record(RunFinished(status=status.value, exit_code=code, reason=reason, turns=1,
+                                          tool_calls=0))) is None
+    assert event_error(record(RunFinished(status=status.value, exit_code=code + 10, reason=reason, turns=1,
+                                          tool_calls=0))) is not None
+
+
+GOOD = record(ToolCall(turn=1, call_id="call_1", tool="read", arguments="{}"))
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"extra": 1}, "Additional properties are not allowed"),
+    ({"turn": "1"}, "is not of type 'integer'"),
+    ({"seq": "1"}, "is not of type 'integer'"),
+    ({"seq": 0}, "less than the minimum"),
+    ({"ts": "2025-01-02T03:04:05Z"}, "does not match"),
+    ({"ts": "2025-01-02T03:04:05.123+00:00"}, "does not match"),
+    ({"run_id": "run-1"}, "does not match"),
+    ({"type": "tool_called"}, "is not one of"),
+])
+def test_broken_events_are_rejected(change, expected):
+    error = event_error({**GOOD, **change})
+    assert error is not None and expected in error
+
+
+@pytest.mark.parametrize("field", ["seq", "ts", "run_id", "type", "call_id"])
+def test_missing_fields_are_rejected(field):
+    error = event_error({k: v for k, v in GOOD.items() if k != field})
+    assert error is not None and f"'{field}' is a required property" in error
+
+
+@pytest.mark.parametrize(("event", "change"), [
+    (ToolResult(call_id="c", tool="read", ok=True, error_type=None, bytes=0, sha256=SHA, duration_s=0),
+     {"error_type": "IOError"}),
+    (ToolResult(call_id="c", tool="read", ok=False, error_type="IOError", bytes=0, sha256=SHA, duration_s=0),
+     {"error_type": "NoSuchError"}),
+    (RunFinished(status="failed", exit_code=1, reason="x", turns=1, tool_calls=0), {"reason": None}),
+    (RunInterrupted(signal="SIGINT", during="tool_call"), {"during": "run_finished"}),
+    (ModelResponse(turn=1, message=assistant_message("hi", [], 1), usage=usage_dict(None), finish_reason="stop",
+                   duration_s=0.1), {"message": {"role": "user", "content": "hi"}}),
+])
+def test_inconsistent_events_are_rejected(event, change):
+    assert event_error(record(event)) is None
+    assert event_error({**record(event), **change}) is not None
+
+
+def test_permission_decision_must_agree_with_itself():
+    allow = record(examples(RUN_ID)[7])
+    assert event_error(allow) is None
+    assert event_error({**allow, "policy_decision": "deny"}) is not None
+    assert event_error({**allow, "approve": ["read:a.txt"]}) is not None, "only a denial carries approvals"
+    assert event_error({**allow, "decision": "auto_approved"}) is not None, "auto-approval needs full_access and ask"
+    assert event_error({**allow, "decision": "maybe"}) is not None
+
+
+def test_file_errors_name_the_line(tmp_path):
+    path = tmp_path / "events.jsonl"
+    second = {**GOOD, "seq": 2}
+    path.write_text("\n".join(json.dumps(r) for r in (GOOD, {**second, "turn": -1})) + "\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match=r"events\.jsonl:2: tool_call event: turn: -1 is less than"):
+        validate_events_file(path)
+    path.write_text("\n".join(json.dumps(r) for r in (GOOD, GOOD)) + "\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match=r":2: .*seq is 1 on line 2"):
+        validate_events_file(path)
+    path.write_text(json.dumps(GOOD) + "\n{\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match=r":2: not a JSON object"):
+        validate_events_file(path)
