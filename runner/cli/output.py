@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from runner.recorder import RunOutcome
-from runner.report.github import GitHubReporter
+from runner.report.github import GitHubReporter, endgroup, group
 from runner.report.junit import JUnitCase, write_junit
 
 
@@ -25,6 +25,9 @@ def secrets_to_mask() -> list[str | None]:
 
 def with_github(run: Callable[[], RunOutcome]) -> tuple[RunOutcome, GitHubReporter]:
     reporter = GitHubReporter(os.environ)
+    if reporter.active:
+        # The group folds the progress lines; it opens before commands are stopped, or it would not count.
+        click.echo(group("agent-run"), err=True)
     for line in reporter.start(secrets_to_mask()):
         click.echo(line, err=True)
     return run(), reporter
@@ -38,7 +41,14 @@ def finish(outcome: RunOutcome, reporter: GitHubReporter, *, fmt: str, quiet: bo
     elif fmt == "text" and summary.get("answer"):
         click.echo(summary["answer"])
     sys.stdout.flush()
-    for line in reporter.finish(summary, summary.get("loop_warnings") or []):
+    lines = reporter.finish(summary, summary.get("loop_warnings") or [])
+    if reporter.active:
+        resume = [line for line in lines if not line.startswith(("::error", "::warning", "::notice"))]
+        for line in resume:
+            click.echo(line, err=True)
+        click.echo(endgroup(), err=True)
+        lines = [line for line in lines if line not in resume]
+    for line in lines:
         click.echo(line, err=True)
     if junit:
         write_junit(junit, [case_of(summary, task_file or summary.get("task_file") or "task")])

@@ -60,6 +60,9 @@ def test_github_actions_reporting(fake, workspace, agent_run, tmp_path):
     token = stop.split("::")[2]
     assert f"::{token}::" in r.stderr  # commands resumed after the run
     assert r.stderr.index(stop) < r.stderr.index(f"::{token}::")
+    # Progress is folded in a group that opens before commands stop and closes after they resume.
+    assert r.stderr.index("::group::agent-run") < r.stderr.index(stop)
+    assert r.stderr.index(f"::{token}::") < r.stderr.index("::endgroup::") < r.stderr.index("::error")
     assert any(line.startswith("::error") and "agent-run replay" in line for line in r.stderr.splitlines())
     md = summary_file.read_text()
     assert "denied" in md and "agent-run replay" in md
