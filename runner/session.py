@@ -115,6 +115,7 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     rec.ctx.default_timeout_s = settings.bash_timeout_s
     rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files))
     rec.ctx.outputs_dir = rec.run_dir / "outputs"
+    rec.ctx.run_dir = rec.run_dir
     rec.ctx.truncation = TruncationLimits.from_policy(policy.sections.get("truncation", {}))
     rec.ctx.bash = policy.sections.get("bash", {})
     rec.ctx.web = policy.sections.get("web", {})

@@ -40,6 +40,7 @@ class ToolContext:
     abort: threading.Event = field(default_factory=threading.Event)
     web: dict[str, Any] = field(default_factory=dict)  # the policy's `web` section (allowPrivateNetworks, ...)
     outputs_dir: Path | None = None  # where spill files go (<run_dir>/outputs); None: not kept
+    run_dir: Path | None = None  # this run's directory (memory_search reads its events.jsonl)
     truncation: Limits = field(default_factory=Limits)
     bash: dict[str, Any] = field(default_factory=dict)  # the policy's `bash` section
     # Decides targets a tool meets while it runs (a redirect's URL); raises ToolError when not allowed.
