@@ -70,6 +70,7 @@ class CallEnv:
     rerun_base: list[str] = field(default_factory=list)  # argv prefix for the rerun command
     guards: list[Guard] = field(default_factory=list)
     before_edit: Callable[[list[Path]], None] | None = None  # sees files before an edit-domain call changes them
+    admit: Callable[[str], str] | None = None  # context stage 1: may trim a result before it is first sent
 
 
 def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> str:
@@ -94,6 +95,8 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
     except ToolError as err:
         result = err
     content = result.content if isinstance(result, ToolOutput) else canonical(result.payload())
+    if env.admit is not None:
+        content = env.admit(content)
     error_type = None if isinstance(result, ToolOutput) else result.type
     record = CallRecord(call_id, name, raw_args, fingerprint(name, raw_args), denied, error_type,
                         sha256_text(content))

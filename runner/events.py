@@ -43,6 +43,9 @@ class ModelRequest(Event):
     estimated_tokens: int
     prompt_bytes: int
     prompt_sha256: str
+    stage: str  # the latest pruning stage applied: none, soft_trim, hard_clear, summarize
+    prefix_hash: str  # sha256 of tools + system prompt + task: the part that must never change
+    extends_previous: bool  # this prompt's messages start with the previous request's
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,20 @@ class GuardWarning(Event):
     call_id: str
     detector: str
     message: str
+
+
+@dataclass(frozen=True)
+class Compaction(Event):
+    """A pruning step: stage 2 (hard_clear) or 3 (summarize, or summarize_failed)."""
+
+    type: ClassVar[str] = "compaction"
+    turn: int
+    stage: str
+    before_tokens: int
+    after_tokens: int
+    cleared: dict[str, int]  # cleared tool results by tool name
+    summary: str | None
+    history: str | None  # the snapshot of the full history written before a summary
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.call import CallEnv, handle_call
+from runner.context.manager import ContextManager
+from runner.context.prune import CLEARED_MARKER
 from runner.events import Emit, ModelRequest, ModelResponse
 from runner.jsonutil import canonical, estimate_tokens, sha256_text
 from runner.model.base import ChatModel
@@ -46,18 +48,28 @@ def initial_messages(task: str) -> list[dict[str, Any]]:
 
 
 def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, limits: Limits, emit: Emit,
-             first_turn: int = 1) -> LoopResult:
-    """Runs until the model answers without tool calls. `messages` is only appended to;
-    a resumed conversation passes its history and the number of its next turn."""
+             first_turn: int = 1, context: ContextManager | None = None) -> LoopResult:
+    """Runs until the model answers without tool calls. `messages` is only appended to, except
+    where the context manager prunes (in batches); a resumed conversation passes its history and
+    the number of its next turn."""
     tools = env.registry.specs()
+    previous: list[dict[str, Any]] | None = None
     for turn in range(first_turn, first_turn + limits.max_turns):
         remaining = _remaining(limits)
+        if context is not None:
+            messages = context.prepare(messages, tools, turn, placeholder)
+            context.bind(messages, tools)
         prompt = serialize_prompt(messages, tools)
         estimated = estimate_tokens(len(prompt))
         for check in limits.checks:
             check(estimated)
+        extends = previous is not None and messages[: len(previous)] == previous
         emit(ModelRequest(turn=turn, message_count=len(messages), estimated_tokens=estimated,
-                          prompt_bytes=len(prompt.encode("utf-8")), prompt_sha256=sha256_text(prompt)))
+                          prompt_bytes=len(prompt.encode("utf-8")), prompt_sha256=sha256_text(prompt),
+                          stage=context.stage if context else "none",
+                          prefix_hash=sha256_text(serialize_prompt(messages[:2], tools)),
+                          extends_previous=extends))
+        previous = list(messages)
         started = time.monotonic()
         reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=remaining)
         emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage, finish_reason=reply.finish_reason,
@@ -77,6 +89,14 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
 
 
 _CUT_OFF = frozenset({"length", "content_filter"})
+
+
+def placeholder(call_id: str, tool: str, arguments: str) -> str:
+    """What replaces a cleared tool result: which call it was, and how to get it back."""
+    args = " ".join(arguments.split())
+    args = args if len(args) <= 120 else args[:119] + "…"
+    return (f"{CLEARED_MARKER}: {tool} {args} (call {call_id}); the full output is kept in this run's "
+            "events — memory_search finds it]")
 
 
 def _remaining(limits: Limits) -> float | None:

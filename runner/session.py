@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from dotenv import dotenv_values
 from runner import __version__
 from runner.call import CallEnv
 from runner.check import run_check
-from runner.events import RunStarted
+from runner.context.manager import ContextConfig, ContextManager
+from runner.events import ModelResponse, RunStarted
 from runner.guards.budget import Budget
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
@@ -40,6 +42,7 @@ from runner.settings import Settings, load_settings, policy_layer
 from runner.task import Task, parse_task
 from runner.tools.base import ToolError
 from runner.tools.registry import core_tools
+from runner.tools.spill import spill_text
 from runner.tools.truncate import Limits as TruncationLimits
 
 OWN_OUTPUTS = "<run outputs>"
@@ -87,13 +90,48 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout))
     limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,))
-    result = run_loop(initial_messages(task.text), model, env, limits, rec.emit)
+    context = context_for(rec, policy, settings, model, env)
+    result = run_loop(initial_messages(task.text), model, env, limits, rec.emit, context=context)
     rec.answer = result.answer
     if task.check:
         failed = run_check(task.check, env, rec, result.turns)
         if failed is not None:
             return failed
     return rec.finished_status()
+
+
+def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatModel, env: CallEnv) -> ContextManager:
+    """Pruning and compaction for this run; the compaction call goes to the same model, with the
+    same tools (so its prompt shares the conversation's cached prefix) and tool_choice none."""
+    window = None if settings.model.startswith("replay:") else window_for(settings.model, settings.context_window)
+    config = ContextConfig.from_policy(policy.sections.get("compaction", {}), window)
+    tools = env.registry.specs()
+
+    def summarize(messages: list[dict[str, Any]]) -> str:
+        turn = rec.summary.turns
+        started = time.monotonic()
+        reply = model.complete(messages, tools, turn=turn, emit=rec.emit, timeout=None, tool_choice="none")
+        rec.emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage,
+                               finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))
+        text = (reply.message.get("content") or "").strip()
+        if not text:
+            raise ValueError("the compaction call returned no text")
+        return text
+
+    def spill(content: str) -> str | None:
+        _, details = spill_text(rec.ctx.outputs_dir, content, TruncationLimits(1, 1, rec.ctx.truncation.ttl_days),
+                                from_end=False)
+        return details.get("output_path")
+
+    manager = ContextManager(config, rec.emit, rec.run_dir / "history", summarize, spill=spill)
+    env.admit = manager.admit_bound
+
+    def metrics(data: dict[str, Any]) -> None:
+        data.setdefault("metrics", {}).update(pruning_stage_counts=dict(manager.counts),
+                                              peak_context_utilization=round(manager.peak, 4))
+
+    rec.finishers.append(metrics)
+    return manager
 
 
 def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any]) -> None:
@@ -119,8 +157,8 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     rec.ctx.truncation = TruncationLimits.from_policy(policy.sections.get("truncation", {}))
     rec.ctx.bash = policy.sections.get("bash", {})
     rec.ctx.web = policy.sections.get("web", {})
-    # The agent may always read its own spill files; nothing else may be written there.
-    own_outputs = Rule("read", compile_pattern(exact_pattern(path_target(rec.workspace, rec.ctx.outputs_dir),
+    # The agent may always read its own run (spill files, events for memory_search); never write it.
+    own_outputs = Rule("read", compile_pattern(exact_pattern(path_target(rec.workspace, rec.run_dir),
                                                              subtree=True)), "allow", OWN_OUTPUTS, 0)
     policy = policy.with_rules([own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
     write_json(rec.run_dir / "policy.json", policy.resolved)

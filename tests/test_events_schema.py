@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 
 from runner import events as events_module
 from runner.events import (
+    Compaction,
     Event,
     GuardWarning,
     ModelRequest,
@@ -59,7 +60,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 10
+    assert len(types_) == len(EVENTS) == 11
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -110,7 +111,14 @@ def examples(run_id: str) -> list[Event]:
                    task_sha256=SHA, max_turns=50, timeout_s=1800.0),
         RunStarted(version="0.1.0", model="replay:/r", policy="/p/ci.jsonc", mode="full_access", workspace="/w",
                    task_sha256=SHA, max_turns=1, timeout_s=60, replay_of=RUN_ID, approved_calls=["call_1"]),
-        ModelRequest(turn=1, message_count=2, estimated_tokens=120, prompt_bytes=480, prompt_sha256=SHA),
+        ModelRequest(turn=1, message_count=2, estimated_tokens=120, prompt_bytes=480, prompt_sha256=SHA,
+                     stage="none", prefix_hash=SHA, extends_previous=False),
+        ModelRequest(turn=9, message_count=12, estimated_tokens=9000, prompt_bytes=36000, prompt_sha256=SHA,
+                     stage="hard_clear", prefix_hash=SHA, extends_previous=True),
+        Compaction(turn=9, stage="hard_clear", before_tokens=9000, after_tokens=4000, cleared={"bash": 3},
+                   summary=None, history=None),
+        Compaction(turn=12, stage="summarize", before_tokens=12000, after_tokens=3000, cleared={},
+                   summary="[goal] …", history="/r/history/1.json"),
         ModelRetry(turn=1, attempt=1, error="HTTP 429", delay_s=0.5),
         ModelResponse(turn=1, message=assistant_message(None, [{"id": "call_1", "name": "read", "arguments": "{}"}],
                                                         1),

@@ -21,7 +21,8 @@ class ChatModel(Protocol):
     name: str
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
-                 emit: Callable[[Event], None], timeout: float | None) -> ModelReply: ...
+                 emit: Callable[[Event], None], timeout: float | None,
+                 tool_choice: str | None = None) -> ModelReply: ...
 
 
 def assistant_message(content: str | None, tool_calls: list[dict[str, Any]], turn: int) -> dict[str, Any]:

@@ -33,12 +33,13 @@ class OpenAIChat:
                                      timeout=request_timeout_s)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
-                 emit: Callable[[Event], None], timeout: float | None = None) -> ModelReply:
+                 emit: Callable[[Event], None], timeout: float | None = None,
+                 tool_choice: str | None = None) -> ModelReply:
         attempt = 0
         while True:
             attempt += 1
             try:
-                return self._once(messages, tools, turn, timeout)
+                return self._once(messages, tools, turn, timeout, tool_choice)
             except openai.APIStatusError as exc:
                 if exc.status_code in (401, 403):
                     raise ModelError(f"model endpoint refused credentials (HTTP {exc.status_code}): "
@@ -62,10 +63,12 @@ class OpenAIChat:
             time.sleep(delay)
 
     def _once(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
-              timeout: float | None) -> ModelReply:
+              timeout: float | None, tool_choice: str | None = None) -> ModelReply:
         kwargs: dict[str, Any] = {"model": self.name, "messages": messages}
         if tools:
             kwargs["tools"] = tools
+            if tool_choice:
+                kwargs["tool_choice"] = tool_choice
         if timeout is not None:
             kwargs["timeout"] = max(1.0, min(timeout, self.request_timeout_s))
         if not self.stream:

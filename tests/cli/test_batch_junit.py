@@ -84,8 +84,10 @@ def test_sigint_to_a_run_started_like_the_action(fake, workspace):
         if logs and '"type":"model_request"' in logs[0].read_text():
             break
         time.sleep(0.05)
+    assert logs, "the run never reached its model request"
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=10) == 130
+    code = proc.wait(timeout=20)
+    assert code == 130, proc.stderr.read() if proc.stderr else code
     run_dir = logs[0].parent
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["exit_code"] == 130

@@ -1,0 +1,76 @@
+"""Pruning as pure functions over the message list.
+
+Stage 1 (soft trim) cuts a large tool result *as it enters* the context, so no
+sent prefix changes. Stage 2 (hard clear) replaces old tool results by a one-line
+placeholder, all eligible ones at once (one prefix break per batch, not one per
+turn); a placeholder is never changed again. Stage 3 (summarize) keeps the system
+prompt and the task, one summary message, and the recent turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+SUMMARY_MARKER = "[Session summary]"
+CLEARED_MARKER = "[tool output cleared"
+PROTECTED_TOOLS = frozenset({"todo", "write", "edit", "delete", "move", "task"})
+
+
+def soft_trim(content: str, keep_bytes: int, where: str | None) -> str:
+    """Head and tail of a large result, whole lines, with a marker saying where the rest is."""
+    data = content.encode("utf-8")
+    if len(data) <= keep_bytes:
+        return content
+    half = keep_bytes // 2
+    head = data[:half].decode("utf-8", "ignore")
+    tail = data[-half:].decode("utf-8", "ignore")
+    head = head[: head.rfind("\n") + 1] or head
+    tail = tail[tail.find("\n") + 1:] or tail
+    dropped = len(data) - len(head.encode()) - len(tail.encode())
+    ref = f"full output: {where}" if where else "full output: use memory_search"
+    return f"{head}[… {dropped} bytes trimmed as the context grew; {ref} …]\n{tail}"
+
+
+def recent_start(messages: list[dict[str, Any]], recent_turns: int) -> int:
+    """Index where the last `recent_turns` assistant turns (each with its tool results) begin."""
+    starts = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    if len(starts) <= recent_turns:
+        return starts[0] if starts else len(messages)
+    return starts[-recent_turns]
+
+
+def tool_names(messages: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """call id -> (tool name, raw arguments), from the assistant messages."""
+    out = {}
+    for m in messages:
+        for call in m.get("tool_calls") or []:
+            out[call.get("id", "")] = (call["function"].get("name", ""), call["function"].get("arguments", ""))
+    return out
+
+
+def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callable[[str, str, str], str],
+               protected: frozenset[str] = PROTECTED_TOOLS) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Replace tool results before index `before` (except protected tools and ones already cleared)."""
+    names = tool_names(messages)
+    out, counts = [], {}
+    for i, m in enumerate(messages):
+        if (i < before and m.get("role") == "tool" and not str(m.get("content", "")).startswith(CLEARED_MARKER)):
+            tool, args = names.get(m.get("tool_call_id", ""), ("?", ""))
+            if tool not in protected:
+                m = {**m, "content": placeholder(m.get("tool_call_id", ""), tool, args)}
+                counts[tool] = counts.get(tool, 0) + 1
+        out.append(m)
+    return out, counts
+
+
+def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int) -> list[dict[str, Any]]:
+    """[system, task, summary, …recent turns]. The first two never change: the prefix cache survives."""
+    return [*messages[:2], {"role": "user", "content": f"{SUMMARY_MARKER}\n{summary}"}, *messages[keep_from:]]
+
+
+COMPACTION_PROMPT = (
+    "Context is running out. Write a summary of the conversation so far that lets you continue the task "
+    "without it. Cover: the goal; decisions made; errors and approaches that failed; files read or changed "
+    "(paths); progress; next steps. Be concrete and brief. Do not call tools."
+)
