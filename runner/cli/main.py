@@ -13,6 +13,7 @@ from runner.cli.cleanup import cleanup
 from runner.cli.policy import policy
 from runner.cli.replay import replay_cmd
 from runner.cli.run import run
+from runner.cli.runs import runs
 
 
 class DefaultGroup(click.Group):
@@ -41,6 +42,7 @@ cli.add_command(policy)
 cli.add_command(replay_cmd)
 cli.add_command(cleanup)
 cli.add_command(batch)
+cli.add_command(runs)
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -11,6 +11,7 @@ from runner.tools.edit import Edit
 from runner.tools.glob import Glob
 from runner.tools.grep import Grep
 from runner.tools.list import List
+from runner.tools.memory_search import MemorySearch
 from runner.tools.move import Move
 from runner.tools.read import Read
 from runner.tools.web_fetch import WebFetch
@@ -33,4 +34,5 @@ class Registry:
 
 
 def core_tools() -> Registry:
-    return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Delete(), Move(), Bash(), WebFetch()])
+    return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Delete(), Move(), Bash(), WebFetch(),
+                     MemorySearch()])

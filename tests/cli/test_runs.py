@@ -1,0 +1,138 @@
+"""`agent-run runs list|show` on real run directories, and `memory_search` end to end."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from runner.cli.main import cli
+from tests.fakes.openai_server import reply
+
+
+def _section(stdout: str, title: str) -> list[list[str]]:
+    """The rows (split on whitespace) of the table under the line starting with `title`, header skipped."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.strip():
+            break
+        rows.append(line.split())
+    return rows
+
+
+def test_runs_list_and_show(fake, workspace, agent_run):
+    (workspace / "notes.txt").write_text("alpha\n")
+    fake.add(reply("first answer"))
+    first = agent_run("task.md")
+    assert first.code == 0, first.stderr
+    # The fake server counts turns across runs: this run's requests are its turns 2 and 3.
+    fake.add(reply(calls=[("read", {"path": "notes.txt"}), ("bash", {"command": "echo hi"})]), reply("could not"))
+    second = agent_run("task.md")
+    assert second.code == 3, second.stderr
+
+    listed = agent_run("runs", "list")
+    assert listed.code == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split()[:6] == ["run", "status", "exit", "turns", "tools", "tokens"]
+    rows = [line.split() for line in lines[1:]]
+    assert [r[0] for r in rows] == [second.summary["run_id"], first.summary["run_id"]]  # newest first
+    assert rows[0][1:6] == ["denied", "3", "2", "2", f"{second.summary['usage']['total_tokens']:,}"]
+    assert rows[1][1:6] == ["success", "0", "1", "0", "110"]
+    one = CliRunner().invoke(cli, ["runs", "list", "--runs-dir", str(listed.runs_dir), "--limit", "1"])
+    assert one.stdout.splitlines()[1].split()[0] == second.summary["run_id"]
+    assert len(one.stdout.splitlines()) == 2 and "1 older run(s) not shown" in one.stderr
+
+    shown = agent_run("runs", "show", str(second.run_dir))
+    assert shown.code == 0, shown.stderr
+    out = shown.stdout
+    assert out.splitlines()[0] == f"run {second.summary['run_id']}: denied (exit 3)"
+    assert "usage:    500 prompt (150 cached) · 20 completion · 520 total" in out
+    # turn, messages, est. tokens, prompt, cached, completion, stage, extends-previous
+    requests = _section(out, "requests (2)")
+    assert [r[:2] + r[3:6] for r in requests] == [["1", "2", "200", "50", "10"], ["2", "5", "300", "100", "10"]]
+    assert all(len(r) == 8 for r in requests)
+    denial = second.summary["denials"][0]
+    assert denial["replay"] == f"agent-run replay {second.run_dir} --call call_2_1 --approve"
+    assert f"    replay: {denial['replay']}" in out.splitlines()
+    calls = _section(out, "tool calls (2)")
+    assert calls[0] == ["1", "read", "path=notes.txt", "allow", "ok", "7"]  # "1\talpha"
+    assert calls[1] == ["1", "bash", "command=echo", "hi", "deny", "(ask)", "ApprovalRequired",
+                        str(second.of_type("tool_result")[1]["bytes"])]
+
+    as_json = agent_run("runs", "show", "--json", second.summary["run_id"])  # a bare run id, from the workspace
+    data = json.loads(as_json.stdout)
+    assert [(r["prompt_tokens"], r["cached_tokens"]) for r in data["requests"]] == [(200, 50), (300, 100)]
+    assert data["denials"][0]["replay"] == denial["replay"]
+
+    missing = CliRunner().invoke(cli, ["runs", "show", str(workspace / "no-such-run")])
+    assert missing.exit_code == 2 and "not a run directory" in missing.stderr
+
+
+def test_show_prints_stage_extends_previous_and_compaction(tmp_path):
+    # Hand-written (not named like a run id): the fields being added to the events, and no summary.json.
+    run_dir = tmp_path / "handmade"
+    run_dir.mkdir()
+    base = {"run_id": "r", "ts": "2026-01-01T00:00:00.000Z"}
+    events = [
+        {"type": "model_request", "turn": 1, "message_count": 2, "estimated_tokens": 900, "stage": "none",
+         "extends_previous": False},
+        {"type": "model_response", "turn": 1, "message": {"role": "assistant", "content": "x"},
+         "usage": {"prompt_tokens": 1000, "completion_tokens": 5, "cached_tokens": 0}},
+        {"type": "compaction", "turn": 2, "stage": "hard_clear", "before_tokens": 5000, "after_tokens": 1200},
+        {"type": "model_request", "turn": 2, "message_count": 4, "estimated_tokens": 1300, "stage": "hard_clear",
+         "extends_previous": True},
+        {"type": "model_response", "turn": 2, "message": {"role": "assistant", "content": "y"},
+         "usage": {"prompt_tokens": 1400, "completion_tokens": 7, "cached_tokens": 1024}},
+        {"type": "run_finished", "status": "success", "exit_code": 0, "reason": None, "turns": 2, "tool_calls": 0},
+    ]
+    (run_dir / "events.jsonl").write_text(
+        "".join(json.dumps({"seq": i, **base, **e}) + "\n" for i, e in enumerate(events, start=1)))
+    result = CliRunner().invoke(cli, ["runs", "show", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == "run handmade: success (exit 0)"
+    assert _section(result.output, "requests (2)") == [
+        ["1", "2", "900", "1,000", "0", "5", "none", "no"],
+        ["2", "4", "1,300", "1,400", "1,024", "7", "hard_clear", "yes"],
+    ]
+    assert "  seq 3: turn=2 stage=hard_clear before_tokens=5,000 after_tokens=1,200" in result.output.splitlines()
+
+
+def test_memory_search_finds_an_earlier_tool_result(fake, workspace, agent_run):
+    (workspace / "notes.txt").write_text("the launch code is ZEBRA-7\n")
+    fake.add(reply(calls=[("read", {"path": "notes.txt"})]),
+             reply(calls=[("memory_search", {"query": "LAUNCH code"})]),
+             reply("It is ZEBRA-7."))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
+    found = fake.requests[2]["messages"][-1]
+    assert found["role"] == "tool" and found["tool_call_id"] == "call_2_0"
+    first_result = r.of_type("tool_result")[0]
+    assert found["content"].startswith(f"[seq {first_result['seq']} · tool_result · read call_1_0] ")
+    assert "the launch code is ZEBRA-7" in found["content"]
+    decision = r.of_type("permission_decision")[1]
+    assert decision["decision"] == "allow"
+    assert decision["targets"][0]["target"] == f"workspace:.agent-run/runs/{r.run_dir.name}/events.jsonl"
+
+
+def test_show_header_has_the_findings(tmp_path):
+    run_dir = tmp_path / "byhand"
+    run_dir.mkdir()
+    (run_dir / "events.jsonl").write_text("")
+    (run_dir / "summary.json").write_text(json.dumps({
+        "run_id": "byhand", "status": "budget_exceeded", "exit_code": 5, "reason": "max_turns reached",
+        "turns": 10, "tool_calls": 12, "denials": [], "duration_s": 125.4, "model": "m", "policy": "p.jsonc",
+        "usage": {"prompt_tokens": 9000, "completion_tokens": 100, "cached_tokens": 4000, "total_tokens": 9100,
+                  "cost_usd": 0.25},
+        "budget": {"name": "max_turns", "limit": 10, "used": 10},
+        "check": {"command": "pytest -q", "ok": False, "error_type": "ExitNonZero", "exit_code": 1},
+        "changed_files": ["a.py", "b.py"], "loop_warnings": []}))
+    lines = CliRunner().invoke(cli, ["runs", "show", str(run_dir)]).output.splitlines()
+    assert lines[0] == "run byhand: budget_exceeded (exit 5)"
+    assert "  usage:    9,000 prompt (4,000 cached) · 100 completion · 9,100 total · cost $0.2500" in lines
+    assert "  duration: 2m05s · 10 turns · 12 tool calls" in lines
+    assert "  budget:   name=max_turns limit=10 used=10" in lines
+    assert "  check:    command=pytest -q ok=no error_type=ExitNonZero exit_code=1" in lines
+    assert "  changed:  a.py, b.py" in lines
+    assert "denials: none" in lines
