@@ -17,7 +17,7 @@ from runner import __version__
 from runner.call import CallEnv
 from runner.check import run_check
 from runner.context.manager import ContextConfig, ContextManager
-from runner.events import ModelResponse, RunStarted
+from runner.events import ModelRequest, ModelResponse, RunStarted
 from runner.guards.budget import Budget
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
@@ -126,9 +126,17 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
     manager = ContextManager(config, rec.emit, rec.run_dir / "history", summarize, spill=spill)
     env.admit = manager.admit_bound
 
+    requests: list[bool] = []  # extends_previous, per model request
+    rec.consumers.append(lambda e: requests.append(e.extends_previous) if isinstance(e, ModelRequest) else None)
+
     def metrics(data: dict[str, Any]) -> None:
-        data.setdefault("metrics", {}).update(pruning_stage_counts=dict(manager.counts),
-                                              peak_context_utilization=round(manager.peak, 4))
+        usage = data.get("usage", {})
+        data.setdefault("metrics", {}).update(
+            prefix_stability_ratio=round(sum(requests[1:]) / (len(requests) - 1), 4) if len(requests) > 1 else 1.0,
+            cache_hit_ratio=round(usage.get("cached_tokens", 0) / usage["prompt_tokens"], 4)
+            if usage.get("prompt_tokens") else 0.0,
+            pruning_stage_counts=dict(manager.counts), peak_context_utilization=round(manager.peak, 4),
+            loop_warnings=len(data.get("loop_warnings") or []))
 
     rec.finishers.append(metrics)
     return manager

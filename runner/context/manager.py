@@ -20,6 +20,7 @@ from runner.events import Compaction, Emit
 from runner.jsonutil import canonical, estimate_tokens
 
 DEFAULT_CHARS_WINDOW = 120_000  # ADR-0002 A: with no known window, 120k characters
+LOW_WATER_GAP = 0.15  # a stage-2 batch must bring the context this far below its threshold
 
 
 @dataclass(frozen=True)
@@ -92,22 +93,37 @@ class ContextManager:
                 placeholder: Callable[[str, str, str], str]) -> list[dict[str, Any]]:
         """Before a request: stage 2 or 3 when the thresholds say so; returns the messages to send."""
         share = self.share(messages, tools)
-        self.peak = max(self.peak, share)
+        escalate = False
         if share >= self.config.hard_at:
             before = self.tokens(messages, tools)
             cleared, by_tool = hard_clear(messages, recent_start(messages, self.config.recent_turns), placeholder)
-            if by_tool:
+            # A batch must buy room: if clearing cannot get well below the threshold, the next turn
+            # would clear again (a prefix break every turn), so summarize instead.
+            escalate = self.share(cleared, tools) > self.config.hard_at - LOW_WATER_GAP and self.summarize is not None
+            if by_tool and not escalate:
                 messages = cleared
-                self.counts["hard_clear"] += 1
-                self.stage = "hard_clear"
-                self.emit(Compaction(turn=turn, stage="hard_clear", before_tokens=before,
-                                     after_tokens=self.tokens(messages, tools), cleared=by_tool, summary=None,
-                                     history=None))
+                self._cleared(turn, before, messages, tools, by_tool)
         share = self.share(messages, tools)
-        if (share >= self.config.summarize_at or self._over_window(messages, tools)) and self.summarize:
-            messages = self._summarize(messages, tools, turn)
+        if (escalate or share >= self.config.summarize_at or self._over_window(messages, tools)) and self.summarize:
+            summarized_messages = self._summarize(messages, tools, turn)
+            if summarized_messages is messages and escalate:
+                # The summary failed: fall back to clearing (P4), even if it has to happen again soon.
+                before = self.tokens(messages, tools)
+                cleared, by_tool = hard_clear(messages, recent_start(messages, self.config.recent_turns),
+                                              placeholder)
+                if by_tool:
+                    summarized_messages = cleared
+                    self._cleared(turn, before, cleared, tools, by_tool)
+            messages = summarized_messages
         self.peak = max(self.peak, self.share(messages, tools))
         return messages
+
+    def _cleared(self, turn: int, before: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 by_tool: dict[str, int]) -> None:
+        self.counts["hard_clear"] += 1
+        self.stage = "hard_clear"
+        self.emit(Compaction(turn=turn, stage="hard_clear", before_tokens=before,
+                             after_tokens=self.tokens(messages, tools), cleared=by_tool, summary=None, history=None))
 
     def _over_window(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
         return self.tokens(messages, tools) > self.config.usable

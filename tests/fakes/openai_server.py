@@ -58,6 +58,10 @@ class FakeOpenAI:
     def __init__(self) -> None:
         self.script: list[Step] = []
         self.requests: list[dict[str, Any]] = []
+        # Compaction calls (tool_choice "none") are answered with this, outside the script;
+        # an Step("error") here makes them fail instead.
+        self.summary: str | Step = "[goal] the task. [progress] several steps done. [next] continue."
+        self.compactions = 0
         self._lock = threading.Lock()
         self._turn = 0
         server = self
@@ -95,6 +99,9 @@ class FakeOpenAI:
     def _next(self, body: dict[str, Any]) -> tuple[int, Step | None]:
         with self._lock:
             self.requests.append(body)
+            if body.get("tool_choice") == "none":
+                self.compactions += 1
+                return self._turn, self.summary if isinstance(self.summary, Step) else reply(self.summary)
             if not self.script:
                 return len(self.requests), None
             self._turn += 1

@@ -1,0 +1,106 @@
+"""Pruning stages as pure functions, and the manager's thresholds."""
+
+from __future__ import annotations
+
+from runner.context.manager import ContextConfig, ContextManager
+from runner.context.prune import CLEARED_MARKER, SUMMARY_MARKER, hard_clear, recent_start, soft_trim, summarized
+
+
+def convo(turns: int, size: int = 100, tool: str = "bash") -> list[dict]:
+    msgs = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}]
+    for t in range(turns):
+        cid = f"c{t}"
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": tool, "arguments": f'{{"n": {t}}}'}}]})
+        msgs.append({"role": "tool", "tool_call_id": cid, "content": f"out{t} " + "x" * size})
+    return msgs
+
+
+def ph(cid, tool, args):
+    return f"{CLEARED_MARKER}: {tool} {args} ({cid})]"
+
+
+def test_soft_trim_keeps_head_and_tail_lines_and_says_where():
+    text = "".join(f"line {i}\n" for i in range(2000))
+    out = soft_trim(text, 1000, "/r/outputs/tool_1")
+    assert out.startswith("line 0\n") and out.endswith("line 1999\n")
+    assert "bytes trimmed as the context grew; full output: /r/outputs/tool_1" in out
+    assert len(out.encode()) < 1200
+    assert soft_trim("short", 1000, None) == "short"
+
+
+def test_recent_start_protects_the_last_turns():
+    msgs = convo(6)
+    start = recent_start(msgs, 3)
+    assert msgs[start]["role"] == "assistant" and sum(m["role"] == "assistant" for m in msgs[start:]) == 3
+    assert recent_start(convo(2), 3) == 2
+
+
+def test_hard_clear_replaces_old_results_once_and_spares_protected_tools():
+    msgs = convo(6)
+    msgs[3]["content"] = "edited a.txt"  # make one of them an edit result
+    msgs[2]["tool_calls"][0]["function"]["name"] = "edit"
+    before = recent_start(msgs, 3)
+    cleared, counts = hard_clear(msgs, before, ph)
+    assert counts == {"bash": 2}
+    assert cleared[3]["content"] == "edited a.txt"  # protected tool kept
+    assert cleared[5]["content"].startswith(CLEARED_MARKER)
+    assert cleared[before:] == msgs[before:]  # the recent turns untouched
+    again, counts2 = hard_clear(cleared, before, ph)
+    assert counts2 == {} and again == cleared  # a placeholder is never changed again
+
+
+def test_summarized_keeps_system_task_and_recent():
+    msgs = convo(6)
+    keep = recent_start(msgs, 3)
+    out = summarized(msgs, "the summary", keep)
+    assert out[:2] == msgs[:2] and out[2] == {"role": "user", "content": f"{SUMMARY_MARKER}\nthe summary"}
+    assert out[3:] == msgs[keep:]
+
+
+def test_manager_stages_by_share_of_the_usable_window():
+    events = []
+    config = ContextConfig(window=20_000, soft_keep_bytes=300)
+    assert config.usable == 16_000
+    calls = []
+
+    def summarize(messages):
+        calls.append(messages)
+        return "summary"
+
+    m = ContextManager(config, events.append, None, summarize)
+    small = convo(2, size=50)
+    assert m.prepare(small, [], 1, ph) == small and m.counts == {"soft_trim": 0, "hard_clear": 0, "summarize": 0}
+    # ~56% of 16,000 tokens: stage 2 clears the old results in one batch.
+    mid = convo(12, size=3000)
+    out = m.prepare(mid, [], 2, ph)
+    assert m.counts["hard_clear"] == 1 and m.counts["summarize"] == 0
+    assert sum(str(x.get("content", "")).startswith(CLEARED_MARKER) for x in out) == 9
+    assert [e.stage for e in events] == ["hard_clear"] and events[0].after_tokens < events[0].before_tokens
+    # Past 70% even after clearing (big recent turns): stage 3 summarizes.
+    big = convo(12, size=16_000)
+    out = m.prepare(big, [], 3, ph)
+    assert m.counts["summarize"] == 1 and out[2]["content"].startswith(SUMMARY_MARKER)
+    assert calls[0][-1]["role"] == "user" and "summary" in calls[0][-1]["content"].lower()
+
+
+def test_a_failing_summary_degrades_to_pruning():
+    events = []
+
+    def broken(_):
+        raise RuntimeError("model down")
+
+    m = ContextManager(ContextConfig(window=20_000), events.append, None, broken)
+    msgs = convo(8, size=30_000)
+    out = m.prepare(msgs, [], 1, ph)
+    stages = [e.stage for e in events]
+    assert "summarize_failed" in stages and "model down" in events[stages.index("summarize_failed")].summary
+    assert stages[-1] == "hard_clear"  # the run goes on with what pruning can do
+    assert sum(str(x.get("content", "")).startswith(CLEARED_MARKER) for x in out) > 0
+
+
+def test_history_snapshot_is_written_before_a_summary_and_read_only(tmp_path):
+    m = ContextManager(ContextConfig(window=20_000), lambda e: None, tmp_path / "history", lambda _: "s")
+    m.prepare(convo(8, size=30_000), [], 1, ph)
+    snap = tmp_path / "history" / "1.json"
+    assert snap.exists() and oct(snap.stat().st_mode & 0o777) == "0o444"
