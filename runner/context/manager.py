@@ -31,14 +31,14 @@ class ContextConfig:
     hard_at: float = 0.5
     summarize_at: float = 0.7
     recent_turns: int = 3
-    soft_keep_bytes: int = 4096
+    soft_keep_bytes: int = 2048
 
     @classmethod
     def from_policy(cls, section: dict[str, Any], window: int | None) -> ContextConfig:
         return cls(window=section.get("contextWindow", window), max_chars=section.get("maxChars", DEFAULT_CHARS_WINDOW),
                    soft_at=section.get("softTrimAt", 0.3), hard_at=section.get("hardClearAt", 0.5),
                    summarize_at=section.get("summarizeAt", 0.7), recent_turns=section.get("recentTurns", 3),
-                   soft_keep_bytes=section.get("softTrimBytes", 4096))
+                   soft_keep_bytes=section.get("softTrimBytes", 2048))
 
     @property
     def usable(self) -> int:
