@@ -77,7 +77,7 @@ def select(run: RecordedRun, call_ids: list[str]) -> list[dict[str, Any]]:
 
 def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: dict[str, Any],
            verbosity: int) -> RunOutcome:
-    from runner.session import budget_for, call_env, make_model, settings_for
+    from runner.session import budget_for, call_env, context_for, make_model, settings_for
 
     try:
         run = load_run(run_dir)
@@ -125,7 +125,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         messages, last_turn = history(run, max(c["turn"] for c in chosen), results)
         model = make_model(settings, deadline)
         limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,))
-        result = run_loop(messages, model, env, limits, rec.emit, last_turn + 1)
+        result = run_loop(messages, model, env, limits, rec.emit, last_turn + 1,
+                          context=context_for(rec, policy, settings, model, env))
         rec.answer = result.answer
         return rec.finished_status()
 

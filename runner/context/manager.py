@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.context.prune import COMPACTION_PROMPT, hard_clear, recent_start, soft_trim, summarized
+from runner.context.prune import (
+    COMPACTION_PROMPT,
+    SUMMARY_MARKER,
+    hard_clear,
+    recent_start,
+    soft_trim,
+    summarized,
+)
 from runner.events import Compaction, Emit
 from runner.jsonutil import canonical, estimate_tokens
 
@@ -131,8 +138,8 @@ class ContextManager:
     def _summarize(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                    turn: int) -> list[dict[str, Any]]:
         keep_from = recent_start(messages, self.config.recent_turns)
-        if keep_from <= 2:
-            return messages
+        if all(str(m.get("content") or "").startswith(SUMMARY_MARKER) for m in messages[2:keep_from]):
+            return messages  # nothing new to summarize: only the task, earlier summaries and recent turns
         before = self.tokens(messages, tools)
         snapshot = None
         if self.history_dir is not None:

@@ -65,8 +65,12 @@ def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callabl
 
 
 def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int) -> list[dict[str, Any]]:
-    """[system, task, summary, …recent turns]. The first two never change: the prefix cache survives."""
-    return [*messages[:2], {"role": "user", "content": f"{SUMMARY_MARKER}\n{summary}"}, *messages[keep_from:]]
+    """[system, task, earlier summaries…, this summary, …recent turns]. What was summarized before is
+    never changed again: it stays part of the stable prefix, and the new summary covers what came after."""
+    kept = 2
+    while kept < keep_from and str(messages[kept].get("content") or "").startswith(SUMMARY_MARKER):
+        kept += 1
+    return [*messages[:kept], {"role": "user", "content": f"{SUMMARY_MARKER}\n{summary}"}, *messages[keep_from:]]
 
 
 COMPACTION_PROMPT = (

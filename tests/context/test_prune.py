@@ -58,6 +58,15 @@ def test_summarized_keeps_system_task_and_recent():
     assert out[3:] == msgs[keep:]
 
 
+def test_a_second_summary_keeps_the_first():
+    msgs = convo(6)
+    first = summarized(msgs, "one", recent_start(msgs, 3))
+    grown = first + convo(9)[2 + 6:]  # three more turns
+    second = summarized(grown, "two", recent_start(grown, 3))
+    assert second[:3] == first[:3]  # the earlier summary is never changed again
+    assert second[3]["content"] == f"{SUMMARY_MARKER}\ntwo"
+
+
 def test_manager_stages_by_share_of_the_usable_window():
     events = []
     config = ContextConfig(window=20_000, soft_keep_bytes=300)
