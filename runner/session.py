@@ -42,7 +42,7 @@ from runner.settings import Settings, load_settings, policy_layer
 from runner.task import Task, parse_task
 from runner.tools.base import ToolError
 from runner.tools.registry import core_tools
-from runner.tools.spill import spill_text
+from runner.tools.spill import keep
 from runner.tools.truncate import Limits as TruncationLimits
 
 OWN_OUTPUTS = "<run outputs>"
@@ -110,7 +110,8 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
     def summarize(messages: list[dict[str, Any]]) -> str:
         turn = rec.summary.turns
         started = time.monotonic()
-        reply = model.complete(messages, tools, turn=turn, emit=rec.emit, timeout=None, tool_choice="none")
+        left = rec.ctx.deadline - time.monotonic() if rec.ctx.deadline is not None else None
+        reply = model.complete(messages, tools, turn=turn, emit=rec.emit, timeout=left, tool_choice="none")
         rec.emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage,
                                finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))
         text = (reply.message.get("content") or "").strip()
@@ -119,9 +120,7 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
         return text
 
     def spill(content: str) -> str | None:
-        _, details = spill_text(rec.ctx.outputs_dir, content, TruncationLimits(1, 1, rec.ctx.truncation.ttl_days),
-                                from_end=False)
-        return details.get("output_path")
+        return keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days) if rec.ctx.outputs_dir else None
 
     manager = ContextManager(config, rec.emit, rec.run_dir / "history", summarize, spill=spill)
     env.admit = manager.admit_bound

@@ -120,13 +120,16 @@ def spill_text(outputs_dir: Path | None, text: str, limits: Limits, *, from_end:
                                   "sha256": digest}
     if not cut.truncated:
         return text, details
-    path = None
-    if outputs_dir is not None:
-        target = new_spill_path(outputs_dir, limits.ttl_days)
-        target.write_text(text, encoding="utf-8")
-        path = str(target)
+    path = keep(outputs_dir, text, limits.ttl_days) if outputs_dir is not None else None
     details["output_path"] = path
     return render(cut, path, from_end=from_end), details
+
+
+def keep(outputs_dir: Path, text: str, ttl_days: float | None = None) -> str:
+    """Write `text` to a new spill file; returns its path."""
+    target = new_spill_path(outputs_dir, ttl_days)
+    target.write_text(text, encoding="utf-8")
+    return str(target)
 
 
 def remove_older_than(runs_dir: Path, max_age_s: float, *, spills_only: bool, dry_run: bool = False) -> list[Path]:
