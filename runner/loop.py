@@ -8,6 +8,7 @@ previous request's messages, byte for byte.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,12 +92,17 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
 _CUT_OFF = frozenset({"length", "content_filter"})
 
 
-def placeholder(call_id: str, tool: str, arguments: str) -> str:
-    """What replaces a cleared tool result: which call it was, and how to get it back."""
+def placeholder(call_id: str, tool: str, arguments: str, content: str) -> str:
+    """What replaces a cleared tool result: which call it was, and where the full output is."""
     args = " ".join(arguments.split())
     args = args if len(args) <= 120 else args[:119] + "…"
-    return (f"{CLEARED_MARKER}: {tool} {args} (call {call_id}); the full output is kept in this run's "
-            "events — memory_search finds it]")
+    spilled = _SPILL_PATH.search(content)
+    where = f"the full output is in {spilled.group(1)}; " if spilled else ""
+    return (f"{CLEARED_MARKER}: {tool} {args} (call {call_id}); {where}this run's events keep it too — "
+            "memory_search finds it]")
+
+
+_SPILL_PATH = re.compile(r"[Ff]ull output: (\S+?/outputs/tool_\w+)")
 
 
 def _remaining(limits: Limits) -> float | None:

@@ -97,7 +97,7 @@ class ContextManager:
         return trimmed
 
     def prepare(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
-                placeholder: Callable[[str, str, str], str]) -> list[dict[str, Any]]:
+                placeholder: Callable[[str, str, str, str], str]) -> list[dict[str, Any]]:
         """Before a request: stage 2 or 3 when the thresholds say so; returns the messages to send."""
         share = self.share(messages, tools)
         escalate = False

@@ -49,7 +49,7 @@ def tool_names(messages: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callable[[str, str, str], str],
+def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callable[[str, str, str, str], str],
                protected: frozenset[str] = PROTECTED_TOOLS) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Replace tool results before index `before` (except protected tools and ones already cleared)."""
     names = tool_names(messages)
@@ -58,19 +58,28 @@ def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callabl
         if (i < before and m.get("role") == "tool" and not str(m.get("content", "")).startswith(CLEARED_MARKER)):
             tool, args = names.get(m.get("tool_call_id", ""), ("?", ""))
             if tool not in protected:
-                m = {**m, "content": placeholder(m.get("tool_call_id", ""), tool, args)}
+                m = {**m, "content": placeholder(m.get("tool_call_id", ""), tool, args, str(m.get("content", "")))}
                 counts[tool] = counts.get(tool, 0) + 1
         out.append(m)
     return out, counts
 
 
-def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int) -> list[dict[str, Any]]:
+def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int,
+               protected: frozenset[str] = PROTECTED_TOOLS) -> list[dict[str, Any]]:
     """[system, task, earlier summaries…, this summary, …recent turns]. What was summarized before is
-    never changed again: it stays part of the stable prefix, and the new summary covers what came after."""
+    never changed again: it stays part of the stable prefix, and the new summary covers what came after.
+    Outputs of protected tools in the summarized part are carried over, verbatim, into the summary."""
     kept = 2
     while kept < keep_from and str(messages[kept].get("content") or "").startswith(SUMMARY_MARKER):
         kept += 1
-    return [*messages[:kept], {"role": "user", "content": f"{SUMMARY_MARKER}\n{summary}"}, *messages[keep_from:]]
+    names = tool_names(messages)
+    carried = [f"- {names[m['tool_call_id']][0]} {names[m['tool_call_id']][1]}: {m.get('content', '')}"
+               for m in messages[kept:keep_from]
+               if m.get("role") == "tool" and names.get(m.get("tool_call_id", ""), ("", ""))[0] in protected]
+    text = f"{SUMMARY_MARKER}\n{summary}"
+    if carried:
+        text += "\n\nOutputs kept from the summarized part:\n" + "\n".join(carried)
+    return [*messages[:kept], {"role": "user", "content": text}, *messages[keep_from:]]
 
 
 COMPACTION_PROMPT = (

@@ -16,7 +16,7 @@ def convo(turns: int, size: int = 100, tool: str = "bash") -> list[dict]:
     return msgs
 
 
-def ph(cid, tool, args):
+def ph(cid, tool, args, content=""):
     return f"{CLEARED_MARKER}: {tool} {args} ({cid})]"
 
 
@@ -56,6 +56,24 @@ def test_summarized_keeps_system_task_and_recent():
     out = summarized(msgs, "the summary", keep)
     assert out[:2] == msgs[:2] and out[2] == {"role": "user", "content": f"{SUMMARY_MARKER}\nthe summary"}
     assert out[3:] == msgs[keep:]
+
+
+def test_summary_carries_protected_outputs_verbatim():
+    msgs = convo(6)
+    msgs[2]["tool_calls"][0]["function"]["name"] = "write"
+    msgs[3]["content"] = "created notes.md (12 bytes)"
+    out = summarized(msgs, "s", recent_start(msgs, 3))
+    assert 'write {"n": 0}: created notes.md (12 bytes)' in out[2]["content"]
+    assert "out1" not in out[2]["content"]  # unprotected outputs are summarized away
+
+
+def test_placeholder_names_the_spill_file():
+    from runner.loop import placeholder
+
+    cut = "...\nFull output: /r/outputs/tool_20261122T0_ab12 — use grep"
+    text = placeholder("c1", "bash", '{"command": "make"}', cut)
+    assert "the full output is in /r/outputs/tool_20261122T0_ab12" in text and "(call c1)" in text
+    assert "memory_search" in placeholder("c2", "grep", "{}", "short")
 
 
 def test_a_second_summary_keeps_the_first():
