@@ -25,7 +25,7 @@ from runner.jsonutil import canonical, sha256_text
 from runner.outcome import RunEnded
 from runner.policy.decide import CallDecision, decide
 from runner.policy.match import exact_pattern
-from runner.policy.model import Policy
+from runner.policy.model import Policy, Target
 from runner.policy.targets import target_path
 from runner.rundir import utc_now
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
@@ -82,12 +82,12 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
     denied = False
     try:
         tool, args = parse_call(name, raw_args, env.registry)
-        decision = decide(env.policy, tool.domain, tool.targets(args, env.ctx))
-        denial = None if decision.allowed else approval_request(env, call_id, decision)
-        _emit_decision(emit, env, call_id, name, decision, denial)
+        decision, denial = decide_and_record(env, call_id, name, tool.domain, tool.targets(args, env.ctx), emit)
         if denial is not None:
             denied = True
             raise _denial_error(decision, denial)
+        # Targets the tool meets while running are recorded under this call.
+        env.ctx.call_id, env.ctx.call_tool = call_id, name
         if env.before_edit is not None:
             env.before_edit([p for t in decision.targets if t.target.domain == "edit"
                              if (p := target_path(env.ctx.workspace, t.target.target)) is not None])
@@ -115,6 +115,23 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
     if stop is not None:
         raise stop
     return content
+
+
+def decide_and_record(env: CallEnv, call_id: str, tool: str, domain: str, targets: list[Target],
+                      emit: Emit) -> tuple[CallDecision, dict[str, Any] | None]:
+    """The policy decision, recorded as an audit event; with the approval request when denied."""
+    decision = decide(env.policy, domain, targets)
+    denial = None if decision.allowed else approval_request(env, call_id, decision)
+    _emit_decision(emit, env, call_id, tool, decision, denial)
+    return decision, denial
+
+
+def authorize_within(env: CallEnv, emit: Emit, targets: list[Target]) -> None:
+    """For targets a running tool meets (a redirect's URL): decided and recorded like the call's own,
+    so a denial there is in the summary and the exit code too."""
+    decision, denial = decide_and_record(env, env.ctx.call_id, env.ctx.call_tool, targets[0].domain, targets, emit)
+    if denial is not None:
+        raise _denial_error(decision, denial)
 
 
 def truncated(tool: Tool, output: ToolOutput, ctx: ToolContext) -> ToolOutput:

@@ -14,7 +14,7 @@ import pydantic
 from dotenv import dotenv_values
 
 from runner import __version__
-from runner.call import CallEnv
+from runner.call import CallEnv, authorize_within
 from runner.check import run_check
 from runner.context.manager import ContextConfig, ContextManager
 from runner.events import ModelRequest, ModelResponse, RunStarted
@@ -28,19 +28,17 @@ from runner.model.catalog import price_for, window_for
 from runner.model.openai_chat import OpenAIChat
 from runner.model.replay import ReplayModel
 from runner.outcome import Status, UsageError
-from runner.policy.decide import decide
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.load import load_policy
 from runner.policy.match import compile_pattern, exact_pattern
-from runner.policy.model import Policy, Rule, Target
+from runner.policy.model import Policy, Rule
 from runner.policy.targets import path_target
 from runner.recorder import Recording, RunOutcome, early_failure, record
 from runner.report.changes import ChangeTracker
 from runner.rundir import default_runs_dir, write_atomic, write_json
 from runner.settings import Settings, load_settings, policy_layer
 from runner.task import Task, parse_task
-from runner.tools.base import ToolError
 from runner.tools.registry import core_tools
 from runner.tools.spill import keep
 from runner.tools.truncate import Limits as TruncationLimits
@@ -169,19 +167,11 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
                                                              subtree=True)), "allow", OWN_OUTPUTS, 0)
     policy = policy.with_rules([own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
     write_json(rec.run_dir / "policy.json", policy.resolved)
-    rec.ctx.authorize = lambda targets: authorize(policy, targets)
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
     guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
-    return CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards)
-
-
-def authorize(policy: Policy, targets: list[Target]) -> None:
-    """For targets met inside a tool (redirects): the same decision, as an error when not allowed."""
-    d = decide(policy, targets[0].domain, targets)
-    if not d.allowed:
-        kind = "ToolNotAllowed" if d.decision == "deny" else "ApprovalRequired"
-        raise ToolError(kind, f"policy does not allow {d.deciding.target.domain} on {d.deciding.target.target}",
-                        target=d.deciding.target.target)
+    env = CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards)
+    rec.ctx.authorize = lambda targets: authorize_within(env, rec.emit, targets)
+    return env
 
 
 def budget_for(rec: Recording, policy: Policy, settings: Settings) -> Budget:

@@ -45,6 +45,8 @@ class ToolContext:
     bash: dict[str, Any] = field(default_factory=dict)  # the policy's `bash` section
     # Decides targets a tool meets while it runs (a redirect's URL); raises ToolError when not allowed.
     authorize: Callable[[list[Target]], None] | None = None
+    call_id: str = ""  # the call being run, and its tool: for what `authorize` records
+    call_tool: str = ""
 
 
 @dataclass

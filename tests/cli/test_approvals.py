@@ -131,3 +131,40 @@ def test_suggest_and_simulate_on_a_recorded_run(fake, workspace, agent_run):
     (workspace / "p.jsonc").write_text('{"extends": "default", "permission": {"rules": ' + rules + "}}")
     sim2 = json.loads(agent_run("policy", "simulate", "--policy", "p.jsonc", str(first.run_dir)).stdout)
     assert sim2["newly_allowed"] == 2
+
+
+def test_a_denied_redirect_is_a_denial_of_the_run(fake, workspace, agent_run):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Redirecting(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(302 if self.path == "/open" else 200)
+            self.send_header("location", "/secret")
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        (workspace / "p.jsonc").write_text(json.dumps({
+            "extends": "default", "web": {"allowPrivateNetworks": True},
+            "permission": {"rules": [{"domain": "web_fetch", "pattern": f"url:http://127.0.0.1:{port}/secret",
+                                      "decision": "deny"}]}}))
+        fake.add(reply(calls=[("web_fetch", {"url": f"http://127.0.0.1:{port}/open"})]), reply("fetched"))
+        r = agent_run("--policy", "p.jsonc", "task.md")
+    finally:
+        server.shutdown()
+    assert r.code == 3, r.summary
+    denial = r.summary["denials"][0]
+    assert (denial["call_id"], denial["tool"], denial["target"]) == ("call_1_0", "web_fetch",
+                                                                     f"url:http://127.0.0.1:{port}/secret")
+    decisions = [(e["decision"], e["targets"][0]["target"]) for e in r.of_type("permission_decision")]
+    assert decisions == [("allow", f"url:http://127.0.0.1:{port}/open"),
+                         ("deny", f"url:http://127.0.0.1:{port}/secret")]

@@ -413,17 +413,24 @@ def test_policy_schema_for_web_section(tmp_path, web, ok):
     assert (errors == []) is ok, errors
 
 
-def test_each_redirect_hop_is_decided_by_the_policy(ws, base):
-    # An open redirect on an allowed URL must not lead to a URL the policy does not allow.
+def test_each_redirect_hop_is_decided_and_recorded(ws, base):
+    # An open redirect on an allowed URL must not lead to a URL the policy does not allow, and the
+    # denial is an audit event like any other (so it reaches summary.json and the exit code).
+    from runner.call import CallEnv, authorize_within
+    from runner.events import PermissionDecision
     from runner.policy.load import load_policy
-    from runner.session import authorize
+    from runner.tools.registry import core_tools
 
     rules = [{"domain": "web_fetch", "pattern": "url:http://127.0.0.1:*/hops/2", "decision": "allow"},
              {"domain": "web_fetch", "pattern": "url:http://127.0.0.1:*/hops/1", "decision": "deny"}]
     (ws / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": rules}}))
-    policy = load_policy(str(ws / "p.jsonc"))
-    ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True},
-                      authorize=lambda targets: authorize(policy, targets))
+    events = []
+    ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True}, call_id="call_7", call_tool="web_fetch")
+    env = CallEnv(core_tools(), load_policy(str(ws / "p.jsonc")), ctx, "run")
+    ctx.authorize = lambda targets: authorize_within(env, events.append, targets)
     err = error(ctx, url=f"{base}/hops/2")
     assert err.type == "ToolNotAllowed"
     assert "redirect from" in err.message and "/hops/1" in err.message
+    recorded = [e for e in events if isinstance(e, PermissionDecision)]
+    assert [(e.call_id, e.tool, e.decision) for e in recorded] == [("call_7", "web_fetch", "deny")]
+    assert recorded[0].targets[0]["target"].endswith("/hops/1")
