@@ -1,0 +1,31 @@
+"""docs/cli.md is every `--help` page, generated: a test fails when the docs drift from the CLI.
+
+    python -m runner.cli.helpdoc > docs/cli.md
+"""
+
+from __future__ import annotations
+
+import click
+
+from runner.cli.main import cli
+
+
+def pages() -> str:
+    out = ["# Command-line reference", "",
+           "Generated from the `--help` pages (`python -m runner.cli.helpdoc > docs/cli.md`); "
+           "`tests/test_cli_docs.py` fails when this file and the CLI disagree.", ""]
+
+    def walk(command: click.Command, path: list[str]) -> None:
+        # A fixed width: the same text whatever terminal generates or checks it.
+        ctx = click.Context(command, info_name=" ".join(path), terminal_width=100, max_content_width=100)
+        out.extend([f"## `{' '.join(path)}`", "", "```", command.get_help(ctx).rstrip(), "```", ""])
+        if isinstance(command, click.Group):
+            for name in sorted(command.commands):
+                walk(command.commands[name], [*path, name])
+
+    walk(cli, ["agent-run"])
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(pages(), end="")
