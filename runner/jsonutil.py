@@ -23,3 +23,9 @@ def sha256_json(obj: Any) -> str:
 def estimate_tokens(chars: int) -> int:
     """ADR-0002 A: characters / 4 until a real tokenizer is plugged in."""
     return (chars + 3) // 4
+
+
+def short(text: str, width: int = 80) -> str:
+    """One line of at most `width` characters, for humans (progress lines, reasons, labels)."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

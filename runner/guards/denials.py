@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from runner.call import CallRecord, Verdict
+from runner.jsonutil import short
 from runner.outcome import Denied
 
 DEFAULT_MAX_DENIALS = 3
@@ -20,14 +21,10 @@ class DenialGuard:
         self.count += 1
         if record.fingerprint in self._seen:
             return Verdict(stop=Denied(f"the model repeated a denied call ({record.tool} "
-                                       f"{_short(record.arguments)}); the run ends rather than spend tokens on it"))
+                                       f"{short(record.arguments)}); the run ends rather than spend tokens on it"))
         self._seen.add(record.fingerprint)
         if self.count >= self.max_denials:
             return Verdict(stop=Denied(f"{self.count} calls denied (permission.maxDenials is {self.max_denials}); "
                                        "see summary.json denials for what to approve"))
         return None
 
-
-def _short(text: str, width: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from runner.jsonutil import short
+
 
 @dataclass(frozen=True)
 class LoopConfig:
@@ -139,7 +141,7 @@ class LoopGuard:
         from runner.call import Verdict
         from runner.outcome import DoomLoop
 
-        label = f"{record.tool} {_short(record.arguments)}"
+        label = f"{record.tool} {short(record.arguments)}"
         fired, warnings = self.detector.observe(Observation(record.fingerprint, record.content_sha256,
                                                             record.error_type is not None, label))
         verdict = Verdict(warnings=[(w.detector, f"possible loop: {w.message()}") for w in warnings])
@@ -147,7 +149,3 @@ class LoopGuard:
             verdict.stop = DoomLoop(f"doom loop ({fired.detector}): {fired.message()}", loop=fired.as_dict())
         return verdict
 
-
-def _short(text: str, width: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"

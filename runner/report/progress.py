@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from runner.events import Event, ModelRequest, ModelResponse, ModelRetry, PermissionDecision, ToolCall, ToolResult
+from runner.jsonutil import short
 
 
 class Progress:
@@ -30,7 +31,7 @@ class Progress:
             what = f"{n} tool call(s)" if n else "final answer"
             return f"[turn {event.turn}] model: {what} ({event.duration_s:.1f}s)"
         if isinstance(event, ToolCall):
-            self._pending[event.call_id] = f"{event.tool} {_short(event.arguments)}"
+            self._pending[event.call_id] = f"{event.tool} {short(event.arguments)}"
             return None
         if isinstance(event, PermissionDecision):
             self._pending[event.call_id] = f"{self._pending.get(event.call_id, event.tool)} [{event.decision}]"
@@ -41,7 +42,3 @@ class Progress:
             return f"  {head} -> {outcome} ({event.bytes} bytes, {event.duration_s:.2f}s)"
         return None
 
-
-def _short(text: str, width: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
