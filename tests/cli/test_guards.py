@@ -43,6 +43,26 @@ def test_ping_pong_exit_4_at_threshold(fake, workspace, agent_run):
     assert len(r.of_type("tool_call")) == 10
 
 
+def test_no_progress_catches_an_interleaved_loop(fake, workspace, agent_run):
+    (workspace / "a.txt").write_text("same\n")
+    for i in range(12):
+        (workspace / f"x{i}.txt").write_text(f"new {i}\n")
+    paths = [p for i in range(12) for p in ("a.txt", f"x{i}.txt")]
+    fake.add(*_reads(*paths), reply("never"))
+    r = agent_run("task.md")
+    assert r.code == 4 and r.summary["loop"]["detector"] == "no_progress"
+    assert len(r.of_type("tool_call")) == 19  # a.txt's 10th read, not one call before
+
+
+def test_circuit_breaker_on_a_cycle(fake, workspace, agent_run):
+    for name in "abcd":
+        (workspace / f"{name}.txt").write_text(name)
+    fake.add(*_reads(*[f"{c}.txt" for c in "abcd" * 10]), reply("never"))
+    r = agent_run("task.md")
+    assert r.code == 4 and r.summary["loop"]["detector"] == "circuit_breaker"
+    assert len(r.of_type("tool_call")) == 34  # 4 new results, then 30 calls that produce nothing new
+
+
 def test_a_poll_whose_result_changes_passes(fake, workspace, agent_run):
     # The same call twelve times, past every repeat threshold; its result changes each time.
     poll = [reply(calls=[("bash", {"command": "date +%s%N"})]) for _ in range(12)]
