@@ -131,3 +131,17 @@ def test_history_snapshot_is_written_before_a_summary_and_read_only(tmp_path):
     m.prepare(convo(8, size=30_000), [], 1, ph)
     snap = tmp_path / "history" / "1.json"
     assert snap.exists() and oct(snap.stat().st_mode & 0o777) == "0o444"
+
+
+def test_stage_1_starts_at_30_percent():
+    m = ContextManager(ContextConfig(window=20_000, soft_keep_bytes=500), lambda e: None, None, None)
+    big = "line\n" * 1000
+    below = convo(2, size=100)  # far under 30% of 16,000 tokens
+    m.bind(below, [])
+    assert m.admit_bound(big) == big
+    above = convo(8, size=2600)  # ~5,500 tokens: over 30%, under 50%
+    assert 0.3 <= m.share(above, []) < 0.5
+    m.bind(above, [])
+    trimmed = m.admit_bound(big)
+    assert trimmed != big and "trimmed as the context grew" in trimmed and m.counts["soft_trim"] == 1
+    assert m.admit_bound("short\n") == "short\n"  # small results are never trimmed
