@@ -17,7 +17,10 @@ def pages() -> str:
 
     def walk(command: click.Command, path: list[str]) -> None:
         # A fixed width: the same text whatever terminal generates or checks it.
-        ctx = click.Context(command, info_name=" ".join(path), terminal_width=100, max_content_width=100)
+        # The real CLI's help names (main.py's context_settings, inherited by every subcommand): click
+        # caches a command's help option, so they must match whatever ran first in this process.
+        ctx = click.Context(command, info_name=" ".join(path), terminal_width=100, max_content_width=100,
+                            help_option_names=["-h", "--help"])
         out.extend([f"## `{' '.join(path)}`", "", "```", command.get_help(ctx).rstrip(), "```", ""])
         if isinstance(command, click.Group):
             for name in sorted(command.commands):
