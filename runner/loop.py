@@ -18,7 +18,7 @@ from runner.call import CallEnv, handle_call
 from runner.context.manager import ContextManager
 from runner.context.prune import CLEARED_MARKER
 from runner.events import Emit, ModelRequest, ModelResponse
-from runner.jsonutil import canonical, estimate_tokens, sha256_text
+from runner.jsonutil import canonical, estimate_tokens, sha256_text, short
 from runner.model.base import ChatModel
 from runner.outcome import BudgetExhausted, Failed
 from runner.prompt import SYSTEM_PROMPT
@@ -94,12 +94,11 @@ _CUT_OFF = frozenset({"length", "content_filter"})
 
 def placeholder(call_id: str, tool: str, arguments: str, content: str) -> str:
     """What replaces a cleared tool result: which call it was, and where the full output is."""
-    args = " ".join(arguments.split())
-    args = args if len(args) <= 120 else args[:119] + "…"
+    # Short on purpose: placeholders stay in the context for the rest of the run.
+    args = short(arguments, 60)
     spilled = _SPILL_PATH.search(content)
     where = f"the full output is in {spilled.group(1)}; " if spilled else ""
-    return (f"{CLEARED_MARKER}: {tool} {args} (call {call_id}); {where}this run's events keep it too — "
-            "memory_search finds it]")
+    return f"{CLEARED_MARKER}: {tool} {args} (call {call_id}); {where}memory_search finds it]"
 
 
 _SPILL_PATH = re.compile(r"[Ff]ull output: (\S+?/outputs/tool_\w+)")
