@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import secrets
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from runner.events import Event
 from runner.jsonutil import canonical
+from runner.tools.atomic import atomic_write
 
 
 def utc_now() -> str:
@@ -45,16 +45,7 @@ def create_run_dir(runs_dir: Path, workspace: Path) -> tuple[str, Path]:
 
 def write_atomic(path: Path, text: str) -> None:
     """Temp file in the same directory + rename: a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text.encode("utf-8"))
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -84,6 +75,21 @@ class EventLog:
 
     def close(self) -> None:
         self._file.close()
+
+
+def iter_events(path: Path) -> Iterator[dict[str, Any]]:
+    """events.jsonl streamed line by line, never loaded whole; a line that is not a JSON object
+    (a run killed mid-write) is skipped. Nothing when the file does not exist."""
+    if not path.is_file():
+        return
+    with path.open("r", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                yield record
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

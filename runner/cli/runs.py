@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from runner.outcome import EXIT_CODES, Status
-from runner.rundir import default_runs_dir
+from runner.rundir import default_runs_dir, iter_events
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
 ARGS_CHARS = 60
@@ -85,20 +84,6 @@ def run_dirs(root: Path) -> list[Path]:
     found = [p for p in root.iterdir()
              if p.is_dir() and ((p / "summary.json").is_file() or (p / "events.jsonl").is_file())]
     return sorted(found, key=lambda p: p.name, reverse=True)
-
-
-def iter_events(path: Path) -> Iterator[dict[str, Any]]:
-    """events.jsonl line by line; a line that is not a JSON object (a run killed mid-write) is skipped."""
-    if not path.is_file():
-        return
-    with path.open("r", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                yield record
 
 
 def _summary(run_dir: Path) -> dict[str, Any] | None:

@@ -3,7 +3,6 @@ messages, compaction summaries — including what has been cleared from the conv
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 from runner.policy.model import Target
 from runner.policy.targets import path_target
+from runner.rundir import iter_events
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 DEFAULT_LIMIT = 10
@@ -91,20 +91,9 @@ def _events_path(ctx: ToolContext) -> Path:
 
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:
-    """One event per line, streamed: the log is never loaded whole. A line that is not a JSON
-    object (a run killed mid-write) is skipped."""
     if not path.is_file():
         raise ToolError("IOError", f"no event log at {path}")
-    with path.open("r", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                yield record
+    return iter_events(path)
 
 
 def _texts(record: dict[str, Any]) -> Iterator[tuple[str, str]]:
