@@ -33,6 +33,7 @@ class RunStarted(Event):
     timeout_s: float
     replay_of: str | None = None  # `agent-run replay`: the run whose denied calls are approved
     approved_calls: list[str] | None = None
+    sandbox: dict[str, Any] | None = None  # {mode, active, mechanism, network, reason}
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,18 @@ class RunInterrupted(Event):
     type: ClassVar[str] = "interrupted"
     signal: str
     during: str  # the last event before the signal: what was in flight
+
+
+@dataclass(frozen=True)
+class NetworkRequest(Event):
+    """A connection a sandboxed command asked the egress proxy for."""
+
+    type: ClassVar[str] = "network_request"
+    call_id: str
+    host: str
+    port: int
+    decision: str  # allow | deny | auto_approved
+    rule: dict[str, Any] | None
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,11 @@ code through `outcome.exit_code`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -44,10 +46,14 @@ class Recording:
     answer: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # more keys for summary.json
     finishers: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)  # amend the summary
+    closers: list[Callable[[], None]] = field(default_factory=list)  # after the summary is built (sandbox)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def emit(self, event: Event) -> None:
-        for consume in self.consumers:
-            consume(event)
+        # The egress proxy decides and records from its own threads while a command runs.
+        with self._lock:
+            for consume in self.consumers:
+                consume(event)
 
     def finished_status(self) -> tuple[Status, str | None]:
         """The ending of a run whose work completed: denied if anything was denied."""
@@ -133,6 +139,9 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         data.update(rec.extra, run_dir=str(run_dir))
         for finish in rec.finishers:
             finish(data)
+        for close in rec.closers:
+            with contextlib.suppress(Exception):  # a leftover temp dir must not cost the summary
+                close()
         write_json(run_dir / "summary.json", data)
         signals.restore()
     return RunOutcome(code, data, run_dir)

@@ -36,7 +36,9 @@ from runner.policy.model import Policy, Rule
 from runner.policy.targets import path_target
 from runner.recorder import Recording, RunOutcome, early_failure, record
 from runner.report.changes import ChangeTracker
+from runner.report.git import SafeGit
 from runner.rundir import default_runs_dir, write_atomic, write_json
+from runner.sandbox.session import start_sandbox
 from runner.settings import Settings, load_settings, policy_layer
 from runner.task import Task, parse_task
 from runner.tools.registry import core_tools
@@ -56,6 +58,7 @@ class RunOptions:
     runs_dir: str | None = None
     approvals: list[str] = field(default_factory=list)
     mode: str | None = None  # overrides the policy's mode
+    sandbox: str | None = None  # --sandbox: required | auto | off
     stream_events: bool = False  # every event on stdout as it happens (--output-format stream-json)
     cli_settings: dict[str, Any] = field(default_factory=dict)  # only flags actually given
     verbosity: int = 1
@@ -80,13 +83,16 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     budget = budget_for(rec, policy, settings)
     model = make_model(settings, deadline)
     env = call_env(rec, policy, settings, deadline, _rerun_base(opts, policy, rec.workspace,
-                                                               task_path or rec.run_dir / "task.md"))
-    tracker = ChangeTracker(rec.workspace)
+                                                               task_path or rec.run_dir / "task.md"),
+                   sandbox_mode=opts.sandbox)
+    tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data))
+    rec.closers.insert(0, tracker.close)
     rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
-                        max_turns=settings.max_turns, timeout_s=settings.timeout))
+                        max_turns=settings.max_turns, timeout_s=settings.timeout,
+                        sandbox=rec.ctx.sandbox.describe()))
     limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,))
     context = context_for(rec, policy, settings, model, env)
     result = run_loop(initial_messages(task.text), model, env, limits, rec.emit, context=context)
@@ -152,8 +158,9 @@ def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any]) -
 
 
 def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float | None,
-             rerun: list[str]) -> CallEnv:
-    """The call hooks for a run: the policy with the hard limits last, the tool context, the guards."""
+             rerun: list[str], sandbox_mode: str | None = None) -> CallEnv:
+    """The call hooks for a run: the policy with the hard limits last, the tool context, the guards,
+    and the sandbox every process of the run is started in."""
     rec.ctx.deadline = deadline
     rec.ctx.default_timeout_s = settings.bash_timeout_s
     rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files))
@@ -171,6 +178,7 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
     env = CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards)
     rec.ctx.authorize = lambda targets: authorize_within(env, rec.emit, targets)
+    rec.ctx.sandbox = start_sandbox(rec, env, sandbox_mode)
     return env
 
 
@@ -258,6 +266,8 @@ def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Pa
     argv = ["agent-run", "--policy", policy.path, "--workspace", str(workspace)]
     if opts.mode:
         argv += ["--mode", opts.mode]
+    if opts.sandbox:
+        argv += ["--sandbox", opts.sandbox]
     for flag, key in (("--max-turns", "max_turns"), ("--timeout", "timeout")):
         if key in opts.cli_settings:
             argv += [flag, str(opts.cli_settings[key])]

@@ -21,6 +21,7 @@ from runner.events import (
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    NetworkRequest,
     PermissionDecision,
     RunFinished,
     RunInterrupted,
@@ -60,7 +61,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 11
+    assert len(types_) == len(EVENTS) == 12
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -108,7 +109,9 @@ def examples(run_id: str) -> list[Event]:
     decision = {"eventId": "0" * 32, "sessionId": run_id, "timestamp": utc_now(), "call_id": "call_1"}
     return [
         RunStarted(version="0.1.0", model="gpt-4o-mini", policy="/p/default.jsonc", mode="agent", workspace="/w",
-                   task_sha256=SHA, max_turns=50, timeout_s=1800.0),
+                   task_sha256=SHA, max_turns=50, timeout_s=1800.0,
+                   sandbox={"mode": "auto", "active": True, "mechanism": "bwrap",
+                            "network": {"allow": ["pypi.org"]}, "reason": None}),
         RunStarted(version="0.1.0", model="replay:/r", policy="/p/ci.jsonc", mode="full_access", workspace="/w",
                    task_sha256=SHA, max_turns=1, timeout_s=60, replay_of=RUN_ID, approved_calls=["call_1"]),
         ModelRequest(turn=1, message_count=2, estimated_tokens=120, prompt_bytes=480, prompt_sha256=SHA,
@@ -144,6 +147,9 @@ def examples(run_id: str) -> list[Event]:
                    duration_s=0.001, details={"lines": 1}, content="hi"),
         ToolResult(call_id="call_2", tool="bash", ok=False, error_type="ToolNotAllowed", bytes=3,
                    sha256=sha256_text("{x}"), duration_s=0.0, content="{x}"),
+        NetworkRequest(call_id="call_1", host="pypi.org", port=443, decision="allow",
+                       rule={**RULE, "domain": "network", "pattern": "net:pypi.org:443"}),
+        NetworkRequest(call_id="call_1", host="evil.example", port=443, decision="deny", rule=None),
         GuardWarning(call_id="call_1", detector="same_call", message="possible loop: the same call"),
         RunInterrupted(signal="SIGTERM", during="start"),
         RunFinished(status="success", exit_code=0, reason=None, turns=2, tool_calls=1),

@@ -14,6 +14,7 @@ from runner.cli.policy import policy
 from runner.cli.replay import replay_cmd
 from runner.cli.run import run
 from runner.cli.runs import runs
+from runner.cli.sandbox import sandbox
 
 
 class DefaultGroup(click.Group):
@@ -43,6 +44,7 @@ cli.add_command(replay_cmd)
 cli.add_command(cleanup)
 cli.add_command(batch)
 cli.add_command(runs)
+cli.add_command(sandbox)
 
 
 def main(argv: list[str] | None = None) -> Any:

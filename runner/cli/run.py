@@ -34,6 +34,9 @@ class _ExitUsage(click.UsageError):
               help="Allow this for this run only, after all policy rules (repeatable).")
 @click.option("--mode", type=click.Choice(["agent", "full_access"]),
               help="Override the policy's mode (full_access: ask becomes allow; deny stays deny).")
+@click.option("--sandbox", type=click.Choice(["required", "auto", "off"]),
+              help="OS sandbox for every command: refuse to run without it, use it when possible, or none. "
+                   "[default: the policy's sandbox.mode, else auto]")
 @click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]),
               help="stdout: the final answer, the summary JSON, or every event as a JSON line as it happens.")
 @click.option("--junit", metavar="PATH", help="Also write a JUnit XML report (one testcase).")
@@ -42,7 +45,7 @@ class _ExitUsage(click.UsageError):
 @click.option("-v", "--verbose", is_flag=True, help="More progress on stderr.")
 def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
         max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
-        context_window: int | None, approvals: tuple[str, ...], mode: str | None,
+        context_window: int | None, approvals: tuple[str, ...], mode: str | None, sandbox: str | None,
         output_format: str | None, junit: str | None,
         stream: bool | None, quiet: bool, verbose: bool) -> None:
     """Run TASK (a Markdown file, or - for stdin) headless.
@@ -55,7 +58,7 @@ def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | No
     given = {"model": model, "max_turns": max_turns, "timeout": timeout, "stream": stream,
              "max_tokens": max_tokens, "max_cost_usd": max_cost_usd, "context_window": context_window}
     opts = RunOptions(task=task, policy=policy, workspace=workspace, runs_dir=runs_dir, approvals=list(approvals),
-                      mode=mode,
+                      mode=mode, sandbox=sandbox,
                       cli_settings={k: v for k, v in given.items() if v is not None},
                       verbosity=0 if quiet else (2 if verbose else 1), stream_events=fmt == "stream-json")
     outcome, reporter = with_github(lambda: execute(opts))

@@ -16,7 +16,8 @@ import jsonschema
 
 from runner.policy.jsonc import Located, PolicyError, parse
 from runner.policy.match import compile_pattern
-from runner.policy.model import Policy, Rule
+from runner.policy.model import DOMAINS, Policy, Rule
+from runner.sandbox.config import SandboxConfigError, config_from, network_rules
 
 
 def shipped_dir() -> Path:
@@ -129,6 +130,14 @@ def load_policy(spec: str, approvals: list[str] | None = None) -> Policy:
     except FileNotFoundError as exc:
         raise PolicyError(spec, 1, 1, str(exc)) from None
     policy = _load_chain(path, ())
+    # The sandbox's network allow-list is a set of `network` allow rules after the file's own,
+    # so that `policy explain`, the audit log and the egress proxy decide alike.
+    try:
+        net = network_rules(config_from(policy.sections.get("sandbox", {}), "auto"))
+    except SandboxConfigError as exc:
+        raise PolicyError(policy.path, 1, 1, str(exc)) from None
+    if net:
+        policy = policy.with_rules(net)
     if approvals:
         policy = policy.with_rules([parse_approval(a, i) for i, a in enumerate(approvals)])
     return policy
@@ -137,7 +146,7 @@ def load_policy(spec: str, approvals: list[str] | None = None) -> Policy:
 def parse_approval(text: str, index: int) -> Rule:
     """`DOMAIN:PATTERN` from --approve: an allow rule placed after all others."""
     domain, sep, pattern = text.partition(":")
-    if not sep or not pattern or domain not in {"*", "read", "edit", "bash", "web_fetch", "web_search", "mcp", "task"}:
+    if not sep or not pattern or domain not in {"*", *DOMAINS}:
         raise PolicyError("--approve", 1, 1, f"expected DOMAIN:PATTERN (e.g. bash:shell:npm test), got {text!r}")
     try:
         compiled = compile_pattern(pattern)

@@ -19,7 +19,7 @@ from functools import cache
 
 from wcmatch import fnmatch, glob
 
-SCHEMES = ("workspace", "fs", "shell", "url", "query", "mcp", "agent")
+SCHEMES = ("workspace", "fs", "shell", "url", "query", "mcp", "agent", "net")
 TEXT_SCHEMES = frozenset({"shell", "query"})
 
 _PATH_FLAGS = glob.GLOBSTAR | glob.DOTMATCH

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from runner.policy.match import Pattern
 
 Decision = Literal["allow", "deny", "ask"]
-DOMAINS = ("read", "edit", "bash", "web_fetch", "web_search", "mcp", "task")
+DOMAINS = ("read", "edit", "bash", "web_fetch", "web_search", "mcp", "task", "network")
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 

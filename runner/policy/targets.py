@@ -102,6 +102,19 @@ def normalize_url(url: str) -> str:
     return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
 
 
+def network_target(value: str) -> Target:
+    """`host:port`, `net:host:port`, or a bare host (port 443): what the egress proxy decides."""
+    text = value.strip().lower()
+    text = text[len("net:"):] if text.startswith("net:") else text
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else "443"
+        host = f"[{host}]"
+    else:
+        host, _, port = text.rpartition(":") if ":" in text else (text, "", "443")
+    return Target("network", f"net:{host.rstrip('.')}:{port or '443'}")
+
+
 def targets_for(domain: str, value: str, workspace: Path) -> list[Target]:
     """What a tool of `domain` receiving `value` is decided on (used by `policy explain`)."""
     if domain in ("read", "edit"):
@@ -119,4 +132,6 @@ def targets_for(domain: str, value: str, workspace: Path) -> list[Target]:
         return [Target(domain, value if value.startswith("mcp:") else f"mcp:{value}")]
     if domain == "task":
         return [Target(domain, value if value.startswith("agent:") else f"agent:{value}")]
+    if domain == "network":
+        return [network_target(value)]
     raise ValueError(f"unknown domain {domain!r}")

@@ -14,29 +14,34 @@ import difflib
 import subprocess
 from pathlib import Path
 
+from runner.report.git import SafeGit
+
 MAX_SNAPSHOT_BYTES = 2 * 1024 * 1024
 
 
-def _git(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-c", "core.quotepath=off", *args], cwd=workspace, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=60)
-
-
 class ChangeTracker:
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, git: SafeGit | None = None) -> None:
         self.workspace = workspace
+        self._git_run = git or SafeGit(workspace)
         self.base: str | None = None
         self.untracked_at_start: set[str] = set()
         self.originals: dict[Path, bytes | None] = {}  # None: the file did not exist
         try:
-            inside = _git(workspace, "rev-parse", "--is-inside-work-tree").stdout.strip() == "true"
-            head = _git(workspace, "rev-parse", "--verify", "-q", "HEAD").stdout.strip() if inside else ""
+            inside = self._git_run.repo is not None and self._git(
+                "rev-parse", "--is-inside-work-tree").stdout.strip() == "true"
+            head = self._git("rev-parse", "--verify", "-q", "HEAD").stdout.strip() if inside else ""
         except (OSError, subprocess.SubprocessError):
             inside, head = False, ""
         if inside and head:
-            stash = _git(workspace, "stash", "create").stdout.strip()
+            stash = self._git("stash", "create").stdout.strip()
             self.base = stash or head
             self.untracked_at_start = set(self._untracked())
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self._git_run(*args)
+
+    def close(self) -> None:
+        self._git_run.close()
 
     @property
     def git(self) -> bool:
@@ -61,16 +66,18 @@ class ChangeTracker:
         return self._git_patch() if self.git else self._snapshot_patch()
 
     def _untracked(self) -> list[str]:
-        out = _git(self.workspace, "ls-files", "--others", "--exclude-standard", "-z").stdout
+        out = self._git("ls-files", "--others", "--exclude-standard", "-z").stdout
         return [p for p in out.split("\0") if p and not p.startswith(".agent-run/")]
 
     def _git_patch(self) -> tuple[str, list[str]]:
         assert self.base is not None
-        diff = _git(self.workspace, "diff", "--binary", self.base, "--", ".", ":(exclude).agent-run").stdout
-        names = _git(self.workspace, "diff", "--name-only", self.base, "--", ".", ":(exclude).agent-run").stdout
+        spec = ("--", ".", ":(exclude).agent-run")
+        diff = self._git("diff", "--binary", "--no-ext-diff", "--no-textconv", self.base, *spec).stdout
+        names = self._git("diff", "--name-only", "--no-ext-diff", self.base, *spec).stdout
         changed = [n for n in names.splitlines() if n]
         for rel in sorted(set(self._untracked()) - self.untracked_at_start):
-            extra = _git(self.workspace, "diff", "--no-index", "--binary", "--", "/dev/null", rel).stdout
+            extra = self._git("diff", "--no-index", "--binary", "--no-ext-diff", "--no-textconv", "--", "/dev/null",
+                              rel).stdout
             diff += extra
             changed.append(rel)
         return diff, changed

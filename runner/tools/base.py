@@ -47,6 +47,8 @@ class ToolContext:
     authorize: Callable[[list[Target]], None] | None = None
     call_id: str = ""  # the call being run, and its tool: for what `authorize` records
     call_tool: str = ""
+    # runner.sandbox.runtime.Sandbox: wraps every process a tool starts; None runs it bare.
+    sandbox: Any = None
 
 
 @dataclass

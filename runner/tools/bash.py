@@ -55,10 +55,13 @@ class Bash(Tool):
         if ctx.deadline is not None:
             timeout = max(0.0, min(timeout, ctx.deadline - time.monotonic()))
         env = scrubbed_env(os.environ, (ctx.bash.get("env") or {}).get("passthrough"))
+        argv = ["bash", "-c", args["command"]]
+        if ctx.sandbox is not None:
+            argv, env = ctx.sandbox.wrap(argv, env)
         spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days)
         try:
             proc = subprocess.Popen(
-                ["bash", "-c", args["command"]], cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
+                argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
             )
         except OSError as exc:

@@ -1,0 +1,92 @@
+"""The runner's own git, which must never run code the agent wrote.
+
+Every invocation pins the repository found when the run started (`GIT_DIR`,
+`GIT_COMMON_DIR`, `GIT_WORK_TREE`: an agent-written `.git/commondir` or nested
+`.git` file cannot redirect it), reads no system or global config, disables
+fsmonitor, hooks, pagers, external diff and textconv, and writes nothing into the
+repository: new objects go to a private object directory (the real one is an
+alternate) and the index is a private copy. With a sandbox it also runs inside
+one, with the workspace read-only and no network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HARDENING = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
+             "-c", "diff.external=", "-c", "core.untrackedCache=false", "-c", "core.sshCommand=false",
+             "-c", "protocol.allow=never", "-c", "core.quotepath=off", "-c", "color.ui=false",
+             "-c", "core.askPass=", "-c", "credential.helper=", "-c", "diff.noprefix=false")
+SAFE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+@dataclass(frozen=True)
+class Repo:
+    git_dir: Path
+    common_dir: Path
+    top: Path
+
+
+def find_repo(workspace: Path) -> Repo | None:
+    """The repository containing the workspace, read from the files git itself would read,
+    at the start of the run (before the agent could change anything)."""
+    for top in (workspace, *workspace.parents):
+        dot = top / ".git"
+        if dot.is_dir():
+            git_dir = dot
+        elif dot.is_file():
+            text = dot.read_text(encoding="utf-8", errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            git_dir = (top / text[len("gitdir:") :].strip()).resolve()
+        else:
+            continue
+        common = git_dir
+        commondir = git_dir / "commondir"
+        if commondir.is_file():
+            common = (git_dir / commondir.read_text(encoding="utf-8", errors="replace").strip()).resolve()
+        return Repo(git_dir.resolve(), common, top)
+    return None
+
+
+class SafeGit:
+    def __init__(self, workspace: Path, sandbox: Any = None) -> None:
+        self.workspace = workspace
+        self.sandbox = sandbox
+        self.repo = find_repo(workspace)
+        self.private = Path(tempfile.mkdtemp(prefix="agent-run-git-"))
+        (self.private / "objects").mkdir()
+        self.env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+        self.env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", GIT_PAGER="cat", PAGER="cat",
+                        GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", HOME=str(self.private),
+                        GIT_ATTR_NOSYSTEM="1", GIT_NO_REPLACE_OBJECTS="1")
+        if self.repo is not None:
+            index = self.private / "index"
+            with contextlib.suppress(OSError):
+                shutil.copyfile(self.repo.git_dir / "index", index)
+            self.env.update(GIT_DIR=str(self.repo.git_dir), GIT_COMMON_DIR=str(self.repo.common_dir),
+                            GIT_WORK_TREE=str(self.repo.top), GIT_INDEX_FILE=str(index),
+                            GIT_OBJECT_DIRECTORY=str(self.private / "objects"),
+                            GIT_ALTERNATE_OBJECT_DIRECTORIES=str(self.repo.common_dir / "objects"))
+        self._layout = None
+        if sandbox is not None and sandbox.active:
+            seen = [self.repo.top, self.repo.git_dir, self.repo.common_dir] if self.repo else []
+            self._layout = sandbox.readonly_layout(seen, [self.private])
+
+    def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        argv = ["git", *HARDENING, *args]
+        env = dict(self.env)
+        if self._layout is not None:
+            argv, env = self.sandbox.wrap(argv, env, layout=self._layout)
+        return subprocess.run(argv, cwd=self.workspace, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=timeout, env=env)
+
+    def close(self) -> None:
+        shutil.rmtree(self.private, ignore_errors=True)

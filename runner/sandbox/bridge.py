@@ -1,0 +1,65 @@
+"""Runs inside the sandbox, with the standard library only (`python -I -S bridge.py`):
+listens on 127.0.0.1:PORT in the sandbox's own network namespace, carries each
+connection to the runner's egress proxy over a Unix socket, and runs the command.
+It exits with the command's status; then the pid namespace, and everything in it, ends.
+
+usage: bridge.py PORT SOCKET -- COMMAND...
+"""
+
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+
+def _pipe(a, b):
+    sel = selectors.DefaultSelector()
+    sel.register(a, selectors.EVENT_READ, b)
+    sel.register(b, selectors.EVENT_READ, a)
+    try:
+        while True:
+            for key, _ in sel.select():
+                data = key.fileobj.recv(65536)
+                if not data:
+                    return
+                key.data.sendall(data)
+    except OSError:
+        pass
+    finally:
+        a.close()
+        b.close()
+
+
+def _serve(listener, path):
+    while True:
+        conn, _ = listener.accept()
+        try:
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream.connect(path)
+        except OSError:
+            conn.close()
+            continue
+        threading.Thread(target=_pipe, args=(conn, upstream), daemon=True).start()
+
+
+def main(argv):
+    port, path, sep, *command = argv
+    if sep != "--" or not command:
+        sys.exit("usage: bridge.py PORT SOCKET -- COMMAND...")
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", int(port)))
+    listener.listen(64)
+    threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
+    proc = subprocess.Popen(command)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda s, _f: proc.send_signal(s))
+    code = proc.wait()
+    os._exit(128 - code if code < 0 else code)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

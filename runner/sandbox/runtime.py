@@ -1,0 +1,140 @@
+"""One run's sandbox: built once from the policy, it wraps every process the runner starts.
+
+`wrap(argv, env)` returns the argv and environment that run `argv` inside the sandbox
+(or unchanged, when the sandbox is off or unavailable). Whoever starts a process —
+the bash tool, a task's check, the runner's own git, an MCP stdio server — calls it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.sandbox.bwrap import bwrap_argv
+from runner.sandbox.config import SandboxConfig
+from runner.sandbox.layout import Layout, LayoutInput, build_layout
+from runner.sandbox.probe import Probe, probe
+from runner.sandbox.proxy import Decide, EgressProxy
+
+PROXY_PORT = 3128  # inside the sandbox's own network namespace; nothing else listens there
+INSIDE = "/run/agent-run"  # where the bridge and the proxy socket appear inside
+PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "all_proxy")
+
+
+class SandboxUnavailable(RuntimeError):
+    pass
+
+
+@dataclass
+class Sandbox:
+    config: SandboxConfig
+    probe: Probe
+    active: bool
+    reason: str | None
+    layout: Layout | None = None
+    scratch: Path | None = None  # HOME and TMPDIR, writable inside
+    private: Path | None = None  # the runner's own (proxy socket, git objects), never visible inside
+    proxy: EgressProxy | None = None
+    base: LayoutInput | None = None
+    _closed: bool = field(default=False, repr=False)
+
+    def describe(self) -> dict[str, Any]:
+        """The `sandbox` field of run_started and summary.json."""
+        return {"mode": self.config.mode, "active": self.active,
+                "mechanism": self.probe.mechanism if self.active else None,
+                "network": self.config.describe_network() if self.active else "all", "reason": self.reason}
+
+    def wrap(self, argv: list[str], env: Mapping[str, str], *, layout: Layout | None = None) -> tuple[list[str],
+                                                                                                    dict[str, str]]:
+        env = dict(env)
+        if not self.active:
+            return argv, env
+        layout = layout or self.layout
+        assert layout is not None and self.probe.bwrap is not None
+        env.update(layout.env)
+        for var in ("NO_PROXY", "no_proxy", *PROXY_VARS):
+            env.pop(var, None)
+        binds: list[tuple[str, str]] = []
+        command = argv
+        if self.proxy is not None:
+            bridge = str(Path(__file__).with_name("bridge.py"))
+            binds = [(bridge, f"{INSIDE}/bridge.py"), (self.proxy.socket_path, f"{INSIDE}/proxy.sock")]
+            command = [_python(), "-I", "-S", f"{INSIDE}/bridge.py", str(PROXY_PORT), f"{INSIDE}/proxy.sock", "--",
+                       *argv]
+            env.update({var: f"http://127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS})
+        return bwrap_argv(self.probe.bwrap, layout, command, share_net=self.config.network == "all",
+                          binds=binds), env
+
+    def readonly_layout(self, extra_ro: list[Path], extra_rw: list[Path]) -> Layout | None:
+        """The runner's own helpers (git): the workspace read-only, plus what they need."""
+        if not self.active or self.base is None:
+            return None
+        inp = LayoutInput(workspace=self.base.workspace, scratch=self.base.scratch, protected=self.base.protected,
+                          readable=tuple(extra_ro), writable=tuple(extra_rw), environ=self.base.environ,
+                          python_prefixes=self.base.python_prefixes, workspace_writable=False)
+        return build_layout(inp)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.proxy is not None:
+            self.proxy.close()
+        for d in (self.scratch, self.private):
+            if d is not None:
+                shutil.rmtree(d, ignore_errors=True)
+
+
+def open_sandbox(config: SandboxConfig, *, workspace: Path, protected: list[Path], readable: list[Path],
+                 writable: list[Path], environ: Mapping[str, str], decide_net: Decide | None = None) -> Sandbox:
+    """Raises SandboxUnavailable when the mode is `required` and this machine cannot give one."""
+    found = probe()
+    if config.mode == "off":
+        _nondumpable()
+        return Sandbox(config, found, False, "sandbox.mode is off")
+    if not found.available:
+        if config.mode == "required":
+            raise SandboxUnavailable(f"sandbox required but unavailable: {found.reason}")
+        _nondumpable()
+        return Sandbox(config, found, False, found.reason)
+    private = Path(tempfile.mkdtemp(prefix="agent-run-private-"))
+    scratch = Path(tempfile.mkdtemp(prefix="agent-run-sandbox-"))
+    for sub in ("home", "tmp"):
+        (scratch / sub).mkdir()
+    inp = LayoutInput(workspace=workspace, scratch=scratch, protected=tuple(protected), readable=tuple(readable),
+                      writable=tuple(writable), environ=dict(environ), python_prefixes=_python_prefixes())
+    box = Sandbox(config, found, True, None, build_layout(inp), scratch, private, base=inp)
+    if config.network == "allow":
+        box.proxy = EgressProxy(str(private / "proxy.sock"), decide_net or _deny_all).start()
+    _nondumpable()
+    return box
+
+
+def _deny_all(host: str, port: int):
+    from runner.sandbox.proxy import Verdict
+
+    return Verdict(False, False, "no policy")
+
+
+def _python() -> str:
+    return os.path.realpath(sys.executable)
+
+
+def _python_prefixes() -> tuple[str, ...]:
+    """The interpreter the bridge runs on, and its standard library."""
+    exe = Path(_python())
+    return tuple(dict.fromkeys([str(exe.parent.parent), os.path.realpath(sys.base_prefix)]))
+
+
+def _nondumpable() -> None:
+    """Closes /proc/<runner>/environ (the API key) to non-root processes when nothing else does."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0

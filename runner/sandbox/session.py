@@ -1,0 +1,71 @@
+"""A run's sandbox, from its policy and the trusted command line: opened once, closed at the end.
+
+The egress proxy decides each connection through the same hook as a tool call
+(`decide_and_record`): a `permission_decision` under the call whose command connected,
+a `network_request` event, and a denial in the summary (exit 3) when refused.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from runner.events import NetworkRequest
+from runner.outcome import UsageError
+from runner.policy.model import Target
+from runner.sandbox.config import SandboxConfigError, config_from, net_target, resolve_mode
+from runner.sandbox.layout import policy_paths
+from runner.sandbox.proxy import Verdict
+from runner.sandbox.runtime import Sandbox, SandboxUnavailable, open_sandbox
+
+if TYPE_CHECKING:
+    from runner.call import CallEnv
+    from runner.recorder import Recording
+
+
+def start_sandbox(rec: Recording, env: CallEnv, flag: str | None) -> Sandbox:
+    section = env.policy.sections.get("sandbox", {})
+    try:
+        config = config_from(section, resolve_mode(flag, os.environ, section))
+    except SandboxConfigError as exc:
+        raise UsageError(str(exc)) from None
+    workspace = rec.workspace
+    readable = [*policy_paths(env.policy.rules, "read", workspace), *_paths(config.read_only, workspace)]
+    if not rec.run_dir.is_relative_to(workspace):
+        readable.append(rec.run_dir)  # the agent may read its own spill files from a command too
+    writable = [*policy_paths(env.policy.rules, "edit", workspace), *_paths(config.writable, workspace)]
+    try:
+        box = open_sandbox(config, workspace=workspace, protected=list(rec.ctx.protected), readable=readable,
+                           writable=writable, environ=os.environ, decide_net=_net_decider(rec, env))
+    except SandboxUnavailable as exc:
+        raise UsageError(f"{exc} (use --sandbox auto to run without it; see `agent-run sandbox check`)") from None
+    rec.closers.append(box.close)
+    rec.extra["sandbox"] = box.describe()
+    if not box.active and config.mode == "auto" and rec.ctx.run_dir is not None:
+        print(f"agent-run: WARNING: running WITHOUT a sandbox ({box.reason}): commands run with the runner's own "
+              "access to files and network. Install bubblewrap or see `agent-run sandbox check`.", file=sys.stderr)
+    return box
+
+
+def _paths(raw: tuple[str, ...], workspace: Path) -> list[Path]:
+    return [(workspace / Path(os.path.expanduser(p))).resolve() for p in raw]
+
+
+def _net_decider(rec: Recording, env: CallEnv):
+    from runner.call import decide_and_record
+
+    def decide(host: str, port: int) -> Verdict:
+        target = Target("network", net_target(host, port))
+        call_id, tool = env.ctx.call_id or "sandbox", env.ctx.call_tool or "bash"
+        decision, _denial = decide_and_record(env, call_id, tool, "network", [target], rec.emit)
+        rule = decision.deciding.rule
+        rec.emit(NetworkRequest(call_id=call_id, host=host, port=port, decision=decision.effective,
+                                rule=rule.describe() if rule else None))
+        exact = (rule is not None and decision.effective == "allow" and not rule.pattern.raw.startswith("regex:")
+                 and not any(c in rule.pattern.raw for c in "*?"))
+        where = f"rule {rule.pattern.raw} from {rule.source}" if rule else "no rule allows it"
+        return Verdict(decision.allowed, exact, where)
+
+    return decide
