@@ -35,6 +35,7 @@ class ChangeTracker:
         if inside and head:
             stash = self._git("stash", "create").stdout.strip()
             self.base = stash or head
+            self._git_run.seal(self.base)
             self.untracked_at_start = set(self._untracked())
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -72,8 +73,9 @@ class ChangeTracker:
     def _git_patch(self) -> tuple[str, list[str]]:
         assert self.base is not None
         spec = ("--", ".", ":(exclude).agent-run")
-        diff = self._git("diff", "--binary", "--no-ext-diff", "--no-textconv", self.base, *spec).stdout
-        names = self._git("diff", "--name-only", "--no-ext-diff", self.base, *spec).stdout
+        flags = ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
+        diff = self._git("diff", "--binary", *flags, self.base, *spec).stdout
+        names = self._git("diff", "--name-only", *flags, self.base, *spec).stdout
         changed = [n for n in names.splitlines() if n]
         for rel in sorted(set(self._untracked()) - self.untracked_at_start):
             extra = self._git("diff", "--no-index", "--binary", "--no-ext-diff", "--no-textconv", "--", "/dev/null",

@@ -1,12 +1,14 @@
 """The runner's own git, which must never run code the agent wrote.
 
-Every invocation pins the repository found when the run started (`GIT_DIR`,
-`GIT_COMMON_DIR`, `GIT_WORK_TREE`: an agent-written `.git/commondir` or nested
-`.git` file cannot redirect it), reads no system or global config, disables
-fsmonitor, hooks, pagers, external diff and textconv, and writes nothing into the
-repository: new objects go to a private object directory (the real one is an
-alternate) and the index is a private copy. With a sandbox it also runs inside
-one, with the workspace read-only and no network.
+At the start of the run (before the agent has done anything) git runs on the
+repository as found then, pinned (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`), to
+take the base commit. Then `seal()` switches every later invocation to a private
+git directory of the runner's own: an empty config, the real object store as a
+read-only alternate, a copy of the index. Whatever the agent writes afterwards —
+`.git/config` (fsmonitor, filters, textconv, pager, external diff), `.git/hooks`,
+`.git/commondir`, a nested `.git` file, `.gitattributes` naming a driver — names
+nothing that exists for that git. No system or global config is read either, and
+with a sandbox it runs inside one, the workspace read-only, no network.
 """
 
 from __future__ import annotations
@@ -79,6 +81,21 @@ class SafeGit:
         if sandbox is not None and sandbox.active:
             seen = [self.repo.top, self.repo.git_dir, self.repo.common_dir] if self.repo else []
             self._layout = sandbox.readonly_layout(seen, [self.private])
+
+    def seal(self, base: str) -> None:
+        """From now on, a private git directory whose HEAD is `base`; nothing of the repo's own is read
+        but its objects (as an alternate) and, copied now, its index and info/exclude."""
+        if self.repo is None:
+            return
+        gd = self.private / "git"
+        for sub in ("refs/heads", "refs/tags", "info"):
+            (gd / sub).mkdir(parents=True, exist_ok=True)
+        (gd / "HEAD").write_text(base + "\n", encoding="ascii")
+        (gd / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n", encoding="ascii")
+        with contextlib.suppress(OSError):
+            shutil.copyfile(self.repo.common_dir / "info" / "exclude", gd / "info" / "exclude")
+        (gd / "objects").symlink_to(self.private / "objects")
+        self.env.update(GIT_DIR=str(gd), GIT_COMMON_DIR=str(gd))
 
     def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         argv = ["git", *HARDENING, *args]

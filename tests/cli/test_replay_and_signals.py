@@ -106,7 +106,7 @@ def test_signal_during_model_call(fake, workspace, sig, code):
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_during_tool_kills_it(fake, workspace, sig, code):
     fake.add(reply(calls=[("bash", {"command": "echo $$ > pid.txt; sleep 60"})]), reply("never"))
-    proc = _start(fake, workspace, "--approve", "bash:shell:*", "task.md")
+    proc = _start(fake, workspace, "--sandbox", "off", "--approve", "bash:shell:*", "task.md")
     run_dir = _wait_for_event(workspace, "tool_call")
     deadline = time.monotonic() + 10
     while not (workspace / "pid.txt").exists() and time.monotonic() < deadline:
