@@ -94,6 +94,8 @@ def _git_init(ws: Path) -> None:
     import subprocess
 
     subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    subprocess.run(["git", "add", "task.md"], cwd=ws, check=True)
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start"], cwd=ws, check=True)
     (ws / ".git" / "hooks").mkdir(exist_ok=True)
 
 
@@ -132,6 +134,9 @@ def test_pytest_running_agent_written_conftest_is_contained(fake, workspace, age
     started = r.of_type("run_started")[0]["sandbox"]
     assert started == {"mode": "required", "active": True, "mechanism": "bwrap", "network": "none", "reason": None}
     assert r.summary["sandbox"] == started
+    # The runner's own git ran sandboxed too, and still saw what the agent changed.
+    assert {"conftest.py", "probe.json", "test_x.py"} <= set(r.summary["changed_files"])
+    assert "+def pytest_collection_modifyitems" in (r.run_dir / "changes.patch").read_text()
 
 
 def test_the_same_probe_escapes_without_the_sandbox(fake, workspace, agent_run, tmp_path, home):
@@ -152,3 +157,103 @@ def test_the_same_probe_escapes_without_the_sandbox(fake, workspace, agent_run, 
     assert probe["write_outside"] == "ok" and outside.exists()
     assert probe["write_git_config"] == "ok" and probe["tcp_loopback"] == "ok"
     assert r.summary["sandbox"]["active"] is False and r.summary["sandbox"]["reason"] == "sandbox.mode is off"
+
+
+class HTTPTarget:
+    """A loopback HTTP server that counts the requests it answers."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        target = self
+        self.hits = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                target.hits += 1
+                body = b"hello from the allowed host\n"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+FETCH = ("python3 -c \"import sys, urllib.request as u; "
+         "print(u.urlopen('http://127.0.0.1:%d/x', timeout=10).read().decode())\"")
+DIRECT = "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), timeout=3)\""
+
+
+def test_network_allow_list_goes_through_the_proxy(fake, workspace, agent_run, tmp_path):
+    allowed, denied = HTTPTarget(), HTTPTarget()
+    policy = tmp_path / "net.jsonc"
+    policy.write_text(json.dumps({"extends": "ci", "sandbox": {"mode": "required", "network": {
+        "allow": [f"127.0.0.1:{allowed.port}"]}}}))
+    fake.add(reply(calls=[("bash", {"command": FETCH % allowed.port})]),
+             reply(calls=[("bash", {"command": DIRECT % allowed.port})]),
+             reply(calls=[("bash", {"command": FETCH % denied.port})]),
+             reply("done"))
+    r = agent_run("--policy", str(policy), "--approve", "bash:shell:python3 *", "task.md")
+    results = r.of_type("tool_result")
+    assert results[0]["ok"] and "hello from the allowed host" in results[0]["content"], results[0]
+    assert not results[1]["ok"], "a direct connection must not leave the sandbox's network namespace"
+    assert not results[2]["ok"] and "HTTP Error 403: Forbidden" in results[2]["content"]
+    assert allowed.hits == 1 and denied.hits == 0
+    requests = [(e["host"], e["port"], e["decision"]) for e in r.of_type("network_request")]
+    assert requests == [("127.0.0.1", allowed.port, "allow"), ("127.0.0.1", denied.port, "deny")]
+    assert r.of_type("network_request")[0]["rule"]["file"] == "sandbox.network"
+    # A refused connection is a denial of the run, with the approval that would allow it.
+    assert r.code == 3, r.stderr
+    denial = r.summary["denials"][0]
+    assert denial["domain"] == "network" and denial["target"] == f"net:127.0.0.1:{denied.port}"
+    assert denial["approve"] == [f"network:net:127.0.0.1:{denied.port}"]
+    assert r.summary["sandbox"]["network"] == {"allow": [f"127.0.0.1:{allowed.port}"]}
+
+
+def _beat_stopped(path: Path, wait_s: float = 0.6) -> bool:
+    import time
+
+    before = path.read_text()
+    time.sleep(wait_s)
+    return path.read_text() == before
+
+
+ORPHAN = "setsid sh -c 'while :; do date +%s%N > beat; sleep 0.05; done' >/dev/null 2>&1 < /dev/null &"
+
+
+def test_a_setsid_grandchild_dies_when_the_call_returns(fake, workspace, agent_run):
+    fake.add(reply(calls=[("bash", {"command": ORPHAN + " sleep 0.3; echo started"})]), reply("done"))
+    r = agent_run("--approve", "bash:shell:*", "--sandbox", "required", "task.md")
+    assert r.code == 0, r.stderr
+    assert (workspace / "beat").exists() and _beat_stopped(workspace / "beat")
+
+
+def test_interrupt_kills_a_setsid_grandchild_and_exits_143_fast(fake, workspace):
+    import subprocess
+    import time
+
+    from tests.cli.test_replay_and_signals import _start, _wait_for_event
+
+    fake.add(reply(calls=[("bash", {"command": ORPHAN + " sleep 60"})]), reply("never"))
+    proc = _start(fake, workspace, "--approve", "bash:shell:*", "--sandbox", "required", "task.md")
+    run_dir = _wait_for_event(workspace, "tool_call")
+    deadline = time.monotonic() + 10
+    while not (workspace / "beat").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    proc.send_signal(15)
+    try:
+        code = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    took = time.monotonic() - started
+    assert code == 143 and took < 2.0, (code, took)
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "interrupted"
+    assert _beat_stopped(workspace / "beat")
