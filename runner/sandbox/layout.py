@@ -93,6 +93,9 @@ def build_layout(inp: LayoutInput, exists: Callable[[str], bool] = os.path.lexis
             continue  # the whole .git is read-only already
         if exists(str(path)) and path.is_relative_to(inp.workspace):
             out.mounts.append(Mount("ro", str(path), str(path)))
+    # Parents before children, whatever listed them (a readable /tmp/data after the private /tmp,
+    # the workspace's .git after the workspace); at one path the later entry wins.
+    out.mounts.sort(key=lambda m: (m.kind != "symlink", len(Path(m.dest).parts)))
     visible = [m.dest for m in out.mounts if m.kind in ("ro", "rw")]
     for secret in (*(f"{home}/{s}" for s in HOME_SECRETS), *SYSTEM_SECRETS, *_runner_secrets(inp.environ)):
         if exists(secret) and any(_inside(secret, v) for v in visible):
