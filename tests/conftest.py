@@ -105,3 +105,17 @@ def agent_run(fake: FakeOpenAI, workspace: Path):
         return Result(proc.returncode, proc.stdout, proc.stderr, runs_dir, sorted(_dirs(runs_dir) - before))
 
     return run
+
+
+@pytest.fixture(scope="session")
+def sandbox_available() -> None:
+    """Sandbox tests run the real bubblewrap. On Linux they never skip: `.ci/run` installs it."""
+    import platform
+
+    from runner.sandbox.probe import probe
+
+    found = probe()
+    if not found.available:
+        if platform.system() != "Linux":
+            pytest.skip(f"no sandbox mechanism on {platform.system()} yet")
+        pytest.fail(f"the sandbox must work on this machine for these tests: {found.reason}")
