@@ -1,5 +1,6 @@
-"""OS sandbox (bubblewrap) cost per call: a bare process, a whole `bash` tool call, and the same call with a
-network allow-list, each with the sandbox off and on. Prints medians; asserts nothing about wall time.
+"""What the OS sandbox (bubblewrap) costs per call: a bare process, a bash tool call, one with a network allow-list.
+
+Each is timed with the sandbox off and on, alternately. Prints medians; asserts nothing about wall time.
 
     python bench/bench_sandbox.py [--runs 50] [--json]
 """

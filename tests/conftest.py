@@ -109,11 +109,18 @@ def agent_run(fake: FakeOpenAI, workspace: Path):
 
 @pytest.fixture(scope="session")
 def sandbox_available() -> None:
-    """Sandbox tests run the real bubblewrap. On Linux they never skip: `.ci/run` installs it."""
+    """Sandbox tests run the real bubblewrap. On Linux they never skip: missing, it is installed
+    here from Debian's package when we are root (as on CI and the development machines)."""
     import platform
 
     from runner.sandbox.probe import probe
 
+    if platform.system() == "Linux" and shutil.which("bwrap") is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "timeout": 600}
+        if subprocess.run(["apt-get", "install", "-y", "-qq", "bubblewrap"], **quiet).returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], **quiet)
+            subprocess.run(["apt-get", "install", "-y", "-qq", "bubblewrap"], **quiet)
+        probe.cache_clear()
     found = probe()
     if not found.available:
         if platform.system() != "Linux":

@@ -63,12 +63,13 @@ def test_action_inputs_and_outputs():
     action = load(ACTION)
     inputs = action["inputs"]
     assert {"task", "policy", "model", "api-key", "base-url", "max-turns", "timeout", "max-cost-usd", "junit",
-            "upload-artifact", "fail-on-denied", "version"} <= set(inputs)
+            "upload-artifact", "fail-on-denied", "version", "sandbox", "sandbox-fallback"} <= set(inputs)
+    assert inputs["sandbox"]["default"] == "required" and inputs["sandbox-fallback"]["default"] == "true"
     assert inputs["policy"]["default"] == "default"
     assert inputs["upload-artifact"]["default"] == "true" and inputs["fail-on-denied"]["default"] == "true"
     assert {name: o["value"] for name, o in action["outputs"].items()} == {
         name: f"${{{{ steps.run.outputs.{name} }}}}"
-        for name in ("status", "exit-code", "run-dir", "denials", "summary-json")}
+        for name in ("status", "exit-code", "run-dir", "denials", "sandbox", "summary-json")}
 
 
 def test_action_runs_agent_run_with_exec_and_uploads_always():
@@ -148,7 +149,7 @@ def test_run_step_execs_agent_run_with_an_inline_task_as_data(step_env, tmp_path
     assert f"pid={proc.pid}" in lines  # exec: agent-run *is* the step's process, so it gets the runner's signals
     assert "key=sk-test-key" in lines
     args = [line.removeprefix("arg=") for line in lines if line.startswith("arg=")]
-    assert args[:4] == ["--policy", "strict", "--max-turns", "7"]
+    assert args[:6] == ["--policy", "strict", "--sandbox", "required", "--max-turns", "7"]
     task_file = Path(args[-1])
     assert task_file.parent == tmp_path / "runner-temp"
     assert task_file.read_text() == task + "\n"
@@ -186,3 +187,25 @@ def test_exit_status_step(code, outcome, fail_on_denied, expected, tmp_path):
     env = {**os.environ, "EXIT_CODE": code, "OUTCOME": outcome, "FAIL_ON_DENIED": fail_on_denied}
     proc, _ = run_step(script, env, tmp_path, tmp_path)
     assert proc.returncode == expected
+
+
+FAKE_CHECK = """#!/bin/sh
+if [ "$1 $2" = "sandbox check" ]; then echo "sandbox: NOT ACTIVE"; exit "${CHECK_EXIT:-2}"; fi
+exit 0
+"""
+
+
+@pytest.mark.parametrize(("check_exit", "fallback", "mode", "warned"), [
+    ("0", "true", "required", False),  # the sandbox works: required stays required
+    ("2", "true", "auto", True),  # it cannot be set up: run without it, with a warning annotation
+    ("2", "false", "required", False),  # strict: agent-run itself will refuse (exit 2)
+])
+def test_sandbox_setup_step_falls_back_only_when_allowed(step_env, tmp_path, check_exit, fallback, mode, warned):
+    fake = tmp_path / "venv" / "bin" / "agent-run"
+    fake.write_text(FAKE_CHECK)
+    env = step_env | {"INPUT_SANDBOX": "required", "FALLBACK": fallback, "CHECK_EXIT": check_exit,
+                      "RUNNER_OS": "test"}  # not Linux: no install attempted on this machine
+    proc, out = run_step(action_step("sandbox")["run"], env, tmp_path / "ws", tmp_path)
+    assert proc.returncode == 0, out
+    assert f"mode={mode}\n" in (tmp_path / "output").read_text()
+    assert ("::warning title=agent-run: no sandbox::" in out) is warned

@@ -137,6 +137,10 @@ def annotations(summary: Mapping[str, Any], warnings: Iterable[str] = ()) -> lis
                              title="agent-run: check failed"))
     for w in warnings:
         lines.append(command("warning", w, title="agent-run: loop warning"))
+    sandbox = summary.get("sandbox")
+    if isinstance(sandbox, Mapping) and not sandbox.get("active") and sandbox.get("mode") == "auto":
+        lines.append(command("warning", f"commands ran WITHOUT a sandbox: {sandbox.get('reason')}",
+                             title="agent-run: no sandbox"))
     return lines
 
 
@@ -177,8 +181,20 @@ def output_values(summary: Mapping[str, Any]) -> dict[str, str]:
         "exit-code": str(summary.get("exit_code") if summary.get("exit_code") is not None else ""),
         "run-dir": str(summary.get("run_dir") or ""),
         "denials": str(len(summary.get("denials") or [])),
+        "sandbox": sandbox_text(summary.get("sandbox")),
         "summary-json": compact_summary_json(summary),
     }
+
+
+def sandbox_text(sandbox: Mapping[str, Any] | None) -> str:
+    """`bwrap, network none` / `none (bubblewrap (bwrap) is not installed)`: what contained the run."""
+    if not sandbox:
+        return ""
+    if sandbox.get("active"):
+        network = sandbox.get("network")
+        net = "allow-list " + ", ".join(network["allow"]) if isinstance(network, Mapping) else str(network)
+        return f"{sandbox.get('mechanism')}, network {net}"
+    return f"none ({sandbox.get('reason')})"
 
 
 def compact_summary_json(summary: Mapping[str, Any], limit: int = MAX_SUMMARY_JSON_BYTES) -> str:
@@ -298,6 +314,8 @@ def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> str:
         ("Duration", f"{duration:.1f} s" if isinstance(duration, int | float) else "?"),
         ("Model", code_span(_clip(summary.get("model") or ""))),
         ("Policy", code_span(_clip(summary.get("policy") or ""))),
+        ("Sandbox", ("" if (summary.get("sandbox") or {}).get("active", True) else "⚠️ ")
+         + md_text(_clip(sandbox_text(summary.get("sandbox")) or "?"))),
         ("Run", code_span(_clip(summary.get("run_id") or ""))),
         ("Run dir", code_span(_clip(summary.get("run_dir") or ""))),
     ]

@@ -317,3 +317,18 @@ def test_reporter_without_start_returns_only_annotations_and_respects_the_summar
     assert lines == ["::error title=agent-run%3A model error::model_error (exit 6): HTTP 503%0A"
                      "run dir: /ws/.agent-run/runs/20250101T000000000000Z-abc123"]
     assert step_file.stat().st_size == gh.SUMMARY_LIMIT - 500  # no room left: nothing appended
+
+
+def test_the_sandbox_is_in_the_outputs_the_summary_and_a_warning_when_missing():
+    from runner.report.github import annotations, output_values, step_summary
+
+    on = {"status": "success", "exit_code": 0, "sandbox": {"mode": "required", "active": True, "mechanism": "bwrap",
+                                                          "network": {"allow": ["pypi.org"]}, "reason": None}}
+    assert output_values(on)["sandbox"] == "bwrap, network allow-list pypi.org"
+    assert "| Sandbox | bwrap, network allow-list pypi.org |" in step_summary(on)
+    assert not any("no sandbox" in line for line in annotations(on))
+    off = {"status": "success", "exit_code": 0, "sandbox": {"mode": "auto", "active": False, "mechanism": None,
+                                                           "network": "all", "reason": "bwrap is not installed"}}
+    assert output_values(off)["sandbox"] == "none (bwrap is not installed)"
+    assert "| Sandbox | ⚠️ none (bwrap is not installed) |" in step_summary(off)
+    assert any(line.startswith("::warning") and "WITHOUT a sandbox" in line for line in annotations(off))
