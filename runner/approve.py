@@ -76,7 +76,7 @@ def select(run: RecordedRun, call_ids: list[str]) -> list[dict[str, Any]]:
 
 
 def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: dict[str, Any],
-           verbosity: int) -> RunOutcome:
+           verbosity: int, sandbox: str | None = None) -> RunOutcome:
     from runner.session import budget_for, call_env, context_for, make_model, settings_for
 
     try:
@@ -98,12 +98,13 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         rec.summary.model = settings.model
         deadline = rec.started + settings.timeout
         budget = budget_for(rec, policy, settings)
-        env = call_env(rec, policy, settings, deadline, [])
+        env = call_env(rec, policy, settings, deadline, [], sandbox_mode=sandbox)
         (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
         rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                             workspace=str(run.workspace), task_sha256=sha256_text(run.task),
                             max_turns=settings.max_turns, timeout_s=settings.timeout,
-                            replay_of=run.started["run_id"], approved_calls=[c["call_id"] for c in chosen]))
+                            replay_of=run.started["run_id"], approved_calls=[c["call_id"] for c in chosen],
+                            sandbox=rec.ctx.sandbox.describe()))
         outcomes: list[dict[str, Any]] = []
         rec.consumers.append(lambda e: outcomes.append({
             "call_id": e.call_id, "tool": e.tool, "ok": e.ok, "error_type": e.error_type, "bytes": e.bytes,

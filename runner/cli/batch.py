@@ -33,12 +33,15 @@ from runner.report.junit import write_junit
 @click.option("--max-turns", type=click.IntRange(min=1))
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
 @click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD")
+@click.option("--sandbox", type=click.Choice(["required", "auto", "off"]), help="As `run --sandbox`.")
 def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, policy: str | None, workspace: str | None,
-          model: str | None, max_turns: int | None, timeout: float | None, max_cost_usd: float | None) -> None:
+          model: str | None, max_turns: int | None, timeout: float | None, max_cost_usd: float | None,
+          sandbox: str | None) -> None:
     """Run TASK... (each in its own run directory), print a table, exit with the worst code."""
     common: list[str] = []
     for flag, value in (("--policy", policy), ("--workspace", workspace), ("--model", model),
-                        ("--max-turns", max_turns), ("--timeout", timeout), ("--max-cost-usd", max_cost_usd)):
+                        ("--max-turns", max_turns), ("--timeout", timeout), ("--max-cost-usd", max_cost_usd),
+                        ("--sandbox", sandbox)):
         if value is not None:
             common += [flag, str(value)]
     children: set[subprocess.Popen[str]] = set()

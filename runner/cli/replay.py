@@ -20,10 +20,13 @@ from runner.outcome import EXIT_CODES, Status, UsageError
 @click.option("--model", metavar="NAME", help="Model for --continue (default: the recorded run's).")
 @click.option("--max-turns", type=click.IntRange(min=1), help="Turn budget for --continue.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
+@click.option("--sandbox", type=click.Choice(["required", "auto", "off"]),
+              help="As `run --sandbox` (default: the recorded policy's sandbox.mode, else auto).")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 @click.option("-q", "--quiet", is_flag=True)
 def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: bool, model: str | None,
-               max_turns: int | None, timeout: float | None, output_format: str, quiet: bool) -> None:
+               max_turns: int | None, timeout: float | None, sandbox: str | None, output_format: str,
+               quiet: bool) -> None:
     """Execute the denied calls of RUN_DIR exactly as the model asked, under that run's policy
     with just those calls approved; record them in a new run directory."""
     run_dir = run_dir.resolve()
@@ -40,5 +43,5 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
     given = {"model": model, "max_turns": max_turns, "timeout": timeout}
     outcome, reporter = with_github(lambda: replay(run_dir, list(calls), resume=resume,
                                                    cli_settings={k: v for k, v in given.items() if v},
-                                                   verbosity=0 if quiet else 1))
+                                                   verbosity=0 if quiet else 1, sandbox=sandbox))
     finish(outcome, reporter, fmt=output_format, quiet=quiet)

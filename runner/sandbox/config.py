@@ -77,6 +77,8 @@ def parse_allow_entry(entry: str) -> tuple[str, tuple[str, ...]]:
     text = entry.strip().lower()
     if not text:
         raise SandboxConfigError("sandbox.network.allow: an empty host")
+    if "/" in text or any(c.isspace() for c in text):
+        raise SandboxConfigError(f"sandbox.network.allow: {entry!r} is not a host (write host, *.host or host:port)")
     if text.startswith("["):
         host, _, rest = text[1:].partition("]")
         port = rest[1:] if rest.startswith(":") else ""
