@@ -83,6 +83,8 @@ def parse_allow_entry(entry: str) -> tuple[str, tuple[str, ...]]:
         host, _, rest = text[1:].partition("]")
         port = rest[1:] if rest.startswith(":") else ""
         host = f"[{host}]"
+    elif text.count(":") > 1:
+        host, port = f"[{text}]", ""  # a bare IPv6 address: targets write it in brackets
     elif text.count(":") == 1:
         host, port = text.split(":")
     else:

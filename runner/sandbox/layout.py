@@ -112,8 +112,9 @@ def _toolchain_roots(environ: Mapping[str, str], home: str) -> list[str]:
     roots = [f"{home}/{rel}" for rel in HOME_TOOLCHAINS]
     for var in ("VIRTUAL_ENV", "CARGO_HOME", "RUSTUP_HOME", "PYENV_ROOT", "NVM_DIR", "GOROOT", "JAVA_HOME",
                 "RUNNER_TOOL_CACHE"):
-        if environ.get(var):
-            roots.append(environ[var])
+        value = os.path.normpath(environ.get(var) or "/")
+        if value != "/" and not _inside(home, value):
+            roots.append(value)
     for entry in environ.get("PATH", "").split(os.pathsep):
         entry = os.path.normpath(entry) if entry.startswith("/") else ""
         if entry and not any(_inside(entry, d) for d in ("/usr", "/bin", "/sbin")):
@@ -121,12 +122,19 @@ def _toolchain_roots(environ: Mapping[str, str], home: str) -> list[str]:
     return roots
 
 
+# Shared trees under $HOME: a PATH entry inside one shows only itself, never the whole tree.
+_SHARED_HOME_DIRS = (".local", ".config", ".cache", ".var", "bin")
+
+
 def _toolchain_root(path: str, home: str) -> str:
-    """The install a PATH entry belongs to: `~/.pyenv/shims` needs all of `~/.pyenv`."""
+    """The install a PATH entry belongs to: `~/.pyenv/shims` needs all of `~/.pyenv`, while
+    `~/.local/bin` is only itself (not `~/.local/share` and its keyrings). "" when nothing."""
+    if path == "/" or _inside(home, path):
+        return ""  # `/`, `/root` or the home itself on PATH: never mount what holds the secrets
     for base in (home, "/opt"):
-        if _inside(path, base) and path != base:
+        if _inside(path, base):
             first = os.path.relpath(path, base).split(os.sep)[0]
-            return os.path.join(base, first)
+            return path if base == home and first in _SHARED_HOME_DIRS else os.path.join(base, first)
     parent = os.path.dirname(path)
     return parent if os.path.basename(path) in ("bin", "sbin", "shims") and parent != "/" else path
 

@@ -69,21 +69,21 @@ class EgressProxy:
         try:
             head, rest = _read_head(client)
             method, target, version, lines = _parse_head(head)
-        except (OSError, ValueError) as exc:
+            if method == "CONNECT":
+                host, port = _split_hostport(target, 443)
+                forward = b""
+            else:
+                url = urlsplit(target)
+                if url.scheme != "http" or not url.hostname:
+                    raise ValueError("only CONNECT and absolute http:// requests go through this proxy")
+                host, port = url.hostname, url.port or 80
+                origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
+                kept = [ln for ln in lines if not ln.lower().startswith((b"proxy-", b"connection:"))]
+                forward = b"\r\n".join([f"{method} {origin} {version}".encode(), *kept, b"Connection: close",
+                                         b"", b""])
+        except (OSError, ValueError) as exc:  # a bad port or bracket raises ValueError in urlsplit too
             _refuse(client, 400, f"bad proxy request: {exc}")
             return
-        if method == "CONNECT":
-            host, port = _split_hostport(target, 443)
-            forward = b""
-        else:
-            url = urlsplit(target)
-            if url.scheme != "http" or not url.hostname:
-                _refuse(client, 400, "only CONNECT and absolute http:// requests go through this proxy")
-                return
-            host, port = url.hostname, url.port or 80
-            origin = (url.path or "/") + (f"?{url.query}" if url.query else "")
-            kept = [ln for ln in lines if not ln.lower().startswith((b"proxy-", b"connection:"))]
-            forward = b"\r\n".join([f"{method} {origin} {version}".encode(), *kept, b"Connection: close", b"", b""])
         verdict = self.decide(host, port)
         if not verdict.allowed:
             _refuse(client, 403, f"agent-run: network access to {host}:{port} is denied by the policy "

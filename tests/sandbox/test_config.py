@@ -233,3 +233,8 @@ def test_a_bad_allow_entry_in_a_policy_file_is_a_policy_error(tmp_path: Path) ->
     path = _policy_file(tmp_path, {"network": {"allow": ["pypi.org:99999"]}})  # the schema lets 5 digits by
     with pytest.raises(PolicyError, match="bad port"):
         load_policy(str(path))
+
+
+def test_a_bare_ipv6_allow_entry_matches_its_bracketed_target() -> None:
+    rules = network_rules(config_from({"network": {"allow": ["::1"]}}, "auto"))
+    assert any(r.pattern.matches(net_target("::1", 443)) for r in rules)

@@ -372,3 +372,19 @@ def test_bwrap_argv_mounts_in_layout_order() -> None:
     assert body == ["--symlink", "usr/bin", "/bin", "--ro-bind", "/usr", "/usr", "--tmpfs", "/tmp",
                     "--bind", str(WS), str(WS), "--ro-bind", "/dev/null", "/etc/shadow",
                     "--ro-bind", "/private/proxy.sock", "/run/agent-run/proxy.sock"]
+
+
+def test_a_local_bin_on_path_does_not_expose_the_rest_of_local() -> None:
+    keyring = f"{HOME}/.local/share/python_keyring/keyring_pass.cfg"
+    fs = FakeFS(dirs=DIRS | {f"{HOME}/.local", f"{HOME}/.local/bin", f"{HOME}/.local/share/python_keyring"},
+                files=FILES | {keyring})
+    layout = _build(fs, environ_extra={"PATH": f"{HOME}/.local/bin:/usr/bin"})
+    assert _visible(layout, f"{HOME}/.local/bin/black")
+    assert not _visible(layout, keyring)
+
+
+@pytest.mark.parametrize("entry", ["/", HOME, "/home"])
+def test_a_path_entry_holding_the_home_mounts_nothing(entry: str) -> None:
+    layout = _build(environ_extra={"PATH": f"{entry}:/usr/bin", "VIRTUAL_ENV": entry})
+    assert not _visible(layout, f"{HOME}/.ssh/id_ed25519") and not _visible(layout, f"{HOME}/notes.txt")
+    assert "/" not in [m.dest for m in layout.mounts if m.kind in ("ro", "rw")]

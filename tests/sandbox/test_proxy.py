@@ -348,3 +348,14 @@ def test_close_removes_the_socket_and_stops_listening(tmp_path: Path, decider: D
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s, pytest.raises(OSError):
         s.settimeout(TIMEOUT_S)
         s.connect(str(path))
+
+
+@pytest.mark.parametrize("request_bytes", [b"CONNECT 127.0.0.1:99999 HTTP/1.1\r\n\r\n",
+                                           b"GET http://127.0.0.1:99999/ HTTP/1.1\r\n\r\n",
+                                           b"GET http://[::1/ HTTP/1.1\r\n\r\n"])
+def test_a_bad_port_or_bracket_gets_400(tmp_path: Path, request_bytes: bytes) -> None:
+    proxy = EgressProxy(str(tmp_path / "p.sock"), lambda h, p: Verdict(True, True)).start()
+    try:
+        assert _status(_exchange(proxy, request_bytes)) == 400
+    finally:
+        proxy.close()
