@@ -258,3 +258,13 @@ def test_interrupt_kills_a_setsid_grandchild_and_exits_143_fast(fake, workspace)
     assert code == 143 and took < 2.0, (code, took)
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "interrupted"
     assert _beat_stopped(workspace / "beat")
+
+
+def test_a_tasks_check_runs_in_the_sandbox_too(fake, workspace, agent_run, home):
+    secret = home / ".ssh" / "id_ed25519"
+    (workspace / "t.md").write_text(f"---\ncheck: test ! -e {secret} && test -w .\n---\nNothing to do.\n")
+    fake.add(reply("nothing to do"), reply("nothing to do"))
+    r = agent_run("--approve", "bash:shell:test *", "--sandbox", "required", "t.md", env={"HOME": str(home)})
+    assert r.code == 0 and r.summary["check"]["ok"] is True, r.summary
+    r = agent_run("--approve", "bash:shell:test *", "--sandbox", "off", "t.md", env={"HOME": str(home)})
+    assert r.code == 1 and r.summary["check"]["ok"] is False  # the control: outside it, the key is there
