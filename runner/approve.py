@@ -94,7 +94,7 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         rec.summary.policy = policy.path
         rec.extra.update(replay_of=run.started["run_id"], approved_calls=[c["call_id"] for c in chosen])
         lower = {**policy_layer(policy.sections), "model": run.started.get("model")}
-        settings = settings_for(cli_settings, run.workspace, lower)
+        settings = settings_for(cli_settings, (), lower)
         rec.summary.model = settings.model
         deadline = rec.started + settings.timeout
         budget = budget_for(rec, policy, settings)

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pydantic
-from dotenv import dotenv_values
 
 from runner import __version__
 from runner.call import CallEnv, authorize_within
@@ -44,6 +43,7 @@ from runner.task import Task, parse_task
 from runner.tools.registry import core_tools
 from runner.tools.spill import keep
 from runner.tools.truncate import Limits as TruncationLimits
+from runner.trust import EnvFiles, load_env_files, narrow, task_is_trusted
 
 OWN_OUTPUTS = "<run outputs>"
 MIN_CONTEXT_WINDOW = 16_384
@@ -59,6 +59,7 @@ class RunOptions:
     approvals: list[str] = field(default_factory=list)
     mode: str | None = None  # overrides the policy's mode
     sandbox: str | None = None  # --sandbox: required | auto | off
+    env_files: list[str] = field(default_factory=list)  # --env-file, in order
     stream_events: bool = False  # every event on stdout as it happens (--output-format stream-json)
     cli_settings: dict[str, Any] = field(default_factory=dict)  # only flags actually given
     verbosity: int = 1
@@ -74,17 +75,19 @@ def execute(opts: RunOptions) -> RunOutcome:
 
 def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     task, task_path = _read_task(opts.task, rec.run_dir)
-    rec.extra.update(title=task.title, task_file=str(task_path) if task_path else "-")
-    policy = _load_policy(opts, rec.workspace, task.policy)
+    files = load_env_files(opts.env_files)
+    trusted = task_is_trusted(task_path, rec.workspace)
+    rec.extra.update(title=task.title, task_file=str(task_path) if task_path else "-", task_trusted=trusted)
+    policy = _load_policy(opts, files, task.policy, trusted)
     rec.summary.policy = policy.path
-    settings = _settings(opts, rec.workspace, policy, task.overrides)
+    settings = _settings(opts, files, policy, task.overrides, trusted, rec)
     rec.summary.model = settings.model
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings)
     model = make_model(settings, deadline)
     env = call_env(rec, policy, settings, deadline, _rerun_base(opts, policy, rec.workspace,
                                                                task_path or rec.run_dir / "task.md"),
-                   sandbox_mode=opts.sandbox)
+                   sandbox_mode=opts.sandbox, environ=files.environ())
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data))
@@ -158,7 +161,7 @@ def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any]) -
 
 
 def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float | None,
-             rerun: list[str], sandbox_mode: str | None = None) -> CallEnv:
+             rerun: list[str], sandbox_mode: str | None = None, environ: dict[str, str] | None = None) -> CallEnv:
     """The call hooks for a run: the policy with the hard limits last, the tool context, the guards,
     and the sandbox every process of the run is started in."""
     rec.ctx.deadline = deadline
@@ -178,7 +181,7 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
     env = CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards)
     rec.ctx.authorize = lambda targets: authorize_within(env, rec.emit, targets)
-    rec.ctx.sandbox = start_sandbox(rec, env, sandbox_mode)
+    rec.ctx.sandbox = start_sandbox(rec, env, sandbox_mode, environ)
     return env
 
 
@@ -222,25 +225,38 @@ def _read_task(spec: str, run_dir: Path) -> tuple[Task, Path | None]:
     return parse_task(text, spec, path.name if path else "stdin"), path
 
 
-def _load_policy(opts: RunOptions, workspace: Path, from_task: str | None = None) -> Policy:
-    spec = opts.policy or from_task or os.environ.get("AGENT_RUN_POLICY")
-    if spec is None and (workspace / ".env").is_file():
-        spec = dotenv_values(workspace / ".env").get("AGENT_RUN_POLICY")
+def _load_policy(opts: RunOptions, files: EnvFiles, from_task: str | None, trusted_task: bool) -> Policy:
+    """A trusted task's front matter names the policy (below the flag); an untrusted task's policy
+    only narrows the trusted one (flag, environment, or `default`)."""
+    environ = files.environ()
+    spec = opts.policy or (from_task if trusted_task else None) or environ.get("AGENT_RUN_POLICY")
     try:
         policy = load_policy(spec or "default", opts.approvals)
+        if from_task and not trusted_task:
+            policy = policy.narrowed(load_policy(from_task))
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
     return policy.with_mode(opts.mode) if opts.mode else policy
 
 
-def _settings(opts: RunOptions, workspace: Path, policy: Policy, from_task: dict[str, Any]) -> Settings:
-    # A task's own front matter beats the environment; a flag on the command line beats both.
-    return settings_for({**from_task, **opts.cli_settings}, workspace, policy_layer(policy.sections))
+def _settings(opts: RunOptions, files: EnvFiles, policy: Policy, from_task: dict[str, Any], trusted_task: bool,
+              rec: Recording) -> Settings:
+    lower = policy_layer(policy.sections)
+    if trusted_task:
+        # A trusted task's own front matter beats the environment; a flag on the command line beats both.
+        return settings_for({**from_task, **opts.cli_settings}, files.paths, lower)
+    base = settings_for(opts.cli_settings, files.paths, lower)
+    lowered, ignored = narrow(base.model_dump(), from_task)
+    if ignored:
+        rec.extra["front_matter_ignored"] = ignored
+        print("agent-run: warning: the task file is repository content; its front matter may only lower budgets; "
+              f"ignored: {'; '.join(ignored)}", file=sys.stderr)
+    return settings_for({**opts.cli_settings, **lowered}, files.paths, lower) if lowered else base
 
 
-def settings_for(cli: dict[str, Any], workspace: Path, lower: dict[str, Any]) -> Settings:
+def settings_for(cli: dict[str, Any], env_files: tuple[Path, ...], lower: dict[str, Any]) -> Settings:
     try:
-        return load_settings(cli, workspace, lower)
+        return load_settings(cli, env_files, lower)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -268,6 +284,8 @@ def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Pa
         argv += ["--mode", opts.mode]
     if opts.sandbox:
         argv += ["--sandbox", opts.sandbox]
+    for env_file in opts.env_files:
+        argv += ["--env-file", str(Path(env_file).expanduser().resolve())]
     for flag, key in (("--max-turns", "max_turns"), ("--timeout", "timeout")):
         if key in opts.cli_settings:
             argv += [flag, str(opts.cli_settings[key])]

@@ -1,7 +1,8 @@
-"""Settings, layered: CLI flag > AGENT_RUN_* environment > workspace .env > policy file > defaults.
+"""Settings, layered: CLI flag > AGENT_RUN_* environment > `--env-file` files > policy file > defaults.
 
 pydantic-settings does the first three; the policy layer is one more source
 placed below them. `OPENAI_API_KEY` / `OPENAI_BASE_URL` are read as the SDK reads them.
+A workspace `.env` is never read: it is repository content (docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_settings(cli: dict[str, Any], workspace: Path, policy_values: dict[str, Any]) -> Settings:
+def load_settings(cli: dict[str, Any], env_files: tuple[Path, ...], policy_values: dict[str, Any]) -> Settings:
     """Build Settings from every layer. `cli` holds only the flags actually given."""
 
     class Layered(Settings):
@@ -65,5 +66,4 @@ def load_settings(cli: dict[str, Any], workspace: Path, policy_values: dict[str,
             return (init_settings, env_settings, dotenv_settings,
                     InitSettingsSource(settings_cls, init_kwargs=policy_values))
 
-    env_file = workspace / ".env"
-    return Layered(_env_file=env_file if env_file.is_file() else None, **cli)  # type: ignore[call-arg]
+    return Layered(_env_file=env_files or None, **cli)  # type: ignore[call-arg]

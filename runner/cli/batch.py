@@ -34,9 +34,10 @@ from runner.report.junit import write_junit
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
 @click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD")
 @click.option("--sandbox", type=click.Choice(["required", "auto", "off"]), help="As `run --sandbox`.")
+@click.option("--env-file", "env_files", multiple=True, metavar="PATH", help="As `run --env-file` (repeatable).")
 def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, policy: str | None, workspace: str | None,
           model: str | None, max_turns: int | None, timeout: float | None, max_cost_usd: float | None,
-          sandbox: str | None) -> None:
+          sandbox: str | None, env_files: tuple[str, ...]) -> None:
     """Run TASK... (each in its own run directory), print a table, exit with the worst code."""
     common: list[str] = []
     for flag, value in (("--policy", policy), ("--workspace", workspace), ("--model", model),
@@ -44,6 +45,8 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, policy: str | No
                         ("--sandbox", sandbox)):
         if value is not None:
             common += [flag, str(value)]
+    for env_file in env_files:
+        common += ["--env-file", env_file]
     children: set[subprocess.Popen[str]] = set()
     lock = threading.Lock()
 

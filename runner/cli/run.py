@@ -37,6 +37,9 @@ class _ExitUsage(click.UsageError):
 @click.option("--sandbox", type=click.Choice(["required", "auto", "off"]),
               help="OS sandbox for every command: refuse to run without it, use it when possible, or none. "
                    "[default: the policy's sandbox.mode, else auto]")
+@click.option("--env-file", "env_files", multiple=True, metavar="PATH",
+              help="Read settings (AGENT_RUN_*, OPENAI_*) from this dotenv file, below the environment "
+                   "(repeatable; a later file wins). A workspace .env is never read by itself.")
 @click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]),
               help="stdout: the final answer, the summary JSON, or every event as a JSON line as it happens.")
 @click.option("--junit", metavar="PATH", help="Also write a JUnit XML report (one testcase).")
@@ -46,7 +49,7 @@ class _ExitUsage(click.UsageError):
 def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
         max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
         context_window: int | None, approvals: tuple[str, ...], mode: str | None, sandbox: str | None,
-        output_format: str | None, junit: str | None,
+        env_files: tuple[str, ...], output_format: str | None, junit: str | None,
         stream: bool | None, quiet: bool, verbose: bool) -> None:
     """Run TASK (a Markdown file, or - for stdin) headless.
 
@@ -58,7 +61,7 @@ def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | No
     given = {"model": model, "max_turns": max_turns, "timeout": timeout, "stream": stream,
              "max_tokens": max_tokens, "max_cost_usd": max_cost_usd, "context_window": context_window}
     opts = RunOptions(task=task, policy=policy, workspace=workspace, runs_dir=runs_dir, approvals=list(approvals),
-                      mode=mode, sandbox=sandbox,
+                      mode=mode, sandbox=sandbox, env_files=list(env_files),
                       cli_settings={k: v for k, v in given.items() if v is not None},
                       verbosity=0 if quiet else (2 if verbose else 1), stream_events=fmt == "stream-json")
     outcome, reporter = with_github(lambda: execute(opts))

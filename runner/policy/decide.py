@@ -45,12 +45,17 @@ def strictest(decisions: list[Decision]) -> Decision:
 
 
 def decide_target(policy: Policy, target: Target) -> TargetDecision:
-    """The last matching rule decides; nothing matching means ask; a floor can only tighten."""
+    """The last matching rule decides; nothing matching means ask; a floor can only tighten; a
+    narrowing policy (an untrusted task's) can only tighten too."""
     found = TargetDecision(target, "ask", None)
     for rule in reversed(policy.rules):
         if rule.domain in ("*", target.domain) and rule.pattern.matches(target.target):
             found = TargetDecision(target, rule.decision, rule)
             break
+    for other in policy.narrowed_by:
+        also = decide_target(other, target)
+        if STRICTNESS[also.decision] > STRICTNESS[found.decision]:
+            found = also
     if STRICTNESS[target.floor] > STRICTNESS[found.decision]:
         return TargetDecision(target, target.floor, None)
     return found

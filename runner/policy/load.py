@@ -100,8 +100,9 @@ def policy_from_snapshot(data: dict[str, Any], path: str) -> Policy:
     """Rebuild the policy a run used from its policy.json (for replay and simulate)."""
     rules = [Rule(r["domain"], compile_pattern(r["pattern"]), r["decision"], r.get("source", path), r.get("index", i))
              for i, r in enumerate(data.get("permission", {}).get("rules", []))]
-    sections = {k: v for k, v in data.items() if k not in ("mode", "files")}
-    return Policy(path, data.get("mode", "agent"), rules, list(data.get("files", [])), sections, data)
+    sections = {k: v for k, v in data.items() if k not in ("mode", "files", "narrowed_by")}
+    narrowing = tuple(policy_from_snapshot(d, path) for d in data.get("narrowed_by", []))
+    return Policy(path, data.get("mode", "agent"), rules, list(data.get("files", [])), sections, data, narrowing)
 
 
 def _locate(err: jsonschema.ValidationError, located: Located) -> tuple[tuple[int, int], str]:

@@ -44,13 +44,25 @@ class Policy:
     files: list[str]  # every file in the extends chain, base first
     sections: dict[str, Any] = field(default_factory=dict)  # budget, truncation, ... merged
     resolved: dict[str, Any] = field(default_factory=dict)  # the snapshot written to the run dir
+    # Policies that must also allow a target (an untrusted task's own policy): decisions are intersected.
+    narrowed_by: tuple[Policy, ...] = ()
 
     def with_rules(self, extra: list[Rule]) -> Policy:
         from runner.policy.load import snapshot
 
         rules = [*self.rules, *extra]
-        return Policy(self.path, self.mode, rules, self.files, self.sections,
-                      snapshot(self.mode, self.sections, rules, self.files))
+        resolved = snapshot(self.mode, self.sections, rules, self.files)
+        if self.narrowed_by:
+            resolved["narrowed_by"] = [p.resolved for p in self.narrowed_by]
+        return Policy(self.path, self.mode, rules, self.files, self.sections, resolved, self.narrowed_by)
 
     def with_mode(self, mode: str) -> Policy:
-        return Policy(self.path, mode, self.rules, self.files, self.sections, {**self.resolved, "mode": mode})
+        return Policy(self.path, mode, self.rules, self.files, self.sections, {**self.resolved, "mode": mode},
+                      self.narrowed_by)
+
+    def narrowed(self, other: Policy) -> Policy:
+        """This policy, where `other` must also allow: never more than either allows. The mode, the
+        sections (budgets, sandbox, …) and the hard limits stay this policy's."""
+        chain = (*self.narrowed_by, other)
+        return Policy(self.path, self.mode, self.rules, self.files, self.sections,
+                      {**self.resolved, "narrowed_by": [p.resolved for p in chain]}, chain)

@@ -25,10 +25,11 @@ if TYPE_CHECKING:
     from runner.recorder import Recording
 
 
-def start_sandbox(rec: Recording, env: CallEnv, flag: str | None) -> Sandbox:
+def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[str, str] | None = None) -> Sandbox:
+    """`environ`: the trusted environment (the process's, over `--env-file` files)."""
     section = env.policy.sections.get("sandbox", {})
     try:
-        config = config_from(section, resolve_mode(flag, os.environ, section))
+        config = config_from(section, resolve_mode(flag, os.environ if environ is None else environ, section))
     except SandboxConfigError as exc:
         raise UsageError(str(exc)) from None
     workspace = rec.workspace

@@ -1,23 +1,31 @@
-"""Settings reach the run through every layer: flag > env > workspace .env > policy > default."""
+"""Settings reach the run through every layer: flag > env > --env-file > policy > default; repository
+content (a workspace .env, a task file in the workspace) can only narrow."""
 
 from __future__ import annotations
 
 from tests.fakes.openai_server import reply
 
 
-def test_dotenv_in_workspace_sets_model_and_key(fake, workspace, agent_run):
-    (workspace / ".env").write_text("AGENT_RUN_MODEL=from-dotenv\n")
-    fake.add(reply("a"))
-    assert agent_run("task.md").code == 0
-    assert fake.requests[-1]["model"] == "from-dotenv"
-
-
-def test_env_beats_dotenv_and_flag_beats_env(fake, workspace, agent_run):
-    (workspace / ".env").write_text("AGENT_RUN_MODEL=from-dotenv\n")
+def test_env_file_sets_model_and_the_workspace_env_is_not_read(fake, workspace, agent_run, tmp_path):
+    (workspace / ".env").write_text("AGENT_RUN_MODEL=from-workspace-dotenv\n")
+    named = tmp_path / "job.env"
+    named.write_text("AGENT_RUN_MODEL=from-env-file\n")
     fake.add(reply("a"), reply("b"))
-    assert agent_run("task.md", env={"AGENT_RUN_MODEL": "from-env"}).code == 0
-    assert agent_run("--model", "from-flag", "task.md", env={"AGENT_RUN_MODEL": "from-env"}).code == 0
+    assert agent_run("task.md").code == 0
+    assert agent_run("--env-file", str(named), "task.md").code == 0
+    assert [r["model"] for r in fake.requests] == ["gpt-4o-mini", "from-env-file"]
+
+
+def test_env_beats_env_file_and_flag_beats_env(fake, workspace, agent_run, tmp_path):
+    named = tmp_path / "job.env"
+    named.write_text("AGENT_RUN_MODEL=from-env-file\n")
+    fake.add(reply("a"), reply("b"))
+    assert agent_run("--env-file", str(named), "task.md", env={"AGENT_RUN_MODEL": "from-env"}).code == 0
+    assert agent_run("--env-file", str(named), "--model", "from-flag", "task.md",
+                     env={"AGENT_RUN_MODEL": "from-env"}).code == 0
     assert [r["model"] for r in fake.requests] == ["from-env", "from-flag"]
+    r = agent_run("--env-file", str(tmp_path / "missing.env"), "task.md")
+    assert r.code == 2 and "--env-file" in r.summary["reason"]
 
 
 def test_policy_budget_is_below_env(fake, workspace, agent_run):

@@ -13,8 +13,10 @@ def _task(workspace, text):
     return "t.md"
 
 
-def test_front_matter_overrides_and_title(fake, workspace, agent_run):
-    t = _task(workspace, "---\ntitle: Tidy up\nmodel: from-task\nmax_turns: 1\n---\nDo it.\n")
+def test_front_matter_overrides_and_title(fake, workspace, agent_run, tmp_path):
+    # A task file outside the workspace is the workflow's own: its front matter is a settings layer.
+    t = str(tmp_path / "t.md")
+    (tmp_path / "t.md").write_text("---\ntitle: Tidy up\nmodel: from-task\nmax_turns: 1\n---\nDo it.\n")
     fake.add(reply(calls=[("list", {})]), reply("never"))
     r = agent_run(t, env={"AGENT_RUN_MODEL": "from-env"})
     assert r.code == 5  # max_turns 1 from the task

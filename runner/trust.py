@@ -1,0 +1,78 @@
+"""What untrusted content may change about a run: only ever less.
+
+Trusted: flags, the process environment, `--env-file` files the command line names, the
+policy. Untrusted: the workspace (a `.env` there is never read) and a task file inside
+the workspace or its repository. Such a task's front matter may lower budgets and name a
+policy that is *intersected* with the trusted one (a target is allowed only if both allow
+it); it may not pick the model, raise a budget, or replace the policy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+
+from runner.outcome import UsageError
+from runner.report.git import find_repo
+
+# Budgets front matter may only lower; anything else it sets is ignored when untrusted.
+NARROWING = ("max_turns", "timeout", "max_tokens", "max_cost_usd")
+
+
+@dataclass(frozen=True)
+class EnvFiles:
+    """`--env-file` values, merged in order (a later file wins), below the process environment."""
+
+    paths: tuple[Path, ...] = ()
+    values: Mapping[str, str] = field(default_factory=dict)
+
+    def environ(self) -> dict[str, str]:
+        """The process environment over the files: what `AGENT_RUN_*` lookups see."""
+        return {**self.values, **os.environ}
+
+
+def load_env_files(raw: list[str] | tuple[str, ...]) -> EnvFiles:
+    paths, values = [], {}
+    for spec in raw:
+        path = Path(spec).expanduser().resolve()
+        if not path.is_file():
+            raise UsageError(f"--env-file {spec}: no such file")
+        try:
+            found = dotenv_values(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--env-file {spec}: cannot read: {exc}") from None
+        values.update({k: v for k, v in found.items() if v is not None})
+        paths.append(path)
+    return EnvFiles(tuple(paths), values)
+
+
+def task_is_trusted(task_path: Path | None, workspace: Path) -> bool:
+    """A task read from stdin or from outside the workspace (and its repository) is the workflow's own."""
+    if task_path is None:
+        return True
+    repo = find_repo(workspace)
+    roots = [workspace, *([repo.top] if repo else [])]
+    return not any(task_path.is_relative_to(root) for root in roots)
+
+
+def narrow(trusted: Mapping[str, Any], front_matter: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The settings an untrusted front matter leaves: budgets lowered where it asks, nothing else.
+
+    Returns the overrides to apply and a note per key that was ignored or could not lower."""
+    out: dict[str, Any] = {}
+    ignored: list[str] = []
+    for key, value in front_matter.items():
+        if key not in NARROWING:
+            ignored.append(f"{key} (a task file in the workspace may only lower budgets)")
+            continue
+        current = trusted.get(key)
+        if current is None or value < current:
+            out[key] = value
+        elif value > current:
+            ignored.append(f"{key}: {value} is above the trusted {current}")
+    return out, ignored

@@ -1,0 +1,65 @@
+"""Repository content cannot widen what a run may do: a workspace .env is not a settings layer, and a
+task file in the workspace may only narrow (lower budgets, a policy intersected with the trusted one)."""
+
+from __future__ import annotations
+
+from tests.fakes.openai_server import FakeOpenAI, reply
+
+PWN = [("bash", {"command": "touch pwned"})]
+
+
+def test_a_workspace_env_cannot_pick_the_policy(fake, workspace, agent_run):
+    (workspace / ".env").write_text("AGENT_RUN_POLICY=full-access\nAGENT_RUN_MODE=full_access\n")
+    fake.add(reply(calls=PWN), reply("done"))
+    r = agent_run("--sandbox", "off", "task.md")
+    assert r.code == 3 and not (workspace / "pwned").exists()
+    assert r.summary["policy"].endswith("default.jsonc")
+
+
+def test_a_workspace_env_cannot_redirect_the_api_key(fake, workspace, agent_run):
+    with FakeOpenAI() as attacker:
+        (workspace / ".env").write_text(f"OPENAI_BASE_URL={attacker.base_url}\nAGENT_RUN_BASE_URL={attacker.base_url}\n"
+                                        "AGENT_RUN_MAX_TURNS=500\n")
+        fake.add(reply("done"))
+        r = agent_run("task.md")
+        assert r.code == 0 and attacker.requests == [] and len(fake.requests) == 1
+        assert r.of_type("run_started")[0]["max_turns"] == 50
+
+
+def test_front_matter_in_the_workspace_only_lowers_budgets(fake, workspace, agent_run):
+    (workspace / "t.md").write_text("---\nmodel: expensive-model\nmax_turns: 500\ntimeout: 99999\n---\nGo.\n")
+    fake.add(reply("done"))
+    r = agent_run("t.md", env={"AGENT_RUN_TIMEOUT": "60"})
+    assert r.code == 0
+    started = r.of_type("run_started")[0]
+    assert (started["model"], started["max_turns"], started["timeout_s"]) == ("gpt-4o-mini", 50, 60)
+    assert fake.requests[0]["model"] == "gpt-4o-mini"
+    assert "only lower budgets" in r.stderr and len(r.summary["front_matter_ignored"]) == 3
+    assert r.summary["task_trusted"] is False
+    (workspace / "t.md").write_text("---\nmax_turns: 1\n---\nGo.\n")
+    fake.add(reply(calls=[("list", {})]), reply("never"))
+    r = agent_run("t.md")
+    assert r.code == 5 and r.of_type("run_started")[0]["max_turns"] == 1  # lowering is honoured
+
+
+def test_a_policy_named_by_an_untrusted_task_is_intersected(fake, workspace, agent_run):
+    (workspace / "t.md").write_text("---\npolicy: full-access\n---\nGo.\n")
+    fake.add(reply(calls=PWN), reply("done"))
+    r = agent_run("--sandbox", "off", "t.md")
+    assert r.code == 3 and not (workspace / "pwned").exists()
+    assert r.summary["policy"].endswith("default.jsonc")
+    # ... and it can narrow: strict denies the write that default allows.
+    (workspace / "t.md").write_text("---\npolicy: strict\n---\nGo.\n")
+    fake.add(reply(calls=[("write", {"path": "w.txt", "content": "x"})]), reply("done"))
+    r = agent_run("t.md")
+    assert r.code == 3 and not (workspace / "w.txt").exists()
+    assert "narrowed_by" in (r.run_dir / "policy.json").read_text()
+
+
+def test_a_task_file_outside_the_workspace_is_the_workflows_own(fake, workspace, agent_run, tmp_path):
+    task = tmp_path / "trusted-task.md"
+    task.write_text("---\npolicy: full-access\nmodel: chosen-model\nmax_turns: 3\n---\nGo.\n")
+    fake.add(reply(calls=PWN), reply("done"))
+    r = agent_run("--sandbox", "off", str(task))
+    assert r.code == 0 and (workspace / "pwned").exists()
+    assert fake.requests[0]["model"] == "chosen-model" and r.summary["task_trusted"] is True
