@@ -24,7 +24,6 @@ from runner.jsonutil import sha256_text
 from runner.loop import Limits, initial_messages, run_loop
 from runner.model.base import ChatModel
 from runner.model.catalog import price_for, window_for
-from runner.model.openai_chat import OpenAIChat
 from runner.model.replay import ReplayModel
 from runner.outcome import Status, UsageError
 from runner.policy.jsonc import PolicyError
@@ -266,6 +265,8 @@ def settings_for(cli: dict[str, Any], env_files: tuple[Path, ...], lower: dict[s
 def make_model(settings: Settings, deadline: float) -> ChatModel:
     if settings.model.startswith("replay:"):
         return ReplayModel(Path(settings.model[len("replay:") :]).expanduser())
+    from runner.model.openai_chat import OpenAIChat  # the openai SDK costs ~0.5 s to import: only when used
+
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     if not api_key:
         if not settings.base_url:

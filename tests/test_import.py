@@ -33,3 +33,25 @@ def test_importing_every_module_is_side_effect_free(tmp_path):
     assert {"runner.session", "runner.cli.main", "runner.tools.bash", "runner.policy.load"} <= set(report["modules"])
     assert report["changed"] == []
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+BOUNDARY = """
+import sys
+from runner.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = sorted(m for m in ("openai", "httpx", "pydantic_settings", "runner.session", "runner.model.openai_chat")
+               if m in sys.modules)
+print("HEAVY=" + ",".join(heavy))
+"""
+
+
+def test_light_commands_never_import_the_sdk(tmp_path):
+    """`--version`, `--help` and `policy explain` load only what they use (lazy subcommands)."""
+    for args in (["--version"], ["--help"], ["policy", "explain", "bash", "ls"]):
+        proc = subprocess.run([sys.executable, "-c", BOUNDARY, *args], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60)
+        heavy = proc.stdout.strip().splitlines()[-1]
+        assert heavy == "HEAVY=", (args, heavy)

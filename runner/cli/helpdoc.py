@@ -23,8 +23,10 @@ def pages() -> str:
                             help_option_names=["-h", "--help"])
         out.extend([f"## `{' '.join(path)}`", "", "```", command.get_help(ctx).rstrip(), "```", ""])
         if isinstance(command, click.Group):
-            for name in sorted(command.commands):
-                walk(command.commands[name], [*path, name])
+            for name in command.list_commands(ctx):  # a lazy group loads each one here
+                sub = command.get_command(ctx, name)
+                if sub is not None:
+                    walk(sub, [*path, name])
 
     walk(cli, ["agent-run"])
     return "\n".join(out)
