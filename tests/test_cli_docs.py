@@ -18,3 +18,14 @@ def test_every_command_is_documented():
     for name in ("run", "replay", "batch", "cleanup", "policy check", "policy explain", "policy simulate",
                  "policy suggest", "runs list", "runs show"):
         assert f"## `agent-run {name}`" in text
+
+
+def test_the_lazy_command_table_matches_each_commands_own_help():
+    import click
+
+    from runner.cli.main import COMMANDS, cli
+
+    ctx = click.Context(cli, info_name="agent-run")
+    for name, (_, _, line) in COMMANDS.items():
+        command = cli.get_command(ctx, name)
+        assert command is not None and " ".join((command.help or "").split("\n\n")[0].split()) == line, name

@@ -15,15 +15,19 @@ import click
 
 from runner import __version__
 
-# name -> (module, attribute): the seam where imports become lazy.
+# name -> (module, attribute, the first paragraph of its help): the seam where imports become lazy.
+# tests/test_cli_docs.py checks each text against the command's own help.
 COMMANDS = {
-    "run": ("runner.cli.run", "run"),
-    "policy": ("runner.cli.policy", "policy"),
-    "replay": ("runner.cli.replay", "replay_cmd"),
-    "cleanup": ("runner.cli.cleanup", "cleanup"),
-    "batch": ("runner.cli.batch", "batch"),
-    "runs": ("runner.cli.runs", "runs"),
-    "sandbox": ("runner.cli.sandbox", "sandbox"),
+    "batch": ("runner.cli.batch", "batch", "Run TASK... (each in its own run directory), print a table, exit with the "
+              "worst code."),
+    "cleanup": ("runner.cli.cleanup", "cleanup", "Remove run directories (and spill files) older than AGE."),
+    "policy": ("runner.cli.policy", "policy", "Validate policies and predict their decisions."),
+    "replay": ("runner.cli.replay", "replay_cmd", "Execute the denied calls of RUN_DIR exactly as the model asked, "
+               "under that run's policy with just those calls approved; record them in a new run directory."),
+    "run": ("runner.cli.run", "run", "Run TASK (a Markdown file, or - for stdin) headless."),
+    "runs": ("runner.cli.runs", "runs", "List past runs and show what one of them did."),
+    "sandbox": ("runner.cli.sandbox", "sandbox",
+                "The OS sandbox every command of a run is started in (docs/sandbox.md)."),
 }
 
 
@@ -39,14 +43,28 @@ class DefaultGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None
-        module, attr = COMMANDS[cmd_name]
+        module, attr, _ = COMMANDS[cmd_name]
         command: click.Command = getattr(importlib.import_module(module), attr)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The listing from the table, so that `agent-run --help` imports no subcommand.
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)  # as click.Group does
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, _short(COMMANDS[name][2], limit)) for name in sorted(COMMANDS)])
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version"):
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)
+
+
+def _short(text: str, limit: int) -> str:
+    """The first sentence, cut at a word to `limit` characters."""
+    first = text.split(". ")[0].rstrip(".") + "."
+    if len(first) <= limit:
+        return first
+    return first[: limit - 3].rsplit(" ", 1)[0] + "..."
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
