@@ -9,6 +9,7 @@ they never use.
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 import click
@@ -61,7 +62,7 @@ class DefaultGroup(click.Group):
 
 def _short(text: str, limit: int) -> str:
     """The first sentence, cut at a word to `limit` characters."""
-    first = text.split(". ")[0].rstrip(".") + "."
+    first = re.split(r"(?<!\.)\. ", text)[0].rstrip(".") + "."  # `TASK...` is not a sentence's end
     if len(first) <= limit:
         return first
     return first[: limit - 3].rsplit(" ", 1)[0] + "..."
