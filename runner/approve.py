@@ -11,6 +11,7 @@ approved results in place of the denials.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,14 @@ from typing import Any
 from runner import __version__
 from runner.call import handle_call
 from runner.events import RunStarted, ToolResult
+from runner.integrity import TamperError, verify
 from runner.jsonutil import canonical, sha256_text
 from runner.loop import Limits, initial_messages, run_loop
+from runner.mask import MARKER
 from runner.outcome import Status, UsageError
+from runner.policy.jsonc import PolicyError
 from runner.policy.limits import HARD_LIMIT
-from runner.policy.load import parse_approval, policy_from_snapshot
+from runner.policy.load import load_policy, parse_approval, policy_from_snapshot
 from runner.policy.model import Policy
 from runner.recorder import Recording, RunOutcome, early_failure, record
 from runner.rundir import read_events
@@ -48,7 +52,19 @@ class RecordedRun:
                 if d["type"] == "permission_decision" and d["decision"] == "deny" and d["call_id"] in calls]
 
 
-def load_run(run_dir: Path) -> RecordedRun:
+def load_run(run_dir: Path, expect_hash: str | None = None, policy_spec: str | None = None) -> RecordedRun:
+    """The recorded run, verified first (runner/integrity.py): a run directory an agent could have
+    rewritten is refused (exit 2). Its policy snapshot is used only when the run verifies as sealed;
+    otherwise (a run killed before its summary) `policy_spec` (`--policy`) is required."""
+    try:
+        sealed = verify(run_dir, expect_hash)
+    except FileNotFoundError as exc:
+        raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
+    except TamperError as exc:
+        raise UsageError(f"refusing to replay: {exc}") from None
+    if sealed is None and policy_spec is None:
+        raise UsageError(f"{run_dir} was never sealed (the run was killed before its summary): its policy snapshot "
+                         "cannot be trusted; name the policy with --policy")
     try:
         events = read_events(run_dir / "events.jsonl")
         snapshot = json.loads((run_dir / "policy.json").read_text(encoding="utf-8"))
@@ -58,7 +74,13 @@ def load_run(run_dir: Path) -> RecordedRun:
     started = next((e for e in events if e["type"] == "run_started"), None)
     if started is None:
         raise UsageError(f"{run_dir}: the run never started (no run_started event)")
-    policy = policy_from_snapshot(snapshot, str(run_dir / "policy.json"))
+    if policy_spec is not None:
+        try:
+            policy = load_policy(policy_spec)
+        except PolicyError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        policy = policy_from_snapshot(snapshot, str(run_dir / "policy.json"))
     policy.rules = [r for r in policy.rules if r.source not in (HARD_LIMIT, "<run outputs>")]
     return RecordedRun(run_dir, events, started, task, policy)
 
@@ -75,17 +97,43 @@ def select(run: RecordedRun, call_ids: list[str]) -> list[dict[str, Any]]:
     return [d for d in denied if d["call_id"] in call_ids]
 
 
+def describe_call(call: dict[str, Any]) -> str:
+    """The exact thing a call does, as a person reads it: a bash call's command line, else tool + arguments."""
+    try:
+        args = json.loads(call["arguments"])
+    except (json.JSONDecodeError, TypeError):
+        args = None
+    if call["tool"] == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
+        return f"bash: {args['command']}"
+    return f"{call['tool']} {call['arguments']}"
+
+
+def masked_refusal(masked: list[dict[str, Any]], others: int) -> str:
+    """Why calls whose recorded arguments hold `[REDACTED:kind]` cannot be replayed: the log masked a secret
+    the model sent, so the exact call is not on record, and running the masked text is not what was denied."""
+    ids = ", ".join(c["call_id"] for c in masked)
+    kinds = sorted({k for c in masked for k in (c.get("redacted") or {}).get("kinds") or []}) or ["…"]
+    what = " (" + ", ".join(f"{MARKER}{k}]" for k in kinds) + ")"
+    rest = f"; replay the other {others} with --call" if others else ""
+    return (f"cannot replay {ids}: its recorded arguments hold a masked secret{what}, so the exact call is not on "
+            f"record; rerun the task with --approve instead{rest}")
+
+
 def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: dict[str, Any],
-           verbosity: int, sandbox: str | None = None) -> RunOutcome:
+           verbosity: int, sandbox: str | None = None, expect_hash: str | None = None,
+           policy_spec: str | None = None) -> RunOutcome:
     from runner.session import budget_for, call_env, context_for, make_model, settings_for
 
     try:
-        run = load_run(run_dir)
+        run = load_run(run_dir, expect_hash, policy_spec)
         chosen = select(run, call_ids)
     except UsageError as exc:
         return early_failure(exc.reason)
     if not chosen:
         return early_failure(f"{run_dir.name} has no denied calls to approve")
+    masked = [c for c in chosen if MARKER in c["arguments"]]
+    if masked:
+        return early_failure(masked_refusal(masked, others=len(chosen) - len(masked)))
 
     def body(rec: Recording) -> tuple[Status, str | None]:
         approvals = [parse_approval(a, i) for i, a in enumerate(p for c in chosen
@@ -111,6 +159,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
             "sha256": e.sha256}) if isinstance(e, ToolResult) else None)
         results: dict[str, str] = {}
         for c in chosen:
+            # What runs is shown before it runs: the human approves this, not a summary of it.
+            print(f"agent-run replay: running {c['call_id']}: {describe_call(c)}", file=sys.stderr, flush=True)
             call = {"id": c["call_id"], "type": "function",
                     "function": {"name": c["tool"], "arguments": c["arguments"]}}
             results[c["call_id"]] = handle_call(call, env, c["turn"], rec.emit)

@@ -139,7 +139,8 @@ def truncated(tool: Tool, output: ToolOutput, ctx: ToolContext) -> ToolOutput:
     (bash) has already done it and says so in its details."""
     if "truncated" in output.details:
         return output
-    content, details = spill_text(ctx.outputs_dir, output.content, ctx.truncation, from_end=tool.keep == "tail")
+    content, details = spill_text(ctx.outputs_dir, output.content, ctx.truncation, from_end=tool.keep == "tail",
+                                  masker=ctx.masker)
     return ToolOutput(content, {**output.details, **details})
 
 

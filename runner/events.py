@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 @dataclass(frozen=True)
 class Event:
     type: ClassVar[str] = "event"
+    # The field holding what the model sent or received, for which a masked log records `redacted`.
+    content_field: ClassVar[str | None] = None
 
     def fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -61,20 +63,24 @@ class ModelRetry(Event):
 @dataclass(frozen=True)
 class ModelResponse(Event):
     type: ClassVar[str] = "model_response"
+    content_field: ClassVar[str | None] = "message"
     turn: int
     message: dict[str, Any]
     usage: dict[str, int]
     finish_reason: str | None
     duration_s: float
+    redacted: dict[str, Any] | None = None  # set by the log that masks it: {kinds, sha256 of the unmasked}
 
 
 @dataclass(frozen=True)
 class ToolCall(Event):
     type: ClassVar[str] = "tool_call"
+    content_field: ClassVar[str | None] = "arguments"
     turn: int
     call_id: str
     tool: str
     arguments: str
+    redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,7 @@ class PermissionDecision(Event):
 @dataclass(frozen=True)
 class ToolResult(Event):
     type: ClassVar[str] = "tool_result"
+    content_field: ClassVar[str | None] = "content"
     call_id: str
     tool: str
     ok: bool
@@ -110,7 +117,8 @@ class ToolResult(Event):
     sha256: str
     duration_s: float
     details: dict[str, Any] = field(default_factory=dict)
-    content: str = ""  # exactly what the model received: a run can be resumed from its events
+    content: str = ""  # what the model received (the log's copy masked): a run can be resumed from its events
+    redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
 
 
 @dataclass(frozen=True)

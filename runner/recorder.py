@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.events import Event, RunFinished, RunInterrupted
+from runner.integrity import seal
+from runner.mask import Masker
 from runner.outcome import Interrupted, RunEnded, Status, exit_code
 from runner.report.progress import Progress
 from runner.report.summary import SummaryBuilder
@@ -102,7 +104,8 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         run_id, run_dir = create_run_dir(runs_dir, workspace)
     except OSError as exc:
         return early_failure(f"cannot create run directory in {runs_dir}: {exc}")
-    log = EventLog(run_dir / "events.jsonl", run_id, sys.stdout if stream_events else None)
+    masker = Masker(os.environ)  # one per run: every surface below writes through it
+    log = EventLog(run_dir / "events.jsonl", run_id, sys.stdout if stream_events else None, masker)
     summary = SummaryBuilder(run_id, model="", policy="")
     last = ["start"]  # the type of the latest event, for the `interrupted` record
 
@@ -110,7 +113,8 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         last[0] = event.type
 
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
-                    [log, summary, Progress(sys.stderr, verbosity), track], summary, ToolContext(workspace=workspace))
+                    [log, summary, Progress(sys.stderr, verbosity, masker), track], summary,
+                    ToolContext(workspace=workspace, masker=masker))
     signals = _Signals(rec.ctx)
     signals.install()
     status, reason, signum = Status.FAILED, None, None
@@ -125,7 +129,7 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
             rec.extra.update(exc.details)
         except Exception as exc:  # a bug of ours: record it, never lose the run
             status, reason = Status.FAILED, f"internal error: {type(exc).__name__}: {exc}"
-            write_atomic(run_dir / "error.txt", traceback.format_exc())
+            write_atomic(run_dir / "error.txt", masker.mask(traceback.format_exc())[0])
     except Interrupted as exc:  # a signal landed inside an except block above
         status, reason, signum = exc.status, exc.reason, exc.signum
     finally:
@@ -142,6 +146,9 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         for close in rec.closers:
             with contextlib.suppress(Exception):  # a leftover temp dir must not cost the summary
                 close()
+        data = masker.mask_obj(data)[0]  # also what stdout, JUnit and the GitHub step summary show
+        # Last: every sealed file (task.md, policy.json, changes.patch) is written by now.
+        data["integrity"] = seal(run_dir, log.head)
         write_json(run_dir / "summary.json", data)
         signals.restore()
     return RunOutcome(code, data, run_dir)

@@ -9,11 +9,15 @@ import json
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from runner.events import Event
+from runner.integrity import GENESIS, line_hash
 from runner.jsonutil import canonical
 from runner.tools.atomic import atomic_write
+
+if TYPE_CHECKING:
+    from runner.mask import Masker
 
 
 def utc_now() -> str:
@@ -54,21 +58,28 @@ def write_json(path: Path, data: Any) -> None:
 
 class EventLog:
     """events.jsonl: one canonical JSON object per line, flushed per event so a
-    killed run leaves every event it emitted on disk, each line whole."""
+    killed run leaves every event it emitted on disk, each line whole. With a masker,
+    each line is the masked record (secrets as `[REDACTED:kind]`, see runner.mask)."""
 
-    def __init__(self, path: Path, run_id: str, mirror: TextIO | None = None) -> None:
+    def __init__(self, path: Path, run_id: str, mirror: TextIO | None = None, masker: Masker | None = None) -> None:
         self.path = path
         self.run_id = run_id
         self.seq = 0
         self._file: TextIO = path.open("a", encoding="utf-8")
         self._mirror = mirror  # `--output-format stream-json`: the same lines, as they happen
+        self._masker = masker
+        self.head = GENESIS  # sha256 of the last line written: the next record's `prev`
 
     def __call__(self, event: Event) -> None:
         self.seq += 1
-        record = {"seq": self.seq, "ts": utc_now(), "run_id": self.run_id, "type": event.type, **event.fields()}
+        record = {"seq": self.seq, "ts": utc_now(), "run_id": self.run_id, "type": event.type, "prev": self.head,
+                  **event.fields()}
+        if self._masker is not None:
+            record = self._masker.mask_record(record, event.content_field)
         line = canonical(record) + "\n"
         self._file.write(line)
         self._file.flush()
+        self.head = line_hash(line)
         if self._mirror is not None:
             self._mirror.write(line)
             self._mirror.flush()

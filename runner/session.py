@@ -39,6 +39,7 @@ from runner.rundir import default_runs_dir, write_atomic, write_json
 from runner.sandbox.session import start_sandbox
 from runner.settings import Settings, load_settings, policy_layer
 from runner.task import Task, parse_task
+from runner.tools.readable import policy_decider
 from runner.tools.registry import core_tools
 from runner.tools.spill import keep
 from runner.tools.truncate import Limits as TruncationLimits
@@ -89,7 +90,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
                    sandbox_mode=opts.sandbox, environ=files.environ())
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
-    rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data))
+    rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))
     rec.closers.insert(0, tracker.close)
     rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
@@ -126,9 +127,11 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
         return text
 
     def spill(content: str) -> str | None:
-        return keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days) if rec.ctx.outputs_dir else None
+        return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.ctx.masker)
+                if rec.ctx.outputs_dir else None)
 
-    manager = ContextManager(config, rec.emit, rec.run_dir / "history", summarize, spill=spill)
+    manager = ContextManager(config, rec.emit, rec.run_dir / "history", summarize, spill=spill,
+                             masker=rec.ctx.masker)
     env.admit = manager.admit_bound
 
     requests: list[bool] = []  # extends_previous, per model request
@@ -147,7 +150,7 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
     return manager
 
 
-def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any]) -> None:
+def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any], masker: Any = None) -> None:
     try:
         patch, changed = tracker.patch()
     except (OSError, subprocess.SubprocessError) as exc:
@@ -156,7 +159,8 @@ def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any]) -
         return
     data["changed_files"] = changed
     if patch:
-        write_atomic(run_dir / "changes.patch", patch)
+        # A secret the agent wrote into a file is not copied into the artifact either.
+        write_atomic(run_dir / "changes.patch", masker.mask(patch)[0] if masker is not None else patch)
 
 
 def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float | None,
@@ -180,6 +184,8 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
     env = CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards)
     rec.ctx.authorize = lambda targets: authorize_within(env, rec.emit, targets)
+    # Files grep, glob and list meet: decided like a read, not recorded; skipped unless allowed.
+    rec.ctx.decide = policy_decider(env.policy)
     rec.ctx.sandbox = start_sandbox(rec, env, sandbox_mode, environ)
     return env
 

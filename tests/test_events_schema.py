@@ -38,7 +38,7 @@ from runner.tools.base import ERROR_TYPES
 from tests.fakes.event_schema import event_error, load_schema, validate_events_file
 
 SCHEMA = load_schema()
-COMMON = {"seq", "ts", "run_id", "type"}
+COMMON = {"seq", "ts", "run_id", "type", "prev"}
 EVENTS = sorted((cls for _, cls in inspect.getmembers(events_module, inspect.isclass)
                  if issubclass(cls, Event) and cls is not Event), key=lambda cls: cls.__name__)
 RUN_ID = "20250102T030405123456Z-0a1b2c"
@@ -51,7 +51,7 @@ def definition(type_: str) -> dict[str, Any]:
 
 def record(event: Event, seq: int = 1) -> dict[str, Any]:
     return json.loads(json.dumps({"seq": seq, "ts": utc_now(), "run_id": RUN_ID, "type": event.type,
-                                  **event.fields()}))
+                                  "prev": "0" * 64, **event.fields()}))
 
 
 def test_schema_is_valid_draft_2020_12():
@@ -128,7 +128,12 @@ def examples(run_id: str) -> list[Event]:
                       usage=usage_dict(None), finish_reason="tool_calls", duration_s=0.25),
         ModelResponse(turn=2, message=assistant_message("done", [], 2), usage=usage_dict(None), finish_reason=None,
                       duration_s=0),
+        ModelResponse(turn=3, message=assistant_message("key: [REDACTED:env:OPENAI_API_KEY]", [], 3),
+                      usage=usage_dict(None), finish_reason="stop", duration_s=0.1,
+                      redacted={"kinds": ["env:OPENAI_API_KEY"], "sha256": SHA}),
         ToolCall(turn=1, call_id="call_1", tool="read", arguments='{"path": "a.txt"}'),
+        ToolCall(turn=1, call_id="call_3", tool="bash", arguments='{"command": "echo [REDACTED:github-token]"}',
+                 redacted={"kinds": ["github-token"], "sha256": SHA}),
         PermissionDecision(**decision, mode="agent", decision="allow", permissionDomain="read",
                            targets=[{"domain": "read", "target": "a.txt", "decision": "allow", "rule": RULE}],
                            rulePattern="**", tool="read", policy_decision="allow", rule=RULE),
@@ -147,6 +152,9 @@ def examples(run_id: str) -> list[Event]:
                    duration_s=0.001, details={"lines": 1}, content="hi"),
         ToolResult(call_id="call_2", tool="bash", ok=False, error_type="ToolNotAllowed", bytes=3,
                    sha256=sha256_text("{x}"), duration_s=0.0, content="{x}"),
+        ToolResult(call_id="call_3", tool="bash", ok=True, error_type=None, bytes=45, sha256=SHA, duration_s=0.01,
+                   details={"exit_code": 0}, content="[REDACTED:aws-access-key] [REDACTED:private-key]",
+                   redacted={"kinds": ["aws-access-key", "private-key"], "sha256": SHA}),
         NetworkRequest(call_id="call_1", host="pypi.org", port=443, decision="allow",
                        rule={**RULE, "domain": "network", "pattern": "net:pypi.org:443"}),
         NetworkRequest(call_id="call_1", host="evil.example", port=443, decision="deny", rule=None),
@@ -168,6 +176,27 @@ def test_events_as_logged_are_valid(tmp_path):
         log(event)
     log.close()
     assert validate_events_file(run_dir / "events.jsonl") == len(examples(run_id))
+
+
+def test_a_masking_log_writes_valid_events(tmp_path):
+    from runner.mask import Masker
+
+    run_id, run_dir = create_run_dir(tmp_path / "runs", tmp_path)
+    log = EventLog(run_dir / "events.jsonl", run_id, masker=Masker({"DEPLOY_TOKEN": "tok-0123456789"}))
+    token = "ghp_" + "x" * 36
+    log(ToolCall(turn=1, call_id="c", tool="bash", arguments=json.dumps({"command": f"echo {token}"})))
+    log(ToolResult(call_id="c", tool="bash", ok=True, error_type=None, bytes=14, sha256=sha256_text("tok-0123456789"),
+                   duration_s=0, content="tok-0123456789"))
+    log(ToolResult(call_id="d", tool="bash", ok=True, error_type=None, bytes=0, sha256=sha256_text(""),
+                   duration_s=0))
+    log.close()
+    assert validate_events_file(run_dir / "events.jsonl") == 3
+    call, result, clean = (json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines())
+    assert call["arguments"] == '{"command": "echo [REDACTED:github-token]"}'
+    assert call["redacted"] == {"kinds": ["github-token"],
+                                "sha256": sha256_text(json.dumps({"command": f"echo {token}"}))}
+    assert result["content"] == "[REDACTED:env:DEPLOY_TOKEN]" and result["redacted"]["kinds"] == ["env:DEPLOY_TOKEN"]
+    assert clean["redacted"] is None
 
 
 @pytest.mark.parametrize(("status", "code"), EXIT_CODES.items())
@@ -212,6 +241,8 @@ def test_missing_fields_are_rejected(field):
     (RunInterrupted(signal="SIGINT", during="tool_call"), {"during": "run_finished"}),
     (ModelResponse(turn=1, message=assistant_message("hi", [], 1), usage=usage_dict(None), finish_reason="stop",
                    duration_s=0.1), {"message": {"role": "user", "content": "hi"}}),
+    (ToolCall(turn=1, call_id="c", tool="bash", arguments="{}"), {"redacted": {"kinds": [], "sha256": SHA}}),
+    (ToolCall(turn=1, call_id="c", tool="bash", arguments="{}"), {"redacted": {"kinds": ["x"]}}),
 ])
 def test_inconsistent_events_are_rejected(event, change):
     assert event_error(record(event)) is None

@@ -14,13 +14,18 @@ from typing import Any
 
 import click
 
+from runner.mask import secret_values
 from runner.recorder import RunOutcome
 from runner.report.github import GitHubReporter, endgroup, group
 from runner.report.junit import JUnitCase, write_junit
 
 
 def secrets_to_mask() -> list[str | None]:
-    return [os.environ.get(k) for k in ("OPENAI_API_KEY", "AGENT_RUN_API_KEY")]
+    """For `::add-mask::`: the API key and the value of every secret-named variable (runner.mask), so that
+    GitHub hides them in the raw log too. What agent-run itself prints is masked already (the summary and
+    events are written through the run's Masker)."""
+    return [os.environ.get(k) for k in ("OPENAI_API_KEY", "AGENT_RUN_API_KEY")] + [
+        value for value, _ in secret_values(os.environ)]
 
 
 def with_github(run: Callable[[], RunOutcome]) -> tuple[RunOutcome, GitHubReporter]:

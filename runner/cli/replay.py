@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from runner.approve import load_run, replay, select
+from runner.approve import describe_call, load_run, replay, select
 from runner.cli.output import finish, with_github
 from runner.outcome import EXIT_CODES, Status, UsageError
 
@@ -22,26 +22,34 @@ from runner.outcome import EXIT_CODES, Status, UsageError
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
 @click.option("--sandbox", type=click.Choice(["required", "auto", "off"]),
               help="As `run --sandbox` (default: the recorded policy's sandbox.mode, else auto).")
+@click.option("--expect-hash", metavar="SHA256",
+              help="Refuse unless the run directory's integrity hash is this one (the action output "
+                   "events-sha256 / the step summary): for a run directory downloaded from CI.")
+@click.option("--policy", "policy_spec", metavar="PATH|NAME",
+              help="Decide under this policy instead of the run's snapshot (required for a run that was never "
+                   "sealed).")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 @click.option("-q", "--quiet", is_flag=True)
 def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: bool, model: str | None,
-               max_turns: int | None, timeout: float | None, sandbox: str | None, output_format: str,
-               quiet: bool) -> None:
+               max_turns: int | None, timeout: float | None, sandbox: str | None, expect_hash: str | None,
+               policy_spec: str | None, output_format: str, quiet: bool) -> None:
     """Execute the denied calls of RUN_DIR exactly as the model asked, under that run's policy
     with just those calls approved; record them in a new run directory."""
     run_dir = run_dir.resolve()
     if not approve:
         try:
-            chosen = select(load_run(run_dir), list(calls))
+            chosen = select(load_run(run_dir, expect_hash, policy_spec), list(calls))
         except UsageError as exc:
             click.echo(f"agent-run: {exc.reason}", err=True)
             sys.exit(EXIT_CODES[Status.USAGE_ERROR])
         for c in chosen:
             click.echo(f"{c['call_id']}\t{c['tool']}\t{c['arguments']}\t{c['decision']['policy_decision']}")
+            click.echo(f"  would run {describe_call(c)}", err=True)
         click.echo(f"{len(chosen)} denied call(s); add --approve to execute them", err=True)
         return
     given = {"model": model, "max_turns": max_turns, "timeout": timeout}
     outcome, reporter = with_github(lambda: replay(run_dir, list(calls), resume=resume,
                                                    cli_settings={k: v for k, v in given.items() if v},
-                                                   verbosity=0 if quiet else 1, sandbox=sandbox))
+                                                   verbosity=0 if quiet else 1, sandbox=sandbox,
+                                                   expect_hash=expect_hash, policy_spec=policy_spec))
     finish(outcome, reporter, fmt=output_format, quiet=quiet)

@@ -64,6 +64,7 @@ class ContextManager:
     peak: float = 0.0
     stage: str = "none"
     spill: Callable[[str], str | None] | None = None  # keeps a full result, returns where
+    masker: Any = None  # runner.mask.Masker: the snapshot is a log surface, secrets masked like the rest
     _bound: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
 
     def bind(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
@@ -146,7 +147,8 @@ class ContextManager:
             self.history_dir.mkdir(parents=True, exist_ok=True)
             n = len(list(self.history_dir.glob("*.json"))) + 1
             path = self.history_dir / f"{n}.json"
-            path.write_text(json.dumps(messages, ensure_ascii=False, indent=1), encoding="utf-8")
+            text = json.dumps(messages, ensure_ascii=False, indent=1)
+            path.write_text(self.masker.mask(text)[0] if self.masker is not None else text, encoding="utf-8")
             path.chmod(0o444)
             snapshot = str(path)
         try:

@@ -4,6 +4,10 @@ A target is `scheme:rest` (`workspace:src/a.py`, `fs:/etc/hosts`, `shell:npm tes
 A pattern may carry the same scheme (then it only matches that scheme), no scheme
 (matched against the target's rest, whatever its scheme), or be `regex:<re>`.
 
+`regex:` rules run on RE2, whose matching time is linear in the target: a rule such as
+`regex:(a+)+$` cannot hold a run past its timeout the way a backtracking engine would.
+RE2 has no lookaround or backreferences; a pattern using them is a load error.
+
 Glob semantics depend on the target's scheme: path-like targets use path globs
 (`*` one segment, `**` any depth, `?` one character); command-like targets
 (`shell:`, `query:`) use text globs where `*` matches anything, and a pattern
@@ -13,10 +17,12 @@ ending in ` *` also matches the bare command (`git *` matches `git`).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
+import re2
 from wcmatch import fnmatch, glob
 
 SCHEMES = ("workspace", "fs", "shell", "url", "query", "mcp", "agent", "net")
@@ -49,10 +55,7 @@ class Pattern:
 def compile_pattern(raw: str) -> Pattern:
     """Compile once. Raises ValueError for an invalid regex."""
     if raw.startswith("regex:"):
-        try:
-            rx = re.compile(raw[len("regex:") :])
-        except re.error as exc:
-            raise ValueError(f"invalid regex {raw[6:]!r}: {exc}") from None
+        rx = compile_regex(raw[len("regex:") :])
         # Full match against the whole target or, for convenience, its rest.
         return Pattern(raw, "", lambda s, r: bool(rx.fullmatch(f"{s}:{r}" if s else r) or rx.fullmatch(r)))
     scheme, body = split_target(raw)
@@ -70,6 +73,32 @@ def compile_pattern(raw: str) -> Pattern:
         return bool(as_path().match("" if r == "." else r))
 
     return Pattern(raw, scheme, test)
+
+
+def _re2_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every rejected pattern to stderr; the error says it
+    return options
+
+
+_RE2_OPTIONS = _re2_options()
+
+
+def compile_regex(text: str) -> re2._Regexp:
+    """An RE2 regex; raises ValueError `invalid regex '…': why`. A plain syntax error gets Python's
+    wording (what earlier versions said); a pattern only a backtracking engine can run says so."""
+    try:
+        return re2.compile(text, options=_RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. FutureWarning "possible nested set"
+        try:
+            re.compile(text)
+        except re.error as exc:
+            raise ValueError(f"invalid regex {text!r}: {exc}") from None
+    raise ValueError(f"invalid regex {text!r}: {reason} (regex: rules run on RE2, in linear time: no lookaround, "
+                     "backreferences or possessive quantifiers)") from None
 
 
 def exact_pattern(target: str, *, subtree: bool = False) -> str:

@@ -2,7 +2,11 @@
 
 Commands are generalized at their arity — `npm run test --watch` becomes
 `npm run test *`, `git commit -m x` becomes `git commit *` — the way people write
-rules; files and URLs stay exact.
+rules; files and URLs stay exact. So do interpreters and wrappers (`python x.py`,
+`bash run.sh`, `env FOO=1 make`, `xargs rm`, `sudo …`, `docker run …`): cut at their
+arity they would allow anything, so the exact command is suggested, with a comment
+saying why. Targets floored by a note (what the parser cannot prove harmless) are
+listed as not suggestible: no rule lifts a floor.
 """
 
 from __future__ import annotations
@@ -28,8 +32,60 @@ ARITY: dict[str, int] = {
 }
 
 
+# Programs that run whatever they are given: a rule `shell:python *` would allow any code.
+_INTERPRETER = re.compile(r"(python|pypy|lua|ruby|perl|php|node|tclsh|wish)[0-9.]*|nodejs|deno|bun|irb|luajit|"
+                          r"Rscript|R|julia|java|pwsh|powershell|osascript|g?awk|mawk|nawk|bash|sh|zsh|dash|ksh|"
+                          r"mksh|fish|csh|tcsh|busybox")
+_WRAPPERS = frozenset({
+    "env", "xargs", "sudo", "su", "doas", "runuser", "nice", "nohup", "timeout", "time", "exec", "eval", "command",
+    "builtin", "source", ".", "ssh", "stdbuf", "setsid", "ionice", "chrt", "taskset", "watch", "flock", "strace",
+    "ltrace", "gdb", "valgrind", "script", "unbuffer", "parallel", "chroot", "nsenter", "unshare", "firejail",
+    "bwrap", "sg", "newgrp", "trap",
+})
+# Subcommands that run any command (in a container, a pod, another host).
+_RUNS_ANYTHING = frozenset({
+    "docker run", "docker exec", "docker container run", "docker container exec", "docker compose run",
+    "docker compose exec", "docker-compose run", "docker-compose exec", "podman run", "podman exec",
+    "kubectl exec", "kubectl run", "kubectl debug", "npm exec", "pnpm exec", "pnpm dlx", "yarn exec", "yarn dlx",
+})
+# Runners whose next word is the program they run: exact when that program is an interpreter or wrapper.
+_RUNNERS = frozenset({"uv run", "poetry run", "pipenv run", "pdm run", "hatch run", "rye run", "conda run",
+                      "pipx run", "bundle exec", "npx", "bunx", "pnpx", "mise exec"})
+_CODE_MODULES = frozenset({"runpy", "pdb", "code", "trace", "cProfile", "profile", "idlelib", "IPython"})
+
+
+def why_exact(command: str) -> str | None:
+    """Why only the exact command may be suggested (None: cutting it at its arity is fine)."""
+    words = [literal for _, literal in command_words(command)]
+    while words and words[0] is not None and "=" in words[0] and not words[0].startswith("="):
+        words = words[1:]  # leading assignments
+    if not words or None in words[:3]:
+        return None
+    prog = str(words[0]).rsplit("/", 1)[-1]
+    if _INTERPRETER.fullmatch(prog):
+        if prog.startswith(("python", "pypy")) and words[1:2] == ["-m"] and len(words) > 2 and \
+                words[2] not in _CODE_MODULES:
+            return None  # `python -m pytest`: the module is the program
+        return f"{prog} runs whatever code it is given: only this exact command"
+    if prog in _WRAPPERS:
+        return f"{prog} runs the command it is given: only this exact command"
+    for size in (3, 2):
+        head = " ".join(str(w) for w in words[:size])
+        if head in _RUNS_ANYTHING:
+            return f"{head} runs any command: only this exact command"
+    for size in (2, 1):
+        head = " ".join(str(w) for w in words[:size])
+        inner = next((str(w) for w in words[size:] if not str(w).startswith("-")), None) if head in _RUNNERS else None
+        if inner is not None and why_exact(inner):
+            return f"{head} {inner} runs whatever it is given: only this exact command"
+    return None
+
+
 def command_rule(command: str) -> str:
-    """`shell:<prefix> *` for a simple command, cut at the command's arity."""
+    """`shell:<prefix> *` for a simple command, cut at the command's arity; the exact command for
+    interpreters and wrappers (see `why_exact`)."""
+    if why_exact(command):
+        return exact_pattern(f"shell:{command}")
     pairs = command_words(command)
     # Leading assignments stay in the rule (the policy decides `FOO=1 make build` as written),
     # but the arity is looked up on the command after them.
@@ -57,6 +113,11 @@ def rule_for(domain: str, target: str) -> str:
     return command_rule(rest) if scheme == "shell" else exact_pattern(target)
 
 
+def why_for(domain: str, target: str) -> str | None:
+    scheme, rest = split_target(target)
+    return why_exact(rest) if scheme == "shell" else None
+
+
 def suggest(run_dir: Path) -> dict[str, Any]:
     events = read_events(run_dir / "events.jsonl")
     rules: list[dict[str, str]] = []
@@ -68,9 +129,17 @@ def suggest(run_dir: Path) -> dict[str, Any]:
             if t["decision"] == "allow":
                 continue
             if (t.get("rule") or {}).get("file") == HARD_LIMIT:
-                skipped.append({"call_id": e["call_id"], "target": t["target"], "why": "hard limit"})
+                skipped.append({"call_id": e["call_id"], "target": t["target"],
+                                "why": "hard limit: no policy can allow it"})
+                continue
+            if t["domain"] == "bash" and t.get("note"):  # floored at ask: what no rule can allow
+                skipped.append({"call_id": e["call_id"], "target": t["target"],
+                                "why": f"{t['note']}: no rule can allow it, only mode full_access"})
                 continue
             rule = {"domain": t["domain"], "pattern": rule_for(t["domain"], t["target"]), "decision": "allow"}
+            why = why_for(t["domain"], t["target"])
+            if why:
+                rule["why"] = why
             if rule not in rules:
                 rules.append(rule)
     return {"rules": rules, "skipped": skipped}
@@ -79,10 +148,12 @@ def suggest(run_dir: Path) -> dict[str, Any]:
 def as_jsonc(run_dir: Path, found: dict[str, Any]) -> str:
     lines = [f"// Allow rules that would have let the denied calls of {run_dir.name} through.",
              "// Paste them at the end of permission.rules (the last matching rule wins)."]
-    lines += [f'{{ "domain": "{r["domain"]}", "pattern": {_json(r["pattern"])}, "decision": "allow" }},'
-              for r in found["rules"]]
+    for r in found["rules"]:
+        if r.get("why"):
+            lines.append(f"// exact: {r['why']} (a wider rule would allow anything)")
+        lines.append(f'{{ "domain": "{r["domain"]}", "pattern": {_json(r["pattern"])}, "decision": "allow" }},')
     for s in found["skipped"]:
-        lines.append(f"// not suggested: {s['target']} ({s['why']}: no policy can allow it)")
+        lines.append(f"// not suggested: {s['target']} ({s['why']})")
     if not found["rules"] and not found["skipped"]:
         lines.append("// nothing was denied in this run")
     return "\n".join(lines)

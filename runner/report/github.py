@@ -182,6 +182,7 @@ def output_values(summary: Mapping[str, Any]) -> dict[str, str]:
         "run-dir": str(summary.get("run_dir") or ""),
         "denials": str(len(summary.get("denials") or [])),
         "sandbox": sandbox_text(summary.get("sandbox")),
+        "events-sha256": str((summary.get("integrity") or {}).get("sha256") or ""),
         "summary-json": compact_summary_json(summary),
     }
 
@@ -317,6 +318,8 @@ def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> str:
         ("Sandbox", ("" if (summary.get("sandbox") or {}).get("active", True) else "⚠️ ")
          + md_text(_clip(sandbox_text(summary.get("sandbox")) or "?"))),
         ("Run", code_span(_clip(summary.get("run_id") or ""))),
+        ("Integrity", code_span(str((summary.get("integrity") or {}).get("sha256") or "?"))
+         + " (check a downloaded run: `agent-run replay RUN_DIR --expect-hash` this)"),
         ("Run dir", code_span(_clip(summary.get("run_dir") or ""))),
     ]
     out += ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]

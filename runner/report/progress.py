@@ -1,25 +1,32 @@
-"""Human progress on stderr: one line per turn and per tool call."""
+"""Human progress on stderr: one line per turn and per tool call, secrets masked."""
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from runner.events import Event, ModelRequest, ModelResponse, ModelRetry, PermissionDecision, ToolCall, ToolResult
 from runner.jsonutil import short
 
+if TYPE_CHECKING:
+    from runner.mask import Masker
+
 
 class Progress:
-    def __init__(self, stream: TextIO, verbosity: int) -> None:
+    def __init__(self, stream: TextIO, verbosity: int, masker: Masker | None = None) -> None:
         self.stream = stream
         self.verbosity = verbosity  # 0 quiet, 1 normal, 2 verbose
         self._pending: dict[str, str] = {}
+        self._masker = masker
 
     def __call__(self, event: Event) -> None:
         if self.verbosity <= 0:
             return
         line = self._line(event)
         if line:
-            print(line, file=self.stream, flush=True)
+            print(self._mask(line), file=self.stream, flush=True)
+
+    def _mask(self, text: str) -> str:
+        return self._masker.mask(text)[0] if self._masker is not None else text
 
     def _line(self, event: Event) -> str | None:
         if isinstance(event, ModelRequest) and self.verbosity >= 2:
@@ -31,7 +38,8 @@ class Progress:
             what = f"{n} tool call(s)" if n else "final answer"
             return f"[turn {event.turn}] model: {what} ({event.duration_s:.1f}s)"
         if isinstance(event, ToolCall):
-            self._pending[event.call_id] = f"{event.tool} {short(event.arguments)}"
+            # Masked before it is shortened: a token cut in half no longer looks like one.
+            self._pending[event.call_id] = f"{event.tool} {short(self._mask(event.arguments))}"
             return None
         if isinstance(event, PermissionDecision):
             self._pending[event.call_id] = f"{self._pending.get(event.call_id, event.tool)} [{event.decision}]"

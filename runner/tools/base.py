@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from runner.policy.decide import CallDecision
 from runner.policy.model import Target
 from runner.tools.truncate import Limits
 
@@ -45,10 +46,15 @@ class ToolContext:
     bash: dict[str, Any] = field(default_factory=dict)  # the policy's `bash` section
     # Decides targets a tool meets while it runs (a redirect's URL); raises ToolError when not allowed.
     authorize: Callable[[list[Target]], None] | None = None
+    # Decides targets without recording them: a file grep, glob or list meets, skipped unless allowed.
+    # None (unit tests, explain): nothing is skipped.
+    decide: Callable[[list[Target]], CallDecision] | None = None
     call_id: str = ""  # the call being run, and its tool: for what `authorize` records
     call_tool: str = ""
     # runner.sandbox.runtime.Sandbox: wraps every process a tool starts; None runs it bare.
     sandbox: Any = None
+    # runner.mask.Masker: what a tool writes to the run directory (spill files) is masked; None keeps it as is.
+    masker: Any = None
 
 
 @dataclass

@@ -47,9 +47,11 @@ class Bash(Tool):
     }
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        _refuse_nul(args["command"])
         return shell_targets(ctx.workspace, args["command"])
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        _refuse_nul(args["command"])
         cap = float(ctx.bash.get("maxTimeoutSeconds", DEFAULT_MAX_TIMEOUT_S))
         timeout = min(float(args.get("timeout_s", ctx.default_timeout_s)), cap)
         if ctx.deadline is not None:
@@ -58,7 +60,7 @@ class Bash(Tool):
         argv = ["bash", "-c", args["command"]]
         if ctx.sandbox is not None:
             argv, env = ctx.sandbox.wrap(argv, env)
-        spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days)
+        spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days, ctx.masker)
         try:
             proc = subprocess.Popen(
                 argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
@@ -98,6 +100,15 @@ class Bash(Tool):
         if proc.returncode != 0:
             raise ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, **_public(details))
         return ToolOutput(output or "[no output]", {**details, "pid": proc.pid})
+
+
+def _refuse_nul(command: str) -> None:
+    """A NUL byte cannot be passed to bash (an argv string ends at it): refused before any decision,
+    so what is decided is never a shortened command, and the model is told why."""
+    at = command.find("\x00")
+    if at >= 0:
+        raise ToolError("InvalidArguments", f"the command contains a NUL byte (\\x00) at character {at}; bash "
+                        "cannot run it: remove it, or produce the byte inside the command (printf '\\0')")
 
 
 def _public(details: dict[str, Any]) -> dict[str, Any]:

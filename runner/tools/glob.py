@@ -6,6 +6,7 @@ from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.ignore import IgnoreMatcher, find_files
+from runner.tools.readable import Readable
 
 MAX_MATCHES = 1000
 
@@ -15,7 +16,8 @@ class Glob(Tool):
     domain = "read"
     description = (
         "Find files by glob pattern (`**` spans directories), relative to path (default '.'). Sorted. "
-        "Skips what .gitignore ignores unless path or the pattern's leading directories name it."
+        "Skips what .gitignore ignores (unless path or the pattern's leading directories name it) and files the "
+        "policy does not let you read (counted, not named)."
     )
     schema = {
         "type": "object",
@@ -34,10 +36,14 @@ class Glob(Tool):
         root = paths.resolve(ctx, args.get("path", "."))
         if not root.is_dir():
             raise ToolError("IOError", f"{paths.display(ctx, root)} is not a directory")
-        found = find_files(root, args["pattern"], IgnoreMatcher(ctx.workspace))
-        more = len(found) - MAX_MATCHES
+        readable = Readable(ctx)
+        # Only names read could open are shown: the model need not spend a denial to learn the rest.
+        found, more = readable.first(find_files(root, args["pattern"], IgnoreMatcher(ctx.workspace)), MAX_MATCHES,
+                                     lambda f: root / f)
         # Shown relative to the workspace, like grep and list, so a result can be passed to read as is.
-        text = "\n".join(paths.display(ctx, root / f) for f in found[:MAX_MATCHES])
+        text = "\n".join(paths.display(ctx, root / f) for f in found) or "[no files match]"
         if more > 0:
             text += f"\n[{more} more matches not shown; narrow the pattern]"
-        return ToolOutput(text or "[no files match]", {"matches": len(found)})
+        if readable.count:
+            text += "\n" + readable.note("file", "files")
+        return ToolOutput(text, {"matches": len(found) + more, **readable.details()})

@@ -8,6 +8,7 @@ from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.ignore import IgnoreMatcher, find_files
+from runner.tools.readable import Readable
 
 MAX_MATCHES = 500
 MAX_LINE_CHARS = 500
@@ -19,8 +20,8 @@ class Grep(Tool):
     domain = "read"
     description = (
         "Search file contents with a Python regular expression. Prints `path:line: text`. "
-        "`include` filters file names by glob (e.g. '**/*.py'). Skips .git, binary files and what .gitignore "
-        "ignores, unless path names it."
+        "`include` filters file names by glob (e.g. '**/*.py'). Skips .git, binary files, what .gitignore "
+        "ignores (unless path names it) and files the policy does not let you read (counted)."
     )
     schema = {
         "type": "object",
@@ -46,31 +47,33 @@ class Grep(Tool):
             raise ToolError("IOError", f"{paths.display(ctx, root)} does not exist")
         # A file named by path is searched even if ignored: it was asked for.
         files = [root] if root.is_file() else self._files(ctx, root, args.get("include"))
-        # A symlink leading out of root would be a read the policy never decided: not searched.
-        files = [f for f in files if f == root or _inside(f, root)]
+        readable = Readable(ctx)
+        searched = 0
         hits: list[str] = []
         total = 0
         for file in files:
-            for number, line in _lines(file):
+            real = readable.real(file)
+            # A symlink leading out of root would be a read the policy never decided: not searched.
+            if real is None or not (file == root or real.is_relative_to(root)):
+                continue
+            if not readable.allows(real, walked=real == file):
+                continue
+            searched += 1
+            for number, line in _lines(real):
                 if rx.search(line):
                     total += 1
                     if len(hits) < MAX_MATCHES:
                         hits.append(f"{paths.display(ctx, file)}:{number}: {line[:MAX_LINE_CHARS]}")
-        text = "\n".join(hits)
+        text = "\n".join(hits) or "[no matches]"
         if total > len(hits):
             text += f"\n[{total - len(hits)} more matches not shown; narrow the pattern or path]"
-        return ToolOutput(text or "[no matches]", {"matches": total, "files": len(files)})
+        if readable.count:
+            text += "\n" + readable.note("file", "files")
+        return ToolOutput(text, {"matches": total, "files": searched, **readable.details()})
 
     @staticmethod
     def _files(ctx: ToolContext, root: Path, include: str | None) -> list[Path]:
         return [root / n for n in find_files(root, include or "**", IgnoreMatcher(ctx.workspace))]
-
-
-def _inside(file: Path, root: Path) -> bool:
-    try:
-        return file.resolve().is_relative_to(root)
-    except (OSError, RuntimeError):  # RuntimeError: a symlink loop on Python < 3.13
-        return False
 
 
 def _lines(file: Path) -> list[tuple[int, str]]:

@@ -7,6 +7,7 @@ from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.ignore import IgnoreMatcher
+from runner.tools.readable import Readable
 
 MAX_ENTRIES = 1000
 
@@ -16,7 +17,7 @@ class List(Tool):
     domain = "read"
     description = (
         "List a directory's entries, sorted; directories end with '/', entries .gitignore ignores "
-        "with ' (ignored)'."
+        "with ' (ignored)'. Entries the policy does not let you read are counted, not named."
     )
     schema = {
         "type": "object",
@@ -33,9 +34,12 @@ class List(Tool):
         path = paths.resolve(ctx, args.get("path", "."))
         shown = paths.display(ctx, path)
         matcher = IgnoreMatcher(ctx.workspace)
+        readable = Readable(ctx)
         try:
             with os.scandir(path) as it:
                 found = sorted(it, key=lambda e: e.name)
+            # Only entries read (or list) could open are shown.
+            found, more = readable.first(found, MAX_ENTRIES, lambda e: path / e.name)
             # git sees a symlink as a file, whatever it points to: `build/` does not match a link named build.
             entries = [e.name + ("/" if e.is_dir() else "")
                        + (" (ignored)" if matcher.ignored(path / e.name, e.is_dir(follow_symlinks=False)) else "")
@@ -44,8 +48,9 @@ class List(Tool):
             raise ToolError("IOError", f"{shown} is not a directory") from None
         except OSError as exc:
             raise ToolError("IOError", f"cannot list {shown}: {exc.strerror or exc}") from None
-        more = len(entries) - MAX_ENTRIES
-        text = "\n".join(entries[:MAX_ENTRIES])
+        text = "\n".join(entries) or (f"[{shown} is empty]" if not readable.count else "")
         if more > 0:
             text += f"\n[{more} more entries not shown; use glob to narrow]"
-        return ToolOutput(text or f"[{shown} is empty]", {"entries": len(entries)})
+        if readable.count:
+            text = "\n".join(filter(None, [text, readable.note("entry", "entries")]))
+        return ToolOutput(text, {"entries": len(entries) + more, **readable.details()})

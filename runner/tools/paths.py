@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.policy.model import Target
-from runner.policy.targets import UnresolvablePath, path_target, resolve_path
+from runner.policy.targets import UnresolvablePath, case_insensitive, path_target, path_targets, resolve_path
 from runner.tools.base import ToolContext, ToolError
 
 
@@ -24,7 +24,8 @@ def target(ctx: ToolContext, path: Path) -> str:
 
 
 def targets(ctx: ToolContext, domain: str, *raw_paths: str) -> list[Target]:
-    return [Target(domain, target(ctx, resolve(ctx, raw))) for raw in raw_paths]
+    """With a hard link's and, on a case-insensitive filesystem, the other spellings' (see path_targets)."""
+    return [t for raw in raw_paths for t in path_targets(domain, ctx.workspace, resolve(ctx, raw))]
 
 
 def display(ctx: ToolContext, path: Path) -> str:
@@ -34,7 +35,11 @@ def display(ctx: ToolContext, path: Path) -> str:
 
 def check_writable(ctx: ToolContext, path: Path) -> None:
     """Hard limits no policy lifts (the run's own records, git's hooks and config)."""
+    # Where the filesystem ignores case, `.GIT/config` is `.git/config`.
+    fold = case_insensitive(ctx.workspace)
+    seen = Path(str(path).casefold()) if fold else path
     for guarded in ctx.protected:
-        if path == guarded or path.is_relative_to(guarded):
+        guarded = Path(str(guarded).casefold()) if fold else guarded
+        if seen == guarded or seen.is_relative_to(guarded):
             raise ToolError("PathTraversalBlocked", f"{display(ctx, path)} is protected: the runner never writes it")
 

@@ -2,7 +2,8 @@
 
 `Spill` streams bytes to `<run_dir>/outputs/tool_<time>_<random>` as they arrive,
 keeping only a bounded head and tail in memory, so a command printing gigabytes
-leaves memory flat and the whole output on disk.
+leaves memory flat and the whole output on disk. With a masker the file holds the
+masked text (runner.mask), while the head and tail the model reads do not.
 """
 
 from __future__ import annotations
@@ -14,8 +15,13 @@ import secrets
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from runner.mask import MaskedStream
 from runner.tools.truncate import Limits, Truncation, render, truncate_head, truncate_tail
+
+if TYPE_CHECKING:
+    from runner.mask import Masker
 
 
 def new_spill_path(outputs_dir: Path, ttl_days: float | None = None) -> Path:
@@ -30,9 +36,13 @@ def new_spill_path(outputs_dir: Path, ttl_days: float | None = None) -> Path:
 class Spill:
     """A byte sink: the whole stream to a file, a head and a tail window in memory."""
 
-    def __init__(self, outputs_dir: Path | None, window: int, ttl_days: float | None = None) -> None:
+    def __init__(self, outputs_dir: Path | None, window: int, ttl_days: float | None = None,
+                 masker: Masker | None = None) -> None:
         self.path = new_spill_path(outputs_dir, ttl_days) if outputs_dir is not None else None
         self._file = self.path.open("wb") if self.path is not None else None
+        # Bytes pass through as text with surrogateescape: invalid UTF-8 (and a character split between
+        # chunks) comes out byte for byte as it went in.
+        self._masked = MaskedStream(masker) if masker is not None and self._file is not None else None
         self.window = window
         self.head = bytearray()
         self.tail = bytearray()
@@ -44,7 +54,9 @@ class Spill:
     def write(self, chunk: bytes) -> None:
         if not chunk:
             return
-        if self._file is not None:
+        if self._masked is not None:
+            self._write(self._masked.feed(chunk.decode("utf-8", "surrogateescape")))
+        elif self._file is not None:
             self._file.write(chunk)
         self._sha.update(chunk)
         self.total += len(chunk)
@@ -58,8 +70,14 @@ class Spill:
             self.tail += chunk
             del self.tail[: -self.window]
 
+    def _write(self, text: str) -> None:
+        if text and self._file is not None:
+            self._file.write(text.encode("utf-8", "surrogateescape"))
+
     def close(self) -> None:
-        if self._file is not None:
+        if self._file is not None and not self._file.closed:
+            if self._masked is not None:
+                self._write(self._masked.end())
             self._file.close()
 
     @property
@@ -83,12 +101,13 @@ class Spill:
         return head + (f"\n[… {gap} bytes …]\n" if gap > 0 else "") + bytes(self.tail).decode("utf-8", "replace")
 
     def finish(self, limits: Limits, *, from_end: bool) -> tuple[str, dict[str, object]]:
-        """The content for the model and the details for the log; drops the file if nothing was cut."""
-        self.close()
+        """The content for the model and the details for the log; drops the file if nothing was cut.
+        `sha256` is of the whole output as the command printed it (unmasked)."""
         if self.total <= limits.max_bytes and self.lines <= limits.max_lines:
             self.discard()
             text = self.text()
             return text, {"truncated": False, "bytes": self.total, "lines": self.lines, "sha256": self.sha256}
+        self.close()
         if from_end:
             # The last `window` bytes; when the stream began earlier, its first line is partial.
             part = bytes(self.head + self.tail)[-self.window:]
@@ -107,28 +126,31 @@ class Spill:
             "sha256": self.sha256}
 
     def discard(self) -> None:
+        self._masked = None  # what it holds back is never written
+        self.close()
         if self.path is not None:
             self.path.unlink(missing_ok=True)
             self.path = None
 
 
-def spill_text(outputs_dir: Path | None, text: str, limits: Limits, *, from_end: bool) -> tuple[str, dict]:
-    """Truncate an in-memory result; the full text goes to a spill file only when cut."""
+def spill_text(outputs_dir: Path | None, text: str, limits: Limits, *, from_end: bool,
+               masker: Masker | None = None) -> tuple[str, dict]:
+    """Truncate an in-memory result; the full text (masked) goes to a spill file only when cut."""
     cut = (truncate_tail if from_end else truncate_head)(text, limits)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     details: dict[str, object] = {"truncated": cut.truncated, "bytes": cut.total_bytes, "lines": cut.total_lines,
                                   "sha256": digest}
     if not cut.truncated:
         return text, details
-    path = keep(outputs_dir, text, limits.ttl_days) if outputs_dir is not None else None
+    path = keep(outputs_dir, text, limits.ttl_days, masker) if outputs_dir is not None else None
     details["output_path"] = path
     return render(cut, path, from_end=from_end), details
 
 
-def keep(outputs_dir: Path, text: str, ttl_days: float | None = None) -> str:
-    """Write `text` to a new spill file; returns its path."""
+def keep(outputs_dir: Path, text: str, ttl_days: float | None = None, masker: Masker | None = None) -> str:
+    """Write `text` (masked, with a masker) to a new spill file; returns its path."""
     target = new_spill_path(outputs_dir, ttl_days)
-    target.write_text(text, encoding="utf-8")
+    target.write_text(masker.mask(text)[0] if masker is not None else text, encoding="utf-8")
     return str(target)
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ipaddress
 import socket
 
+from runner.policy.targets import InvalidURL, canonical_host
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Ordered: the first match names the reason, so specific ranges come before the ranges
@@ -118,12 +120,20 @@ def resolve_and_check(host: str, port: int, allow_private: bool) -> list[str]:
     try:
         literal: IPAddress | None = ipaddress.ip_address(name)
     except ValueError:
-        literal = None
+        # The host as web_fetch's policy target has it (runner.policy.targets.canonical_host):
+        # `2130706433`, `0x7f.1`, `0177.0.0.1` and `127。0。0。1` are 127.0.0.1 here too, and a name
+        # is looked up in its IDNA form without a trailing dot, so the address decided is the one checked.
+        try:
+            name = canonical_host(name)
+        except InvalidURL as exc:
+            raise UnresolvableHost(f"cannot resolve {name}: {exc}") from None
+        try:
+            literal = ipaddress.ip_address(name.strip("[]"))
+        except ValueError:
+            literal = None
     if literal is not None:
         addresses = [str(literal)]
     else:
-        # Names like `127.1` or `0x7f.1` are not IP literals to ipaddress but are to the
-        # resolver: they come back from getaddrinfo as 127.0.0.1 and are checked as such.
         try:
             infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError, OSError) as exc:

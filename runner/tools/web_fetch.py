@@ -1,10 +1,12 @@
 """web_fetch: one http(s) URL, as text the model can read.
 
-Every hop (the URL, then each redirect) is checked before anything is sent: http or
+Every hop (the URL, then each redirect) is taken in its canonical form (normalize_url,
+the form the policy decides) and checked before anything is sent: no credentials, http or
 https only, and every address the host resolves to must be public unless the policy's
-`web.allowPrivateNetworks` says otherwise. The request then goes to a checked address
-(the Host header and TLS name stay the URL's), so a second DNS answer cannot redirect
-it. Redirects are followed here, not by httpx, so each one goes through the same check.
+`web.allowPrivateNetworks` says otherwise. The decision, the address check and the request
+all see that one canonical URL. The request goes to a checked address (the Host header and
+TLS name stay the URL's), so a second DNS answer cannot redirect it. Redirects are followed
+here, not by httpx, so each one goes through the same check.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from bs4 import BeautifulSoup
 from markdownify import MarkdownConverter
 
 from runner.policy.model import Target
-from runner.policy.targets import targets_for
+from runner.policy.targets import CredentialsInURL, InvalidURL, normalize_url, targets_for
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.ssrf import AddressRefused, UnresolvableHost, resolve_and_check
 
@@ -90,6 +92,7 @@ class WebFetch(Tool):
     }
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        canonical(args["url"])  # a URL that cannot be fetched is refused before any decision
         return targets_for("web_fetch", args["url"], ctx.workspace)
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -119,16 +122,26 @@ class WebFetch(Tool):
         return ToolOutput(content, details)
 
 
+def canonical(url: str) -> str:
+    """normalize_url, as a tool error: InvalidArguments for credentials or a URL without a usable host."""
+    try:
+        return normalize_url(url)
+    except CredentialsInURL as exc:  # the message does not repeat the URL: it holds a password
+        raise ToolError("InvalidArguments", str(exc)) from None
+    except InvalidURL as exc:
+        raise ToolError("InvalidArguments", f"invalid URL {url!r}: {exc}") from None
+
+
 def check_hop(url: str | httpx.URL, allow_private: bool) -> Hop:
-    """Scheme and address check for one URL of the chain; raises ToolError when refused.
+    """Scheme and address check for one URL of the chain, in its canonical form; raises ToolError
+    when refused.
 
     Resolves the host (an IP literal is checked without a lookup)."""
+    text = canonical(str(url))
     try:
-        u = httpx.URL(url)
+        u = httpx.URL(text)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        raise ToolError("InvalidArguments", f"invalid URL {str(url)!r}: {exc}") from None
-    if not u.scheme:
-        raise ToolError("InvalidArguments", f"not an absolute URL: {url} (start it with https://)")
+        raise ToolError("InvalidArguments", f"invalid URL {text!r}: {exc}") from None
     if u.scheme not in ("http", "https"):
         raise ToolError("ToolNotAllowed", f"only http and https URLs are fetched, not {u.scheme}: {url}")
     host = u.raw_host.decode("ascii")
@@ -148,10 +161,13 @@ def check_hop(url: str | httpx.URL, allow_private: bool) -> Hop:
 
 
 def redirect_url(current: httpx.URL, location: str) -> httpx.URL:
-    """Where a redirect's Location (possibly relative) points, from `current`."""
+    """Where a redirect's Location (possibly relative) points, from `current`, in canonical form:
+    the policy decides it, the address check resolves it and the next request goes to it."""
     try:
-        return current.join(location.strip())
-    except (httpx.InvalidURL, ValueError) as exc:
+        return httpx.URL(normalize_url(urljoin(str(current), location.strip())))
+    except CredentialsInURL:
+        raise ToolError("IOError", f"redirect from {current} to a URL with credentials (user@) refused") from None
+    except (InvalidURL, httpx.InvalidURL, ValueError) as exc:
         raise ToolError("IOError", f"redirect from {current} to an invalid URL {location!r}: {exc}") from None
 
 

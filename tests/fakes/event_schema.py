@@ -1,7 +1,8 @@
 """Checks a run's events.jsonl against runner/schemas/events.schema.json, and what a
 schema cannot say about a whole file: seq counts 1, 2, … by line, one run id
 throughout (the run directory's name), and each tool_result's bytes and sha256
-are those of its content."""
+are those of its content (of the unmasked content, `redacted.sha256`, when masked), and each
+record's `prev` is the sha256 of the line before it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator
 
+from runner.integrity import GENESIS, line_hash
 from runner.jsonutil import sha256_text
 
 RUN_ID = re.compile(r"\d{8}T\d{12}Z-[0-9a-f]{6}")
@@ -47,12 +49,16 @@ def validate_events_file(path: Path | str) -> int:
     lines = path.read_text(encoding="utf-8").split("\n")
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last event
+    prev = GENESIS
     for number, line in enumerate(lines, start=1):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise AssertionError(f"{path}:{number}: not a JSON object: {exc}") from None
         problem = event_error(record) or _file_error(record, number, run_id)
+        if problem is None and record.get("prev") != prev:
+            problem = "prev is not the sha256 of the line before (the hash chain is broken)"
+        prev = line_hash(line)
         if problem is not None:
             kind = record.get("type", "?") if isinstance(record, dict) else "?"
             raise AssertionError(f"{path}:{number}: {kind} event: {problem}\n  {line[:500]}")
@@ -69,7 +75,10 @@ def _file_error(record: dict[str, Any], number: int, run_id: str | None) -> str 
         return f"sessionId {record['sessionId']} is not the run id"
     if record["type"] == "tool_result":
         content = record["content"]
-        if record["bytes"] != len(content.encode("utf-8")) or record["sha256"] != sha256_text(content):
+        if record["redacted"] is not None:  # masked: the hashes are of what the model received, unmasked
+            if record["sha256"] != record["redacted"]["sha256"]:
+                return "sha256 is not that of the unmasked content (redacted.sha256)"
+        elif record["bytes"] != len(content.encode("utf-8")) or record["sha256"] != sha256_text(content):
             return "bytes/sha256 are not those of content"
     return None
 

@@ -112,3 +112,59 @@ def test_nan_and_infinity_are_rejected(text, line, col):
 
 def test_signed_numbers_are_values():
     assert parse('{"a": -3, "b": +2, "c": -0.5}', "s.jsonc").value == {"a": -3, "b": 2, "c": -0.5}
+
+
+# --- the fast path and json-five agree; nesting is bounded -----------------------------------
+
+
+def _same(text: str) -> None:
+    from runner.policy.jsonc import _Fast, parse_json5
+
+    fast, slow = _Fast(text, "p.jsonc").parse(), parse_json5(text, "p.jsonc")
+    assert (fast.value, fast.values, fast.keys) == (slow.value, slow.values, slow.keys)
+
+
+def test_fast_path_matches_json5_on_the_shipped_policies():
+    from runner.policy.load import shipped_dir
+
+    for path in sorted(shipped_dir().glob("*.jsonc")):
+        _same(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("text", [
+    TEXT,
+    '{"a": [1e5, 1.0, -0, 1E-2, 10, "\\u00e9\\t\\/", "tab\there", +3], "b": {}, "c": [], "d": [[]]}',
+    '/* only */ {"rules": [{"pattern": "regex:a\\\\.b", "x": null, "y": false}],}\n// end',
+    '{\n\t"k": "v",\r\n  \'q\': \'w\', $id: 1, _x: 2}',
+    '[1, 2,]',
+])
+def test_fast_path_matches_json5(text):
+    _same(text)
+
+
+@pytest.mark.parametrize("text", ["{a: 0x10}", "{a: .5}", "{a: 'it\\'s'}", '{"a": "line\\\nnext"}', "{é: 1}"])
+def test_json5_only_syntax_still_parses(text):
+    from runner.policy.jsonc import parse_json5
+
+    assert parse(text, "p.json5").value == parse_json5(text, "p.json5").value
+
+
+@pytest.mark.parametrize(("text", "line", "col"), [
+    ('{"a":' * 5000 + "1" + "}" * 5000, 1, 5 * 64 + 1),
+    ("[" * 5000 + "]" * 5000, 1, 65),
+    ('{"permission": ' + '{"a":' * 5000, 1, 15 + 5 * 63 + 1),
+    ("{\n" + '"a": {' * 100 + "\n", 2, 6 * 64),
+    # JSON5-only syntax first sends the file down the json-five path, which must stop at the same depth.
+    ("{a: 0x1, b:" + "[" * 70 + "]" * 70 + "}", 1, 11 + 64),
+    # A syntax error before the depth is exceeded: json-five recurses too deep; still a located error.
+    ("{a: tru, b:" + "[" * 5000 + "]" * 5000 + "}", 1, 5),
+])
+def test_deep_nesting_is_a_located_error(text, line, col):
+    with pytest.raises(PolicyError) as info:
+        parse(text, "deep.jsonc")
+    assert (info.value.line, info.value.col) == (line, col)
+    assert info.value.message.startswith("invalid JSONC: ")
+
+
+def test_sixty_four_levels_are_fine():
+    assert len(parse("[" * 64 + "]" * 64, "p.jsonc").values) == 64

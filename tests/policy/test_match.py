@@ -162,3 +162,54 @@ def test_invalid_regex_raises_value_error(raw):
 )
 def test_split_target(target, parts):
     assert split_target(target) == parts
+
+
+# --- regex: rules run on RE2 (linear time) ----------------------------------------------------
+
+
+def test_a_backtracking_pattern_is_decided_in_linear_time():
+    import time
+
+    pattern = compile_pattern("regex:(a+)+$")
+    started = time.monotonic()
+    assert pattern.matches("shell:" + "a" * 100_000 + "b") is False
+    assert pattern.matches("shell:" + "a" * 100_000) is True
+    assert time.monotonic() - started < 1.0  # Python's re takes longer than the universe for 40 a's
+
+
+@pytest.mark.parametrize(("raw", "why"), [
+    ("regex:(?=a)b", "invalid perl operator: (?="),
+    ("regex:(?!a)b", "invalid perl operator: (?!"),
+    ("regex:(?<=a)b", "invalid perl operator: (?<"),
+    ("regex:(a)\\1", "invalid escape sequence: \\1"),
+    ("regex:a++", "bad repetition operator: ++"),
+])
+def test_what_re2_cannot_run_is_rejected_and_says_why(raw, why):
+    with pytest.raises(ValueError) as info:
+        compile_pattern(raw)
+    message = str(info.value)
+    assert message.startswith(f"invalid regex {raw[6:]!r}: {why}")
+    assert "RE2" in message and "lookaround" in message
+
+
+def test_a_plain_syntax_error_keeps_pythons_wording():
+    with pytest.raises(ValueError, match=r"missing \), unterminated subpattern at position 0"):
+        compile_pattern("regex:(")
+
+
+@pytest.mark.parametrize(("pattern", "target", "expected"), [
+    ("regex:shell:git (status|log)", "shell:git status", True),
+    ("regex:(?i)SHELL:GIT.*", "shell:git push", True),
+    ("regex:\\pL+", "query:ünïcode", True),
+    ("regex:a.c", "a\nc", False),  # `.` does not match a newline, as in Python
+])
+def test_re2_semantics(pattern, target, expected):
+    check(pattern, target, expected)
+
+
+def test_exact_patterns_compile_on_re2():
+    from runner.policy.match import exact_pattern
+
+    target = "shell:echo '()[]{}?*+-|^$\\.&~# \t\n\r\x0b\x0c' üñ"
+    assert compile_pattern(exact_pattern(target)).matches(target)
+    assert compile_pattern(exact_pattern("workspace:a[1]", subtree=True)).matches("workspace:a[1]/b")

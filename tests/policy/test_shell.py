@@ -52,7 +52,7 @@ TABLE = [
     ("diff <(ls a) <(ls b)", ["diff <(ls a) <(ls b)", "ls a", "ls b"], [], [], [], []),
     ("echo ${X:-$(rm -rf /)}", ["echo ${X:-$(rm -rf /)}", "rm -rf /"], [], [], [], []),
     ("[[ -n $(id) ]]", ["id"], [], [], [], []),
-    ("(( x = $(id) ))", ["id"], [], [], [], []),
+    ("(( x = $(id) ))", ["id"], [], [], [], ["arithmetic with a variable operand"]),  # id's output is evaluated
     # shell strings
     ("sh -c 'echo a; rm b'", ["sh -c 'echo a; rm b'", "echo a", "rm b"], [], [], [], []),
     ("bash -c 'echo x > out.txt'", ["bash -c 'echo x > out.txt'", "echo x"], ["out.txt"], [], [], []),

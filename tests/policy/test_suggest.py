@@ -7,7 +7,7 @@ import pytest
 
 from runner.policy.match import compile_pattern
 from runner.policy.shell import analyze
-from runner.policy.suggest import command_rule, rule_for
+from runner.policy.suggest import command_rule, rule_for, why_exact
 
 ARITY_CASES = [
     ("npm run test --watch", "shell:npm run test *"),
@@ -20,7 +20,6 @@ ARITY_CASES = [
     ("npm test", "shell:npm test *"),
     ("npm run", "shell:npm run *"),
     ("python -m pytest -q tests", "shell:python -m pytest *"),
-    ("python script.py", "shell:python *"),
     ("gh pr create --title x", "shell:gh pr create *"),
     ("aws s3 cp a s3://b", "shell:aws s3 cp *"),
     ("./gradlew test --info", "shell:./gradlew test *"),
@@ -28,12 +27,37 @@ ARITY_CASES = [
     ("bundle exec rspec spec/a_spec.rb", "shell:bundle exec rspec *"),
     ("kubectl get pods -A", "shell:kubectl get *"),
     ("cargo test --release", "shell:cargo test *"),
-    ("docker run --rm alpine sh", "shell:docker run *"),
     ("docker-compose up -d", "shell:docker-compose up *"),
     ("rm -rf /", "shell:rm *"),
     ("git commit -m 'a b'", "shell:git commit *"),
     ("npm run 'my script' --x", "shell:npm run 'my script' *"),
 ]
+
+
+# Interpreters and wrappers run whatever they are given: `shell:python *` would allow anything.
+EXACT_CASES = [
+    "python script.py", "python3 -c 'import os'", "python3.12 x.py", "node app.js", "ruby x.rb", "perl -e 1",
+    "php x.php", "bash run.sh", "sh -c 'make'", "zsh x", "dash x", "env FOO=1 make", "xargs rm",
+    "sudo apt-get install x", "su -c id", "doas make", "nice make", "nohup ./x", "timeout 5 make", "time make",
+    "exec make", "eval make", "command make", "ssh host id", "docker run --rm alpine sh",
+    "docker exec -it c sh", "kubectl exec pod -- sh", "uv run python x.py", "poetry run bash",
+    "npx node x.js", "bundle exec ruby x.rb", "/usr/bin/python3 x.py", "FOO=1 python x.py",
+]
+
+
+@pytest.mark.parametrize("command", EXACT_CASES)
+def test_interpreters_and_wrappers_get_the_exact_command(command):
+    analyzed = analyze(command).commands[0]
+    rule = command_rule(analyzed)
+    assert not rule.endswith(" *"), rule
+    assert compile_pattern(rule).matches("shell:" + analyzed), (rule, analyzed)
+    assert not compile_pattern(rule).matches("shell:" + analyzed + " && curl x")
+    assert why_exact(analyzed)
+
+
+@pytest.mark.parametrize("command", ["npm run lint", "python -m pytest -q", "git status", "cargo test"])
+def test_ordinary_commands_have_no_reason_to_be_exact(command):
+    assert why_exact(command) is None
 
 
 @pytest.mark.parametrize(("command", "rule"), ARITY_CASES, ids=[c for c, _ in ARITY_CASES])

@@ -74,3 +74,40 @@ def test_remove_older_than_runs_and_dry_run(tmp_path):
     assert (runs / "old").exists()
     assert remove_older_than(runs, 7 * 86400, spills_only=False) == [runs / "old"]
     assert not (runs / "old").exists() and (runs / "new").exists()
+
+
+TOKEN = b"ghp_" + b"Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+def test_a_masking_stream_writes_masked_bytes_and_gives_the_model_the_real_ones(tmp_path):
+    from runner.mask import Masker
+
+    data = (b"\xff\xfe raw bytes, " + "é".encode() + TOKEN + b"\n" + b"filler line\n" * 40_000) * 3 + TOKEN
+    spill = Spill(tmp_path / "outputs", window=1000, masker=Masker({}))
+    for i in range(0, len(data), 4093):  # cuts through the tokens and through the two bytes of é
+        spill.write(data[i:i + 4093])
+    text, details = spill.finish(Limits(100, 1000), from_end=True)
+    assert text.endswith(TOKEN.decode()), "the model reads what the command printed"
+    assert details["sha256"] == hashlib.sha256(data).hexdigest() and details["bytes"] == len(data)
+    on_disk = Path(details["output_path"]).read_bytes()
+    assert on_disk == data.replace(TOKEN, b"[REDACTED:github-token]")
+
+
+def test_a_masking_stream_that_is_not_cut_leaves_no_file(tmp_path):
+    from runner.mask import Masker
+
+    spill = Spill(tmp_path / "outputs", window=1000, masker=Masker({}))
+    spill.write(TOKEN)
+    text, details = spill.finish(Limits(), from_end=True)
+    assert text == TOKEN.decode() and details["truncated"] is False
+    assert list((tmp_path / "outputs").iterdir()) == []
+
+
+def test_spill_text_masks_the_file_only(tmp_path):
+    from runner.mask import Masker
+
+    text = "x\n" * 30 + TOKEN.decode()
+    out, details = spill_text(tmp_path / "o", text, Limits(20, 1000), from_end=True, masker=Masker({}))
+    assert out.endswith(TOKEN.decode())
+    assert Path(details["output_path"]).read_text() == "x\n" * 30 + "[REDACTED:github-token]"
+    assert details["sha256"] == hashlib.sha256(text.encode()).hexdigest()

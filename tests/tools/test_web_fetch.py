@@ -434,3 +434,64 @@ def test_each_redirect_hop_is_decided_and_recorded(ws, base):
     recorded = [e for e in events if isinstance(e, PermissionDecision)]
     assert [(e.call_id, e.tool, e.decision) for e in recorded] == [("call_7", "web_fetch", "deny")]
     assert recorded[0].targets[0]["target"].endswith("/hops/1")
+
+
+# --- one canonical URL for the decision, the address check and the request ----------------------
+
+
+@pytest.mark.parametrize("spelling", ["127。0。0。1", "127．0．0．1", "2130706433", "0x7f.1", "0177.0.0.1",
+                                      "127.0.0.1."])
+def test_every_spelling_of_an_address_is_fetched_as_the_canonical_url(open_ctx, server, spelling):
+    port = server.server_port
+    server.paths.clear()
+    out = run(open_ctx, url=f"http://{spelling}:{port}/host")
+    assert out.content.startswith(f"URL: http://127.0.0.1:{port}/host | status: 200")
+    assert out.content.endswith(f"\n\n127.0.0.1:{port}")  # the Host header is the canonical host too
+    assert out.details["hops"] == [{"url": f"http://127.0.0.1:{port}/host", "status": 200, "address": "127.0.0.1"}]
+    assert WebFetch().targets({"url": f"http://{spelling}:{port}/host"}, open_ctx) == [
+        Target("web_fetch", f"url:http://127.0.0.1:{port}/host")]
+
+
+@pytest.mark.parametrize("spelling", ["127。0。0。1", "2130706433", "0177.0.0.1", "0x7f.0.0.1", "[::ffff:7f00:1]"])
+def test_the_guard_refuses_every_spelling_of_loopback(ctx, server, spelling):
+    server.paths.clear()
+    err = error(ctx, url=f"http://{spelling}:{server.server_port}/x")
+    assert err.type == "ToolNotAllowed" and "loopback address" in err.message
+    assert server.paths == []
+
+
+@pytest.mark.parametrize("host", ["127。0。0。1", "0177.0.0.1", "0x7f.1", "LOCALHOST.", "ＬＯＣＡＬＨＯＳＴ"])
+def test_ssrf_check_resolves_the_canonical_host(host):
+    from runner.tools.ssrf import AddressRefused, resolve_and_check
+
+    with pytest.raises(AddressRefused) as info:
+        resolve_and_check(host, 80, allow_private=False)
+    assert info.value.reason == "loopback address"
+    assert info.value.host in ("127.0.0.1", "localhost")
+
+
+@pytest.mark.parametrize("url", ["http://user@127.0.0.1/", "http://user:s3cr3t@127。0。0。1:8080/x",
+                                 "https://:@example.com/"])
+def test_credentials_are_invalid_arguments_before_any_decision(open_ctx, url):
+    with pytest.raises(ToolError) as info:
+        WebFetch().targets({"url": url}, open_ctx)
+    assert info.value.type == "InvalidArguments"
+    assert "credentials" in info.value.message and "s3cr3t" not in info.value.message
+    assert error(open_ctx, url=url).type == "InvalidArguments"
+
+
+@pytest.mark.parametrize("url", ["example.com/x", "http:///nohost", "http://1.2.3.4.5/", "http://a..b/"])
+def test_a_url_without_a_usable_host_is_refused_before_any_decision(ctx, url):
+    with pytest.raises(ToolError) as info:
+        WebFetch().targets({"url": url}, ctx)
+    assert info.value.type == "InvalidArguments"
+
+
+def test_a_redirect_location_is_made_canonical():
+    here = httpx.URL("http://example.com/a/b")
+    assert str(redirect_url(here, "//2130706433:8080/./x/../y")) == "http://127.0.0.1:8080/y"
+    assert str(redirect_url(here, "http://Bücher.de./%7e")) == "http://xn--bcher-kva.de/~"
+    with pytest.raises(ToolError) as info:
+        redirect_url(here, "http://user:s3cr3t@example.com/")
+    assert info.value.type == "IOError" and "credentials" in info.value.message
+    assert "s3cr3t" not in info.value.message

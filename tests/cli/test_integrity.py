@@ -1,0 +1,97 @@
+"""A run directory is tamper-evident, and `replay` runs only what the recorded run really asked for."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from runner.integrity import GENESIS, line_hash, seal
+from tests.fakes.openai_server import reply
+
+
+def _denied_run(fake, agent_run, command="echo approved-by-a-human > out.txt"):
+    fake.add(reply(calls=[("bash", {"command": command})]), reply("done"))
+    r = agent_run("--sandbox", "off", "task.md")
+    assert r.code == 3
+    return r
+
+
+def _copy(run_dir, tmp_path):
+    """A copy to tamper with, under a name the suite's own event-log check does not walk into."""
+    target = tmp_path / "tampered" / "run-copy"
+    shutil.copytree(run_dir, target)
+    return target
+
+
+def _replay(agent_run, run_dir, *extra):
+    return agent_run("replay", str(run_dir), "--approve", "--sandbox", "off", *extra)
+
+
+def _rewrite_command(run_dir, new):
+    path = run_dir / "events.jsonl"
+    text = path.read_text()
+    old = json.loads(next(line for line in text.splitlines() if '"type":"tool_call"' in line))["arguments"]
+    path.write_text(text.replace(json.dumps(old)[1:-1], json.dumps(json.dumps({"command": new}))[1:-1]))
+
+
+def test_every_run_is_sealed_and_replay_shows_what_it_runs(fake, workspace, agent_run):
+    r = _denied_run(fake, agent_run)
+    integrity = r.summary["integrity"]
+    assert set(integrity["files"]) == {"task.md", "policy.json"} and len(integrity["sha256"]) == 64
+    replayed = _replay(agent_run, r.run_dir, "--expect-hash", integrity["sha256"])
+    assert replayed.code == 0, replayed.stderr
+    assert "running call_1_0: bash: echo approved-by-a-human > out.txt" in replayed.stderr.replace("call_1", "call_1")
+    assert (workspace / "out.txt").read_text() == "approved-by-a-human\n"
+
+
+def test_an_edited_event_log_is_refused(fake, workspace, agent_run, tmp_path):
+    r = _denied_run(fake, agent_run)
+    run_dir = _copy(r.run_dir, tmp_path)
+    _rewrite_command(run_dir, "touch pwned")
+    replayed = _replay(agent_run, run_dir)
+    assert replayed.code == 2 and "hash chain is broken" in replayed.stderr + replayed.stdout
+    assert not (workspace / "pwned").exists()
+
+
+def test_a_consistent_rewrite_fails_the_expected_hash(fake, workspace, agent_run, tmp_path):
+    r = _denied_run(fake, agent_run)
+    run_dir = _copy(r.run_dir, tmp_path)
+    published = r.summary["integrity"]["sha256"]
+    _rewrite_command(run_dir, "touch pwned")
+    # The attacker rebuilds the whole chain and the seal: only a hash kept outside the run dir can tell.
+    lines, prev = [], GENESIS
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        record["prev"] = prev
+        line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        lines.append(line)
+        prev = line_hash(line)
+    (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["integrity"] = seal(run_dir, prev)
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    replayed = _replay(agent_run, run_dir, "--expect-hash", published)
+    assert replayed.code == 2 and "is not the expected" in replayed.stderr + replayed.stdout
+    assert not (workspace / "pwned").exists()
+
+
+def test_an_edited_policy_snapshot_is_refused(fake, workspace, agent_run, tmp_path):
+    r = _denied_run(fake, agent_run)
+    run_dir = _copy(r.run_dir, tmp_path)
+    policy = json.loads((run_dir / "policy.json").read_text())
+    policy["permission"]["rules"].append({"domain": "*", "pattern": "**", "decision": "allow", "source": "x",
+                                          "index": 0})
+    (run_dir / "policy.json").write_text(json.dumps(policy))
+    replayed = _replay(agent_run, run_dir)
+    assert replayed.code == 2 and "policy.json was changed" in replayed.stderr + replayed.stdout
+
+
+def test_a_run_never_sealed_needs_a_policy_named(fake, workspace, agent_run, tmp_path):
+    r = _denied_run(fake, agent_run)
+    unsealed = tmp_path / "tampered" / "unsealed"
+    shutil.copytree(r.run_dir, unsealed)  # (named so the suite's event-log check skips it: it has no summary)
+    (unsealed / "summary.json").unlink()  # as a run killed with SIGKILL leaves it
+    replayed = _replay(agent_run, unsealed)
+    assert replayed.code == 2 and "--policy" in replayed.stderr + replayed.stdout
+    replayed = _replay(agent_run, unsealed, "--policy", "default")
+    assert replayed.code == 0, replayed.stderr

@@ -1,0 +1,149 @@
+"""runner/mask.py: token shapes from detect-secrets plus ours, the environment's secret values, and
+masking of text that arrives in pieces."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from runner.jsonutil import canonical, sha256_text
+from runner.mask import MARKER, MaskedStream, Masker, secret_values
+
+GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
+       "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+       "QyNTUxOQAAACBoZXJlIGlzIG5vIGtleSBoZXJlLCBqdXN0IGEgdGVzdC4uLi4uLi4uLi4u\n"
+       "-----END OPENSSH PRIVATE KEY-----")
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0"
+       ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+
+
+@pytest.fixture(scope="module")
+def masker() -> Masker:
+    return Masker({"OPENAI_API_KEY": "sk-abc-not-a-real-key-000", "DEPLOY_PASSWORD": "hunter2hunter2",
+                   "SHORT_TOKEN": "1234567", "GITHUB_REPOSITORY": "octo/repository-name",
+                   "GITHUB_APP_PEM": PEM.replace("\n", "\r\n") + "\r\n"})
+
+
+@pytest.mark.parametrize(("secret", "kind"), [
+    (GHP, "github-token"),
+    ("gho_" + "x" * 36, "github-token"),
+    ("github_pat_11ABCDEFG0123456789_" + "a" * 59, "github-token"),
+    ("AKIA" + "IOSFODNN7EXAMPLE", "aws-access-key"),
+    ("sk-proj-" + "Ab3" * 16, "api-key"),
+    ("sk-" + "a1" * 10 + "T3BlbkFJ" + "b2" * 10, "openai-token"),
+    ("xoxb-123456789012-1234567890123-abcdefABCDEF0123456789", "slack-token"),
+    (JWT, "json-web-token"),
+    (PEM, "private-key"),
+    ("glpat-" + "x1Y2" * 5, "gitlab-token"),
+    ("hunter2hunter2", "env:DEPLOY_PASSWORD"),
+    ("sk-abc-not-a-real-key-000", "env:OPENAI_API_KEY"),
+])
+def test_each_shape_is_masked_whole(masker, secret, kind):
+    text = f"before {secret} after"
+    assert masker.mask(text) == (f"before {MARKER}{kind}] after", [kind])
+
+
+def test_what_is_not_a_secret_stays(masker):
+    ordinary = "\n".join([
+        "commit 4b825dc642cb6eb9a060e54bf8d69288fbee4904 (HEAD -> main)",
+        "uuid 123e4567-e89b-12d3-a456-426614174000, https://github.com/octo/repository-name/pull/1",
+        "tests/test_api.py::test_task_runner_handles_skip PASSED [ 50%]",
+        "ask-for-confirmation-before-deleting-files-2024 sk-learn 1234567 BEGIN_PRIVATE_KEY_TEST",
+        "dGhpcyBpcyBqdXN0IGJhc2U2NCBlbmNvZGVkIHRleHQgb2Ygbm8gaW1wb3J0YW5jZQ==",
+        "192.168.0.1 8.8.8.8 password = os.environ['X'] ::add-mask:: /home/runner/work/_temp",
+    ])
+    assert masker.mask(ordinary) == (ordinary, [])
+
+
+def test_private_keys_are_masked_to_their_end_escaped_or_cut(masker):
+    escaped = json.dumps({"command": f"printf '%s' '{PEM}' > k"})
+    assert masker.mask(escaped)[0] == json.dumps({"command": f"printf '%s' '{MARKER}private-key]' > k"})
+    cut = PEM.split("-----END")[0] + "[… 99 bytes …]"
+    assert masker.mask(cut)[0] == f"{MARKER}private-key][… 99 bytes …]"
+    prose = "detect-secrets looks for BEGIN RSA PRIVATE KEY headers"
+    assert masker.mask(prose)[0] == f"detect-secrets looks for {MARKER}private-key] headers"
+
+
+def test_basic_auth_keeps_user_and_host(masker):
+    assert masker.mask("remote: https://x-access-token:s3cr3tv4lue@github.com/o/r.git")[0] == \
+        f"remote: https://x-access-token:{MARKER}basic-auth-credentials]@github.com/o/r.git"
+
+
+def test_environment_values_and_their_lines():
+    env = {"GITHUB_PAT": "pat-value-123", "RUNNER_APIKEY": "apikey-value", "NPM_TOKEN": "short",
+           "HOME": "/home/runner-home", "MY_KEY": "k" * 8,
+           "KEY_PAIR_PEM": "-----BEGIN X-----\nline-one-of-it\n-----END X-----",
+           "aws_secret_access_key": "lower-case-name"}
+    values = dict(secret_values(env))
+    assert values == {"pat-value-123": "GITHUB_PAT", "apikey-value": "RUNNER_APIKEY", "k" * 8: "MY_KEY",
+                      env["KEY_PAIR_PEM"]: "KEY_PAIR_PEM", "line-one-of-it": "KEY_PAIR_PEM",
+                      "lower-case-name": "aws_secret_access_key"}
+    masker = Masker(env)
+    assert masker.mask("a line-one-of-it b")[0] == f"a {MARKER}env:KEY_PAIR_PEM] b"
+    assert masker.mask("/home/runner-home short")[0] == "/home/runner-home short"
+
+
+def test_a_windows_style_multiline_value_is_found_by_its_lines(masker):
+    line = PEM.splitlines()[1]
+    assert masker.mask(f"x {line} y")[0] == f"x {MARKER}env:GITHUB_APP_PEM] y"
+
+
+def test_overlaps_merge_and_masking_is_idempotent(masker):
+    text = f"{GHP}{GHP} and hunter2hunter2hunter2hunter2"
+    once, kinds = masker.mask(text)
+    assert once == f"{MARKER}github-token]{MARKER}github-token] and {MARKER}env:DEPLOY_PASSWORD]{MARKER}env:" \
+                   "DEPLOY_PASSWORD]"
+    assert kinds == ["env:DEPLOY_PASSWORD", "github-token"]
+    assert masker.mask(once) == (once, [])
+
+
+def test_mask_obj_masks_every_string_value(masker):
+    obj = {"a": [GHP, {"b": ("x", JWT)}], GHP: 3, "n": None, "ok": True}
+    masked, kinds = masker.mask_obj(obj)
+    assert masked == {"a": [f"{MARKER}github-token]", {"b": ["x", f"{MARKER}json-web-token]"]}], GHP: 3,
+                      "n": None, "ok": True}
+    assert kinds == ["github-token", "json-web-token"]
+    assert obj["a"][0] == GHP, "the original is left alone"
+
+
+def test_mask_record_says_what_was_masked_in_the_content(masker):
+    message = {"role": "assistant", "content": f"the token is {GHP}"}
+    record = {"type": "model_response", "message": message, "turn": 1, "note": GHP}
+    out = masker.mask_record(record, "message")
+    assert out["message"]["content"] == f"the token is {MARKER}github-token]"
+    assert out["note"] == f"{MARKER}github-token]"
+    assert out["redacted"] == {"kinds": ["github-token"], "sha256": sha256_text(canonical(message))}
+    assert masker.mask_record({"arguments": "{}"}, "arguments")["redacted"] is None
+    assert "redacted" not in masker.mask_record({"type": "run_finished", "reason": GHP}, None)
+
+
+@pytest.mark.parametrize("hold", [64, 1000])
+def test_a_stream_finds_secrets_split_between_pieces(masker, hold):
+    text = "".join(f"line {i} {GHP} {PEM if i % 7 == 0 else ''} hunter2hunter2\n" for i in range(60))
+    expected = masker.mask(text)[0]
+    for size in (1, 7, 50, 333):
+        stream = MaskedStream(masker, hold=hold, batch=hold * 2)
+        out = "".join(stream.feed(text[i:i + size]) for i in range(0, len(text), size)) + stream.end()
+        assert out == expected, size
+
+
+def test_masking_cost_is_linear_enough(masker):
+    """A guard against a pattern that backtracks: 1 MB of build-like output well under a second."""
+    import time
+
+    text = ("compiling src/module_%d.rs ... ok 0x%08x\n" * 25_000) % tuple(x for i in range(25_000) for x in (i, i))
+    started = time.perf_counter()
+    masker.mask(text)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_required_literals_only_skip_texts_that_cannot_match(masker):
+    from runner.mask import required_literal
+
+    assert required_literal(re.compile(r"ab(c|d)efg[0-9]")) == "efg"
+    assert required_literal(re.compile(r"xyz|abc")) == ""
+    assert required_literal(re.compile(r"XOX-\d+", re.IGNORECASE)) == "xox-"
+    assert masker.mask("XOXB-123456789-ABCDEF")[0] == f"{MARKER}slack-token]"  # the needle is case-folded
