@@ -174,6 +174,11 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
                     f"{r['call_id']} {r['error_type']}" for r in failed)
             return Status.SUCCESS, None
         messages, last_turn = history(run, max(c["turn"] for c in chosen), results)
+        masked_at = next((i for i, m in enumerate(messages) if MARKER in canonical(m)), None)
+        if masked_at is not None:
+            # The log kept `[REDACTED:kind]` where the original prompt had a secret: from this message on,
+            # the resumed prompt differs from the one the provider cached.
+            rec.extra["prompt_cache_break"] = {"message_index": masked_at, "reason": "a masked secret in the history"}
         model = make_model(settings, deadline)
         limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,))
         result = run_loop(messages, model, env, limits, rec.emit, last_turn + 1,

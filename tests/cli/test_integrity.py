@@ -95,3 +95,16 @@ def test_a_run_never_sealed_needs_a_policy_named(fake, workspace, agent_run, tmp
     assert replayed.code == 2 and "--policy" in replayed.stderr + replayed.stdout
     replayed = _replay(agent_run, unsealed, "--policy", "default")
     assert replayed.code == 0, replayed.stderr
+
+
+def test_resume_records_where_a_masked_secret_breaks_the_prompt_cache(fake, workspace, agent_run):
+    token = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+    fake.add(reply(calls=[("bash", {"command": f"echo {token}"})]),
+             reply(calls=[("bash", {"command": "touch denied-one"})]), reply("done"))
+    r = agent_run("--approve", "bash:shell:echo *", "--sandbox", "off", "task.md")
+    assert r.code == 3 and token not in (r.run_dir / "events.jsonl").read_text()
+    fake.add(reply("resumed"))
+    resumed = agent_run("replay", str(r.run_dir), "--approve", "--continue", "--sandbox", "off")
+    assert resumed.code == 0, resumed.stderr
+    assert resumed.summary["prompt_cache_break"]["message_index"] == 2  # system, task, the call echoing it
+    assert "[REDACTED:" in json.dumps(fake.requests[-1]["messages"][2])
