@@ -24,7 +24,7 @@ from runner.mask import Masker
 from runner.outcome import Interrupted, RunEnded, Status, exit_code
 from runner.report.progress import Progress
 from runner.report.summary import SummaryBuilder
-from runner.rundir import EventLog, create_run_dir, write_atomic, write_json
+from runner.rundir import EventLog, LogBroken, create_run_dir, write_atomic, write_json
 from runner.tools.base import ToolContext
 
 
@@ -127,28 +127,41 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         except RunEnded as exc:
             status, reason = exc.status, exc.reason
             rec.extra.update(exc.details)
+        except OSError as exc:  # the machine, not us: a full disk, a vanished directory
+            status, reason = Status.FAILED, f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
         except Exception as exc:  # a bug of ours: record it, never lose the run
             status, reason = Status.FAILED, f"internal error: {type(exc).__name__}: {exc}"
-            write_atomic(run_dir / "error.txt", masker.mask(traceback.format_exc())[0])
+            with contextlib.suppress(OSError):
+                write_atomic(run_dir / "error.txt", masker.mask(traceback.format_exc())[0])
     except Interrupted as exc:  # a signal landed inside an except block above
         status, reason, signum = exc.status, exc.reason, exc.signum
     finally:
         signals.cleaning = True
         code = exit_code(status, signum)
-        rec.emit(RunFinished(status=status.value, exit_code=code, reason=reason, turns=summary.turns,
-                         tool_calls=summary.tool_calls))
+        try:
+            rec.emit(RunFinished(status=status.value, exit_code=code, reason=reason, turns=summary.turns,
+                                 tool_calls=summary.tool_calls))
+        except LogBroken as exc:  # the last event could not be written: the summary still says why
+            status, reason = Status.FAILED, reason or exc.reason
+            code = exit_code(status, signum)
         log.close()
         data = summary.build(status=status.value, exit_code=code, reason=reason,
                              duration_s=time.monotonic() - rec.started, answer=rec.answer)
         data.update(rec.extra, run_dir=str(run_dir))
         for finish in rec.finishers:
-            finish(data)
+            try:
+                finish(data)
+            except OSError as exc:  # a full disk costs that part of the summary, not the rest
+                data.setdefault("errors", []).append(f"{exc.strerror or exc}")
         for close in rec.closers:
             with contextlib.suppress(Exception):  # a leftover temp dir must not cost the summary
                 close()
         data = masker.mask_obj(data)[0]  # also what stdout, JUnit and the GitHub step summary show
         # Last: every sealed file (task.md, policy.json, changes.patch) is written by now.
         data["integrity"] = seal(run_dir, log.head)
-        write_json(run_dir / "summary.json", data)
+        try:
+            write_json(run_dir / "summary.json", data)
+        except OSError as exc:
+            print(f"agent-run: cannot write summary.json: {exc.strerror or exc}", file=sys.stderr)
         signals.restore()
     return RunOutcome(code, data, run_dir)

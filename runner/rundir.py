@@ -4,8 +4,10 @@ of the task and of the resolved policy.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from runner.events import Event
 from runner.integrity import GENESIS, line_hash
 from runner.jsonutil import canonical
+from runner.outcome import Failed
 from runner.tools.atomic import atomic_write
 
 if TYPE_CHECKING:
@@ -65,27 +68,48 @@ class EventLog:
         self.path = path
         self.run_id = run_id
         self.seq = 0
-        self._file: TextIO = path.open("a", encoding="utf-8")
+        # Unbuffered bytes: a failed write is known at once, and the torn tail can be cut back off.
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._good = os.fstat(self._fd).st_size  # the end of the last whole line
         self._mirror = mirror  # `--output-format stream-json`: the same lines, as they happen
         self._masker = masker
         self.head = GENESIS  # sha256 of the last line written: the next record's `prev`
+        self.broken: OSError | None = None  # set when a write failed: nothing more is recorded
 
     def __call__(self, event: Event) -> None:
+        if self.broken is not None:
+            return
         self.seq += 1
         record = {"seq": self.seq, "ts": utc_now(), "run_id": self.run_id, "type": event.type, "prev": self.head,
                   **event.fields()}
         if self._masker is not None:
             record = self._masker.mask_record(record, event.content_field)
         line = canonical(record) + "\n"
-        self._file.write(line)
-        self._file.flush()
+        data = line.encode("utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:
+            # A full disk: cut the torn line off (shrinking frees space) so the log stays whole, and end
+            # the run — a run that cannot record itself must not go on acting.
+            self.broken = exc
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._good)
+            raise LogBroken(f"cannot write {self.path.name}: {exc.strerror or exc}") from None
+        self._good += len(data)
         self.head = line_hash(line)
         if self._mirror is not None:
             self._mirror.write(line)
             self._mirror.flush()
 
     def close(self) -> None:
-        self._file.close()
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class LogBroken(Failed):
+    """The events log cannot be written (a full disk): the run ends `failed` with this reason."""
 
 
 def iter_events(path: Path) -> Iterator[dict[str, Any]]:

@@ -217,7 +217,11 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings) -> Budget:
 
 def _read_task(spec: str, run_dir: Path) -> tuple[Task, Path | None]:
     if spec == "-":
-        text, path = sys.stdin.read(), None
+        path = None
+        try:
+            text = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"the task on stdin is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     else:
         path = Path(spec).expanduser().resolve()
         try:

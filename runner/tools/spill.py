@@ -39,7 +39,11 @@ class Spill:
     def __init__(self, outputs_dir: Path | None, window: int, ttl_days: float | None = None,
                  masker: Masker | None = None) -> None:
         self.path = new_spill_path(outputs_dir, ttl_days) if outputs_dir is not None else None
-        self._file = self.path.open("wb") if self.path is not None else None
+        self.error: str | None = None  # why the full output could not be kept (a full disk)
+        try:
+            self._file = self.path.open("wb") if self.path is not None else None
+        except OSError as exc:
+            self._file, self.path, self.error = None, None, str(exc)
         # Bytes pass through as text with surrogateescape: invalid UTF-8 (and a character split between
         # chunks) comes out byte for byte as it went in.
         self._masked = MaskedStream(masker) if masker is not None and self._file is not None else None
@@ -57,7 +61,7 @@ class Spill:
         if self._masked is not None:
             self._write(self._masked.feed(chunk.decode("utf-8", "surrogateescape")))
         elif self._file is not None:
-            self._file.write(chunk)
+            self._file_write(chunk)
         self._sha.update(chunk)
         self.total += len(chunk)
         self.newlines += chunk.count(b"\n")
@@ -72,13 +76,37 @@ class Spill:
 
     def _write(self, text: str) -> None:
         if text and self._file is not None:
-            self._file.write(text.encode("utf-8", "surrogateescape"))
+            self._file_write(text.encode("utf-8", "surrogateescape"))
+
+    def _file_write(self, data: bytes) -> None:
+        """A full disk costs the spill file, never the command or the run: memory keeps head and tail."""
+        assert self._file is not None
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            self.error = str(exc)
+            self._drop_file()
+
+    def _drop_file(self) -> None:
+        file, self._file, self._masked = self._file, None, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
+        if self.path is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            self.path = None
 
     def close(self) -> None:
         if self._file is not None and not self._file.closed:
             if self._masked is not None:
                 self._write(self._masked.end())
-            self._file.close()
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except OSError as exc:
+                    self.error = str(exc)
+                    self._drop_file()
 
     @property
     def lines(self) -> int:
@@ -121,9 +149,11 @@ class Spill:
         shown = Truncation(cut.text, True, self.lines, self.total, cut.kept_lines, cut.kept_bytes,
                            "bytes" if self.total > limits.max_bytes else "lines")
         path = str(self.path) if self.path is not None else None
-        return render(shown, path, from_end=from_end), {
-            "truncated": True, "output_path": path, "bytes": self.total, "lines": self.lines,
-            "sha256": self.sha256}
+        details: dict[str, object] = {"truncated": True, "output_path": path, "bytes": self.total,
+                                      "lines": self.lines, "sha256": self.sha256}
+        if self.error is not None:
+            details["spill_error"] = self.error
+        return render(shown, path, from_end=from_end), details
 
     def discard(self) -> None:
         self._masked = None  # what it holds back is never written
@@ -147,10 +177,16 @@ def spill_text(outputs_dir: Path | None, text: str, limits: Limits, *, from_end:
     return render(cut, path, from_end=from_end), details
 
 
-def keep(outputs_dir: Path, text: str, ttl_days: float | None = None, masker: Masker | None = None) -> str:
-    """Write `text` (masked, with a masker) to a new spill file; returns its path."""
+def keep(outputs_dir: Path, text: str, ttl_days: float | None = None, masker: Masker | None = None) -> str | None:
+    """Write `text` (masked, with a masker) to a new spill file; returns its path, or None when it cannot
+    be written (a full disk): the result is still cut, only the full copy is missing."""
     target = new_spill_path(outputs_dir, ttl_days)
-    target.write_text(masker.mask(text)[0] if masker is not None else text, encoding="utf-8")
+    try:
+        target.write_text(masker.mask(text)[0] if masker is not None else text, encoding="utf-8")
+    except OSError:
+        with contextlib.suppress(OSError):
+            target.unlink()
+        return None
     return str(target)
 
 
