@@ -180,7 +180,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
             # the resumed prompt differs from the one the provider cached.
             rec.extra["prompt_cache_break"] = {"message_index": masked_at, "reason": "a masked secret in the history"}
         model = make_model(settings, deadline)
-        limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,))
+        limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,),
+                        (budget.on_reply,))
         result = run_loop(messages, model, env, limits, rec.emit, last_turn + 1,
                           context=context_for(rec, policy, settings, model, env))
         rec.answer = result.answer

@@ -135,9 +135,10 @@ def authorize_within(env: CallEnv, emit: Emit, targets: list[Target]) -> None:
 
 
 def truncated(tool: Tool, output: ToolOutput, ctx: ToolContext) -> ToolOutput:
-    """Every result passes through truncation; a tool that streamed its own spill file
-    (bash) has already done it and says so in its details."""
-    if "truncated" in output.details:
+    """Every result passes through truncation. Only a tool that streamed its own spill file (bash) has
+    already done it: its details are the spill's (`truncated` and the full output's `sha256`); a
+    `truncated` alone says nothing about the content's size."""
+    if "truncated" in output.details and "sha256" in output.details:
         return output
     content, details = spill_text(ctx.outputs_dir, output.content, ctx.truncation, from_end=tool.keep == "tail",
                                   masker=ctx.masker)
@@ -172,7 +173,12 @@ def parse_call(name: str, raw_args: str, registry: Registry) -> tuple[Tool, dict
     error = jsonschema.exceptions.best_match(_validator(tool.name, canonical(tool.schema)).iter_errors(args))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-        raise ToolError("InvalidArguments", f"{where}: {error.message}", schema=tool.schema)
+        # jsonschema's wording for bounds ("0 is less than or equal to the minimum of 0") reads backwards.
+        bound = {"exclusiveMinimum": "greater than", "minimum": "at least", "exclusiveMaximum": "less than",
+                 "maximum": "at most"}.get(str(error.validator))
+        message = (f"{where} must be {bound} {error.validator_value} (got {canonical(error.instance)})" if bound
+                   else f"{where}: {error.message}")
+        raise ToolError("InvalidArguments", message, schema=tool.schema)
     return tool, args
 
 

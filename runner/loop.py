@@ -19,7 +19,7 @@ from runner.context.manager import ContextManager
 from runner.context.prune import CLEARED_MARKER
 from runner.events import Emit, ModelRequest, ModelResponse
 from runner.jsonutil import canonical, estimate_tokens, sha256_text, short
-from runner.model.base import ChatModel
+from runner.model.base import ChatModel, ModelReply, text_tool_call
 from runner.outcome import BudgetExhausted, Failed
 from runner.prompt import SYSTEM_PROMPT
 
@@ -31,6 +31,8 @@ class Limits:
     timeout_s: float | None = None
     # Called with the next prompt's estimated tokens before every request; raise to stop (budgets).
     checks: tuple[Callable[[int], None], ...] = ()
+    # Called with every reply and its prompt's estimated tokens (usage accounting: estimates, warnings).
+    replies: tuple[Callable[[ModelReply, int], None], ...] = ()
 
 
 @dataclass
@@ -54,7 +56,9 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
     where the context manager prunes (in batches); a resumed conversation passes its history and
     the number of its next turn."""
     tools = env.registry.specs()
+    names = [t["function"]["name"] for t in tools]
     previous: list[dict[str, Any]] | None = None
+    told: str | None = None  # what the previous final answer lacked, once the model has been told
     for turn in range(first_turn, first_turn + limits.max_turns):
         remaining = _remaining(limits)
         if context is not None:
@@ -75,12 +79,22 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
         reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=remaining)
         emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage, finish_reason=reply.finish_reason,
                            duration_s=round(time.monotonic() - started, 4)))
+        for observe in limits.replies:
+            observe(reply, estimated)
         messages.append(reply.message)
         calls = reply.message.get("tool_calls") or []
         if not calls:
             if reply.finish_reason in _CUT_OFF:
                 raise Failed(f"the model's final answer was cut off (finish_reason={reply.finish_reason})")
-            return LoopResult(answer=reply.message.get("content") or "", turns=turn)
+            lacking = unusable_answer(reply.message.get("content"), names)
+            if lacking is None:
+                return LoopResult(answer=reply.message.get("content") or "", turns=turn)
+            if told is not None:
+                raise Failed(f"the model's final answer {lacking[0]}, again after being told")
+            told = lacking[0]
+            messages.append({"role": "user", "content": lacking[1]})  # appended: the prefix stays as it was
+            continue
+        told = None
         for call in calls:
             _remaining(limits)
             content = handle_call(call, env, turn, emit)
@@ -90,6 +104,20 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
 
 
 _CUT_OFF = frozenset({"length", "content_filter"})
+
+
+def unusable_answer(content: str | None, tools: list[str]) -> tuple[str, str] | None:
+    """(what is wrong, what the model is told) for a final answer that is no answer: empty, or a
+    tool call written as text (which was not run). None for an answer."""
+    if not (content or "").strip():
+        return ("was empty", "[agent-run: your reply was empty. Answer the task in plain text, or call a tool "
+                             "through the tool_calls field of your reply.]")
+    tool = text_tool_call(content, tools)
+    if tool is None:
+        return None
+    return (f"was a tool call written as text ({tool}), not a tool call",
+            f"[agent-run: your reply is a call of `{tool}` written as text: it was not run. Call tools through the "
+            "tool_calls field of your reply (function calling), not in the text; answer in plain text when done.]")
 
 
 def placeholder(call_id: str, tool: str, arguments: str, content: str) -> str:

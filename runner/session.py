@@ -96,7 +96,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
                         sandbox=rec.ctx.sandbox.describe()))
-    limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,))
+    limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,), (budget.on_reply,))
     context = context_for(rec, policy, settings, model, env)
     result = run_loop(initial_messages(task.text), model, env, limits, rec.emit, context=context)
     rec.answer = result.answer
@@ -210,6 +210,7 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings) -> Budget:
     def figures(data: dict[str, Any]) -> None:
         data["usage"]["total_tokens"] = budget.tokens
         data["usage"]["cost_usd"] = round(budget.cost_usd, 6) if price else None
+        budget.figures(data)
 
     rec.finishers.append(figures)
     return budget

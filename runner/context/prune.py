@@ -4,13 +4,17 @@ Stage 1 (soft trim) cuts a large tool result *as it enters* the context, so no
 sent prefix changes. Stage 2 (hard clear) replaces old tool results by a one-line
 placeholder, all eligible ones at once (one prefix break per batch, not one per
 turn); a placeholder is never changed again. Stage 3 (summarize) keeps the system
-prompt and the task, one summary message, and the recent turns.
+prompt and the task, one summary message, and the recent turns; protected calls in the
+summarized part are carried into the summary, large ones by reference only.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
+
+from runner.jsonutil import short
 
 SUMMARY_MARKER = "[Session summary]"
 CLEARED_MARKER = "[tool output cleared"
@@ -65,21 +69,55 @@ def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callabl
 
 
 def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int,
-               protected: frozenset[str] = PROTECTED_TOOLS) -> list[dict[str, Any]]:
+               protected: frozenset[str] = PROTECTED_TOOLS,
+               carry: Callable[[str, str, str, str], str] | None = None) -> list[dict[str, Any]]:
     """[system, task, earlier summaries…, this summary, …recent turns]. What was summarized before is
     never changed again: it stays part of the stable prefix, and the new summary covers what came after.
-    Outputs of protected tools in the summarized part are carried over, verbatim, into the summary."""
+    Each protected call in the summarized part is carried over as one line, `carry(call_id, tool,
+    arguments, output)` (default `carried_line` with no reference): small ones verbatim, large ones
+    by reference, so that a summary of a run of big writes actually frees their bytes."""
     kept = 2
     while kept < keep_from and str(messages[kept].get("content") or "").startswith(SUMMARY_MARKER):
         kept += 1
     names = tool_names(messages)
-    carried = [f"- {names[m['tool_call_id']][0]} {names[m['tool_call_id']][1]}: {m.get('content', '')}"
+    line = carry or (lambda _id, tool, args, output: carried_line(tool, args, output, None))
+    carried = [line(m["tool_call_id"], *names[m["tool_call_id"]], str(m.get("content", "")))
                for m in messages[kept:keep_from]
                if m.get("role") == "tool" and names.get(m.get("tool_call_id", ""), ("", ""))[0] in protected]
     text = f"{SUMMARY_MARKER}\n{summary}"
     if carried:
         text += "\n\nOutputs kept from the summarized part:\n" + "\n".join(carried)
     return [*messages[:kept], {"role": "user", "content": text}, *messages[keep_from:]]
+
+
+CARRY_INLINE_CHARS = 1000  # a protected call up to this size is carried verbatim into a summary
+ELIDE_VALUE_CHARS = 80  # in a call carried by reference, argument values longer than this are elided
+CARRY_OUTPUT_CHARS = 120  # and its output is cut to this
+
+
+def carried_line(tool: str, arguments: str, output: str, ref: str | None) -> str:
+    """One protected call in a summary: verbatim when small; else its arguments with long values
+    elided, the start of its output, and where the whole call is (`ref`: a spill file and its hash)."""
+    if len(arguments) + len(output) <= CARRY_INLINE_CHARS:
+        return f"- {tool} {arguments}: {output}"
+    where = f"full call: {ref}" if ref else "full call: use memory_search"
+    return f"- {tool} {elide_arguments(arguments)}: {short(output, CARRY_OUTPUT_CHARS)} [{where}]"
+
+
+def elide_arguments(arguments: str, limit: int = ELIDE_VALUE_CHARS) -> str:
+    """The call's JSON arguments with every value longer than `limit` replaced by its size, so a
+    `write` keeps its path but not its content."""
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return short(arguments, limit)
+    if not isinstance(args, dict):
+        return short(arguments, limit)
+    out = {}
+    for key, value in args.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        out[key] = value if len(text) <= limit else f"<{len(text)} chars>"
+    return json.dumps(out, ensure_ascii=False)
 
 
 COMPACTION_PROMPT = (

@@ -1,11 +1,30 @@
 """Budgets: tokens and cost, checked before every model call so a run never starts a
-request it cannot afford. (Turns and wall-clock time are the loop's own limits.)"""
+request it cannot afford. (Turns and wall-clock time are the loop's own limits.)
+
+A server that reports no usage (llama-cpp-python when streaming) is counted with the
+runner's own byte estimate, which the model reply carries and the summary labels."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from runner.events import Event, ModelResponse
+from runner.model.base import ModelReply
 from runner.model.catalog import Price
 from runner.outcome import BudgetExhausted
+
+# A server that counts under a third of the runner's estimate did not see the whole prompt: it
+# dropped the tools or truncated the messages. Only for prompts big enough to judge.
+DROPPED_RATIO = 3
+DROPPED_MIN_ESTIMATE = 1000
+
+
+def dropped_prompt(reported_prompt: int, estimated_prompt: int) -> str | None:
+    if estimated_prompt <= DROPPED_MIN_ESTIMATE or reported_prompt * DROPPED_RATIO >= estimated_prompt:
+        return None
+    return (f"the server reported {reported_prompt} prompt tokens for a prompt the runner estimates at "
+            f"~{estimated_prompt}: it probably dropped the tools or truncated the prompt (check its context size "
+            "and function-calling support)")
 
 
 class Budget:
@@ -14,12 +33,28 @@ class Budget:
         self.max_cost_usd = max_cost_usd
         self.price = price
         self.prompt = self.cached = self.completion = 0
+        self.estimated = False  # some figures are the runner's estimate, not the server's
+        self.warnings: list[str] = []
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, ModelResponse):
             self.prompt += int(event.usage.get("prompt_tokens", 0) or 0)
             self.cached += int(event.usage.get("cached_tokens", 0) or 0)
             self.completion += int(event.usage.get("completion_tokens", 0) or 0)
+
+    def on_reply(self, reply: ModelReply, estimated_prompt: int) -> None:
+        if reply.estimated:
+            self.estimated = True
+            return
+        warning = dropped_prompt(int(reply.usage.get("prompt_tokens", 0) or 0), estimated_prompt)
+        if warning is not None and not self.warnings:  # once: every later turn would say the same
+            self.warnings.append(warning)
+
+    def figures(self, data: dict[str, Any]) -> None:
+        """What the budget adds to summary.json: the estimate label and its warnings."""
+        if self.estimated:
+            data["usage"]["estimated"] = True
+        data.setdefault("warnings", []).extend(self.warnings)
 
     @property
     def tokens(self) -> int:

@@ -3,11 +3,14 @@ that is appended to the conversation, recorded, and replayed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runner.events import Event
+from runner.jsonutil import canonical, estimate_tokens
 
 
 @dataclass(frozen=True)
@@ -15,6 +18,7 @@ class ModelReply:
     message: dict[str, Any]  # the assistant message exactly as appended to the conversation
     usage: dict[str, int] = field(default_factory=dict)
     finish_reason: str | None = None
+    estimated: bool = False  # the server reported no usage: `usage` is the runner's own byte estimate
 
 
 class ChatModel(Protocol):
@@ -25,24 +29,113 @@ class ChatModel(Protocol):
                  tool_choice: str | None = None) -> ModelReply: ...
 
 
-def assistant_message(content: str | None, tool_calls: list[dict[str, Any]], turn: int) -> dict[str, Any]:
-    """Normalize: fixed keys, ids filled in deterministically when a server omits them."""
-    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+def assistant_message(content: Any, tool_calls: list[dict[str, Any]], turn: int) -> dict[str, Any]:
+    """Normalize: fixed keys, ids filled in deterministically when a server omits them, arguments
+    always a string (Ollama sends a JSON object: it becomes its canonical JSON)."""
+    message: dict[str, Any] = {"role": "assistant", "content": _text(content) or None}
     if tool_calls:
         message["tool_calls"] = [
             {"id": c.get("id") or f"call_{turn}_{i}", "type": "function",
-             "function": {"name": c.get("name") or "", "arguments": c.get("arguments") or ""}}
+             "function": {"name": _text(c.get("name")), "arguments": arguments_text(c.get("arguments"))}}
             for i, c in enumerate(tool_calls)
         ]
     return message
 
 
+def arguments_text(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    return arguments if isinstance(arguments, str) else canonical(arguments)
+
+
+def _text(value: Any) -> str:
+    """Content as text: a list of parts (`[{"type": "text", "text": …}]`) is joined."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(p.get("text") or "" if isinstance(p, dict) else str(p) for p in value)
+    return str(value)
+
+
 def usage_dict(usage: Any) -> dict[str, int]:
     if usage is None:
         return {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
-    details = getattr(usage, "prompt_tokens_details", None)
+    details = get_field(usage, "prompt_tokens_details")
     return {
-        "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-        "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0),
-        "cached_tokens": int(getattr(details, "cached_tokens", 0) or 0) if details else 0,
+        "prompt_tokens": _int(get_field(usage, "prompt_tokens")),
+        "completion_tokens": _int(get_field(usage, "completion_tokens")),
+        "cached_tokens": _int(get_field(details, "cached_tokens")) if details else 0,
     }
+
+
+def reported(usage: dict[str, int]) -> bool:
+    """A server that counted nothing reported nothing (some send zeros rather than omit usage)."""
+    return bool(usage.get("prompt_tokens") or usage.get("completion_tokens"))
+
+
+def estimated_usage(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                    message: dict[str, Any]) -> dict[str, int]:
+    """The runner's own count when a server gives none: the byte estimate of the prompt (as the
+    loop's `model_request.estimated_tokens`) and of the reply. No tokenizer: nothing to download."""
+    prompt = canonical({"tools": tools, "messages": messages})
+    return {"prompt_tokens": estimate_tokens(len(prompt)),
+            "completion_tokens": estimate_tokens(len(canonical(message))), "cached_tokens": 0}
+
+
+def get_field(obj: Any, name: str) -> Any:
+    """A field of an SDK object or of a plain dict (servers send shapes the SDK did not model)."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+_FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.S)
+_TAGGED = re.compile(r"<(tool_call|function_call|tools?)>\s*(.*?)\s*(?:</\1>|$)", re.S)
+
+
+def text_tool_call(content: str | None, tools: Iterable[str]) -> str | None:
+    """The tool a final answer names when the answer is a tool call written as text (JSON naming a
+    known tool with its arguments, bare, fenced, or in a `<tool_call>` block), else None.
+
+    Only JSON that names a tool of this run counts: any other JSON is an answer (a task may ask
+    for JSON, and `--output-schema` expects it)."""
+    text = (content or "").strip()
+    if not text or text[0] not in "{[<`":
+        return None
+    fenced = _FENCE.match(text)
+    candidates = [fenced.group(1)] if fenced else [text]
+    candidates += [m.group(2) for m in _TAGGED.finditer(text)]
+    names = set(tools)
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        for call in _calls(value):
+            if call in names:
+                return call
+    return None
+
+
+def _calls(value: Any) -> list[str]:
+    """Tool names in the shapes models write calls as: {"name", "arguments"|"parameters"},
+    {"function": {"name", "arguments"}}, {"tool_calls": [...]}, or a list of those."""
+    if isinstance(value, list):
+        return [name for item in value for name in _calls(item)]
+    if not isinstance(value, dict):
+        return []
+    if isinstance(value.get("tool_calls"), list):
+        return _calls(value["tool_calls"])
+    if isinstance(value.get("function"), dict):
+        return _calls(value["function"])
+    name = value.get("name")
+    if isinstance(name, str) and any(k in value for k in ("arguments", "parameters", "args", "input")):
+        return [name]
+    return []

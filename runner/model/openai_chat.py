@@ -6,6 +6,8 @@ honouring Retry-After, within the run's deadline, and recorded as an event.
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,8 +15,18 @@ from typing import Any
 import openai
 
 from runner.events import Event, ModelRetry
-from runner.model.base import ModelReply, assistant_message, usage_dict
-from runner.model.retry import backoff, is_transient, retry_after
+from runner.jsonutil import short
+from runner.model.base import (
+    ModelReply,
+    arguments_text,
+    assistant_message,
+    estimated_usage,
+    get_field,
+    reported,
+    usage_dict,
+)
+from runner.model.retry import REFUSABLE, BadResponse, backoff, is_transient, refused_parameter, retry_after
+from runner.model.transport import create_chat_completion
 from runner.outcome import BudgetExhausted, ModelError
 
 
@@ -29,6 +41,8 @@ class OpenAIChat:
         self.retry_cap_s = retry_cap_s
         self.request_timeout_s = request_timeout_s
         self.deadline = deadline
+        self._refused: set[str] = set()  # optional parameters this server rejected: not sent again this run
+        self._sent: set[str] = set()  # the optional parameters of the latest request
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
                                      timeout=request_timeout_s)
 
@@ -39,16 +53,25 @@ class OpenAIChat:
         while True:
             attempt += 1
             try:
-                return self._once(messages, tools, turn, timeout, tool_choice)
+                return self._within_deadline(lambda: self._once(messages, tools, turn, timeout, tool_choice))
             except openai.APIStatusError as exc:
                 if exc.status_code in (401, 403):
                     raise ModelError(f"model endpoint refused credentials (HTTP {exc.status_code}): "
                                      f"{_brief(exc)}") from None
+                refused = refused_parameter(exc.status_code, f"{exc.message} {exc.body}", self._sent - self._refused)
+                if refused is not None:
+                    self._refused.add(refused)  # e.g. stream_options on older servers: ask again without it
+                    attempt -= 1
+                    continue
                 if not is_transient(exc):
                     raise ModelError(f"model request failed (HTTP {exc.status_code}): {_brief(exc)}") from None
                 error, hint = f"HTTP {exc.status_code}", retry_after(dict(exc.response.headers))
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 error, hint = type(exc).__name__, None
+            except (BadResponse, json.JSONDecodeError) as exc:  # a 200 that is not a completion: as a 5xx
+                error, hint = _bad(exc), None
+            except openai.APIError as exc:  # an error event inside a stream: the server failed mid-answer
+                error, hint = f"stream error: {short(str(exc.message), 200)}", None
             except openai.OpenAIError as exc:
                 raise ModelError(f"model request failed: {exc}") from None
             if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -62,47 +85,127 @@ class OpenAIChat:
             emit(ModelRetry(turn=turn, attempt=attempt, error=error, delay_s=round(delay, 3)))
             time.sleep(delay)
 
+    def _within_deadline(self, call: Callable[[], ModelReply]) -> ModelReply:
+        """`call` (one request) on a worker thread, waited for until the run's deadline at most.
+
+        The HTTP timeout bounds each read, not the response: a server that trickles bytes or SSE
+        keep-alives would hold the run as long as it liked. Past the deadline the worker is left
+        behind (a daemon thread; the run is ending) and the run ends on its timeout."""
+        if self.deadline is None:
+            return call()
+        outcome: list[tuple[bool, Any]] = []
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                outcome.append((True, call()))
+            except BaseException as exc:  # re-raised in the caller's thread
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name="model-request", daemon=True).start()
+        if not done.wait(max(0.0, self.deadline - time.monotonic())):
+            raise BudgetExhausted("run timeout reached while waiting for the model")
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
+
     def _once(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
               timeout: float | None, tool_choice: str | None = None) -> ModelReply:
         kwargs: dict[str, Any] = {"model": self.name, "messages": messages}
         if tools:
             kwargs["tools"] = tools
-            if tool_choice:
-                kwargs["tool_choice"] = tool_choice
+            # Explicit: without it llama-cpp-python's function calling silently drops every tool.
+            kwargs["tool_choice"] = tool_choice or "auto"
+        if self.stream:
+            kwargs["stream_options"] = {"include_usage": True}  # usage in a last chunk, where supported
+        for name in self._refused:
+            kwargs.pop(name, None)
+        self._sent = {name for name in REFUSABLE if name in kwargs}
         if timeout is not None:
             kwargs["timeout"] = max(1.0, min(timeout, self.request_timeout_s))
         if not self.stream:
-            resp = self._client.chat.completions.create(**kwargs)
-            if not resp.choices:
-                raise ModelError("model response had no choices")
-            choice = resp.choices[0]
-            calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
-                     for c in (choice.message.tool_calls or []) if getattr(c, "function", None)]
-            return ModelReply(assistant_message(choice.message.content, calls, turn), usage_dict(resp.usage),
-                              choice.finish_reason)
-        return self._stream(kwargs, turn)
+            resp = create_chat_completion(self._client, **kwargs)  # no per-request SDK walk: transport.py
+            return self._completion(resp, messages, tools, turn)
+        return self._stream(kwargs, messages, tools, turn)
 
-    def _stream(self, kwargs: dict[str, Any], turn: int) -> ModelReply:
+    def _completion(self, resp: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                    turn: int) -> ModelReply:
+        choices = get_field(resp, "choices")
+        if not isinstance(choices, list):
+            raise BadResponse(f"the response is not a chat completion: {short(str(resp), 80)!r}")
+        if not choices or get_field(choices[0], "message") is None:
+            raise BadResponse("the response had no choices" if not choices else "the response's choice had no message")
+        message = get_field(choices[0], "message")
+        calls = []
+        for c in get_field(message, "tool_calls") or []:
+            function = get_field(c, "function")
+            if function is not None:
+                calls.append({"id": get_field(c, "id"), "name": get_field(function, "name"),
+                              "arguments": get_field(function, "arguments")})
+        return self._reply(assistant_message(get_field(message, "content"), calls, turn), get_field(resp, "usage"),
+                           get_field(choices[0], "finish_reason"), messages, tools)
+
+    def _stream(self, kwargs: dict[str, Any], messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                turn: int) -> ModelReply:
+        """Assembled in linear time: the pieces are collected in lists and joined once."""
         content: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
+        calls: dict[int, dict[str, Any]] = {}  # index -> {"id", "name": [pieces], "arguments": [pieces]}
         usage = None
         finish = None
-        stream = self._client.chat.completions.create(**kwargs, stream=True, stream_options={"include_usage": True})
+        chunks = 0
+        stream = create_chat_completion(self._client, **kwargs, stream=True)  # stream_options: in kwargs
         for chunk in stream:
-            usage = chunk.usage or usage
-            for choice in chunk.choices:
-                finish = choice.finish_reason or finish
-                delta = choice.delta
-                if delta.content:
-                    content.append(delta.content)
-                for tc in delta.tool_calls or []:
-                    slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
-                    slot["id"] = tc.id or slot["id"]
-                    if tc.function is not None:
-                        slot["name"] += tc.function.name or ""
-                        slot["arguments"] += tc.function.arguments or ""
-        ordered = [calls[i] for i in sorted(calls)]
-        return ModelReply(assistant_message("".join(content), ordered, turn), usage_dict(usage), finish)
+            chunks += 1
+            usage = get_field(chunk, "usage") or usage
+            for choice in get_field(chunk, "choices") or []:
+                finish = get_field(choice, "finish_reason") or finish
+                delta = get_field(choice, "delta")
+                text = get_field(delta, "content") if delta is not None else None
+                if text:
+                    content.append(text if isinstance(text, str) else str(text))
+                for position, tc in enumerate((get_field(delta, "tool_calls") if delta is not None else None) or []):
+                    _add_piece(calls, position, tc)
+        if finish is None:  # a server that died mid-answer closes the stream: that is no answer
+            raise BadResponse("the response stream was empty" if not chunks else
+                              "the response stream ended before its finish_reason (closed mid-answer)")
+        ordered = [{"id": c["id"], "name": "".join(c["name"]), "arguments": "".join(c["arguments"])}
+                   for _, c in sorted(calls.items())]
+        return self._reply(assistant_message("".join(content), ordered, turn), usage, finish, messages, tools)
+
+    @staticmethod
+    def _reply(message: dict[str, Any], usage: Any, finish: str | None, messages: list[dict[str, Any]],
+               tools: list[dict[str, Any]]) -> ModelReply:
+        """With the server's usage, or, when it reported none, the runner's own estimate (marked)."""
+        figures = usage_dict(usage)
+        if reported(figures):
+            return ModelReply(message, figures, finish)
+        return ModelReply(message, estimated_usage(messages, tools, message), finish, estimated=True)
+
+
+def _add_piece(calls: dict[int, dict[str, Any]], position: int, tc: Any) -> None:
+    """One streamed tool-call delta into its slot. Without an `index` (some servers send whole
+    calls, one per list position) the position in the delta stands in for it."""
+    index = get_field(tc, "index")
+    slot = calls.setdefault(index if isinstance(index, int) else position, {"id": None, "name": [], "arguments": []})
+    slot["id"] = get_field(tc, "id") or slot["id"]
+    function = get_field(tc, "function")
+    if function is None:
+        return
+    name = get_field(function, "name")
+    if name and "".join(slot["name"]) != name:  # some servers repeat the whole name in every chunk
+        slot["name"].append(str(name))
+    arguments = get_field(function, "arguments")
+    if arguments:
+        slot["arguments"].append(arguments_text(arguments))
+
+
+def _bad(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"the response is not valid JSON ({exc.msg} at char {exc.pos})"
+    return str(exc)
 
 
 def _brief(exc: openai.APIStatusError) -> str:

@@ -8,14 +8,28 @@ import time
 import openai
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+REFUSABLE = ("stream_options", "tool_choice")  # optional request parameters some servers reject
+
+
+class BadResponse(Exception):
+    """A response that is not a usable chat completion: a 200 with an HTML page or truncated JSON,
+    a choice without a message, a stream that ends before its finish_reason. Retried like a 5xx."""
 
 
 def is_transient(exc: Exception) -> bool:
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, BadResponse)):
         return True
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
     return False
+
+
+def refused_parameter(status: int, error_text: str, sent: set[str]) -> str | None:
+    """The optional parameter a 400/422 blames (`Unrecognized request argument supplied:
+    stream_options`, `tool_choice is not supported`): sent without it, the request may pass."""
+    if status not in (400, 422):
+        return None
+    return next((p for p in REFUSABLE if p in sent and p in error_text), None)
 
 
 def retry_after(headers: dict[str, str] | None, now: float | None = None) -> float | None:

@@ -1,18 +1,29 @@
 from __future__ import annotations
 
+import os
 import re
+import re._constants as sre_constants
+import re._parser as sre_parse
+import shutil
+import stat
+import subprocess
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.ignore import IgnoreMatcher, find_files
+from runner.tools.ignore import IgnoreMatcher, iter_files
 from runner.tools.readable import Readable
 
 MAX_MATCHES = 500
 MAX_LINE_CHARS = 500
 MAX_FILE_BYTES = 16 * 1024 * 1024
+# Per call: a search of a huge tree stops here (and says so) rather than running on for minutes.
+MAX_SCAN_FILES = 50_000
+MAX_SCAN_BYTES = 256 * 1024 * 1024
 
 
 class Grep(Tool):
@@ -43,46 +54,209 @@ class Grep(Tool):
         except re.error as exc:
             raise ToolError("InvalidArguments", f"invalid regex: {exc}") from None
         root = paths.resolve(ctx, args.get("path", "."))
-        if not root.exists():
-            raise ToolError("IOError", f"{paths.display(ctx, root)} does not exist")
-        # A file named by path is searched even if ignored: it was asked for.
-        files = [root] if root.is_file() else self._files(ctx, root, args.get("include"))
+        shown = paths.display(ctx, root)
+        try:
+            mode = root.stat().st_mode
+        except OSError:
+            raise ToolError("IOError", f"{shown} does not exist") from None
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise ToolError("IOError", f"{shown} is not a regular file (a FIFO, socket or device); not searched")
+        # A file named by path is searched even if ignored: it was asked for. Paths as strings: this loop
+        # runs once per file of what may be a very large tree.
+        top = str(root)
+        files = iter([top]) if stat.S_ISREG(mode) else (
+            os.path.join(top, n) for n in iter_files(root, args.get("include") or "**", IgnoreMatcher(ctx.workspace)))
+        search = Search(rx, ctx)
+        # With ripgrep installed, the files that cannot match are told apart at its speed: only the others
+        # are decided and read here. (None: every file is.)
+        candidates = None if stat.S_ISREG(mode) else _rg_candidates(top, rx, ctx)
         readable = Readable(ctx)
-        searched = 0
-        hits: list[str] = []
-        total = 0
         for file in files:
+            if search.stopped():
+                break
+            # rg does not follow symlinks (one to / would have it search the machine): a linked file is searched.
+            if candidates is not None and file not in candidates and not os.path.islink(file):
+                continue
             real = readable.real(file)
+            if real is None:
+                continue
+            walked = str(real) == file  # no symlink on the way
             # A symlink leading out of root would be a read the policy never decided: not searched.
-            if real is None or not (file == root or real.is_relative_to(root)):
+            if not (walked or file == top or real.is_relative_to(root)):
                 continue
-            if not readable.allows(real, walked=real == file):
-                continue
-            searched += 1
-            for number, line in _lines(real):
-                if rx.search(line):
-                    total += 1
-                    if len(hits) < MAX_MATCHES:
-                        hits.append(f"{paths.display(ctx, file)}:{number}: {line[:MAX_LINE_CHARS]}")
-        text = "\n".join(hits) or "[no matches]"
-        if total > len(hits):
-            text += f"\n[{total - len(hits)} more matches not shown; narrow the pattern or path]"
-        if readable.count:
-            text += "\n" + readable.note("file", "files")
-        return ToolOutput(text, {"matches": total, "files": searched, **readable.details()})
-
-    @staticmethod
-    def _files(ctx: ToolContext, root: Path, include: str | None) -> list[Path]:
-        return [root / n for n in find_files(root, include or "**", IgnoreMatcher(ctx.workspace))]
+            if readable.allows(real, walked=walked):
+                search.file(real, file)
+        text = "\n".join(search.hits) or "[no matches]"
+        if search.total > len(search.hits):
+            text += f"\n[{search.total - len(search.hits)} more matches not shown; narrow the pattern or path]"
+        notes = [*search.notes(), readable.note("file", "files")]
+        text = "\n".join(filter(None, [text, *notes]))
+        details = {"matches": search.total, "files": search.files, **readable.details(), **search.details()}
+        return ToolOutput(text, details)
 
 
-def _lines(file: Path) -> list[tuple[int, str]]:
+class Search:
+    """One call's scan: matches, and the files and bytes it read, within the call's limits and the
+    run's deadline. Files are read whole (each at most MAX_FILE_BYTES) but searched line by line only
+    when the pattern occurs in them at all."""
+
+    def __init__(self, rx: re.Pattern[str], ctx: ToolContext) -> None:
+        self.rx = rx
+        self.whole = _whole_text(rx)
+        self.ctx = ctx
+        self.hits: list[str] = []
+        self.total = 0
+        self.files = 0
+        self.bytes = 0
+        self.skipped: Counter[str] = Counter()  # reason -> files not searched
+        self.stop: str | None = None  # why the scan ended early
+
+    def stopped(self) -> bool:
+        if self.stop is None:
+            if self.ctx.abort.is_set():
+                self.stop = "the run is stopping"
+            elif self.ctx.deadline is not None and time.monotonic() >= self.ctx.deadline:
+                self.stop = "the run's time is up"
+            elif self.files >= MAX_SCAN_FILES:
+                self.stop = f"the limit of {MAX_SCAN_FILES} files per call was reached"
+            elif self.bytes >= MAX_SCAN_BYTES:
+                self.stop = f"the limit of {MAX_SCAN_BYTES // (1024 * 1024)} MiB read per call was reached"
+        return self.stop is not None
+
+    def file(self, real: Path, walked: str) -> None:
+        """Search `real`; matches are shown as `walked` (the path as the walk met it) is."""
+        data = self._read(real)
+        if data is None:
+            return
+        self.files += 1
+        self.bytes += len(data)
+        if b"\x00" in data[:8192]:
+            return
+        text = data.decode("utf-8", errors="replace")
+        if self.whole is not None and not self.whole.search(_LINE_BREAKS.sub("\n", text)):
+            return
+        shown = None
+        for number, line in enumerate(text.splitlines(), start=1):
+            if self.rx.search(line):
+                self.total += 1
+                if len(self.hits) < MAX_MATCHES:
+                    shown = shown or paths.display(self.ctx, Path(walked))
+                    self.hits.append(f"{shown}:{number}: {line[:MAX_LINE_CHARS]}")
+
+    def _read(self, real: Path) -> bytes | None:
+        """The file's bytes; None (counted) for what is not a regular file or is too large. Never
+        blocks: a FIFO is refused before it is opened, and opened without waiting for a writer if it
+        became one since."""
+        try:
+            st = os.stat(real)
+            if not stat.S_ISREG(st.st_mode):
+                self.skipped[NOT_REGULAR] += 1
+                return None
+            if st.st_size > MAX_FILE_BYTES:
+                self.skipped[TOO_LARGE] += 1
+                return None
+            fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            return None
+        with open(fd, "rb", buffering=0) as f:
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    self.skipped[NOT_REGULAR] += 1
+                    return None
+                # Sized to the file (a buffer of MAX_FILE_BYTES per small file would cost more than its read).
+                return f.read(min(st.st_size, MAX_FILE_BYTES) + 1)[:MAX_FILE_BYTES]
+            except OSError:
+                return None
+
+    def notes(self) -> list[str]:
+        out = []
+        if n := self.skipped[NOT_REGULAR]:
+            out.append(f"[{n} {'file' if n == 1 else 'files'} skipped: not a regular file (FIFO, socket or device)]")
+        if n := self.skipped[TOO_LARGE]:
+            out.append(f"[{n} {'file' if n == 1 else 'files'} over {MAX_FILE_BYTES // (1024 * 1024)} MiB skipped; "
+                       "read them with offset/limit]")
+        if self.stop is not None:
+            out.append(f"[search stopped after {self.files} files: {self.stop}; narrow path or include]")
+        return out
+
+    def details(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.stop is not None:
+            out.update(stopped=self.stop, bytes_searched=self.bytes)
+        if sum(self.skipped.values()):
+            out["not_searched"] = dict(self.skipped)
+        return out
+
+
+NOT_REGULAR, TOO_LARGE = "not_regular", "too_large"
+# What str.splitlines() splits on besides \n: made \n for the whole-text search, so `^` and `$` see them.
+_LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# What may match a line alone but not the same line inside the whole text: lookarounds and anchors that
+# see past the line's end, atomic groups and possessive quantifiers that may swallow a newline.
+_LINE_BOUND = re.compile(r"\\[AZ]|\(\?[=!<>(]|[*+?}]\+")
+
+
+def _whole_text(rx: re.Pattern[str]) -> re.Pattern[str] | None:
+    """The pattern for one search over a whole file (lines made \\n-separated, `^`/`$` at each line),
+    which finds something whenever a line alone would: a file it misses has no matching line. None
+    when the pattern may behave otherwise (each line is then searched)."""
+    if _LINE_BOUND.search(rx.pattern):
+        return None
     try:
-        if file.stat().st_size > MAX_FILE_BYTES:
-            return []
-        data = file.read_bytes()
+        return re.compile(rx.pattern, rx.flags | re.MULTILINE)
+    except re.error:
+        return None
+
+
+def _required_text(rx: re.Pattern[str]) -> str | None:
+    """Text every match of `rx` contains: the longest run of plain characters at the pattern's top level
+    (`needle` in `def needle\\(`). None when there is none to be sure of (alternatives, ignoring case)."""
+    if rx.flags & re.IGNORECASE:
+        return None
+    try:
+        parsed = list(sre_parse.parse(rx.pattern, rx.flags))
+    except Exception:  # a private parser: whatever it raises, the answer is only "not known"
+        return None
+    best = run = ""
+    for op, arg in parsed:
+        if op is sre_constants.LITERAL:
+            run += chr(arg)
+            continue
+        best, run = max(best, run, key=len), ""
+    best = max(best, run, key=len)
+    # A match never spans lines, nor holds what decoding puts for bytes that are not UTF-8.
+    return best if best and not _LINE_BREAKS.search(best) and "\n" not in best and "\ufffd" not in best else None
+
+
+def _rg_candidates(top: str, rx: re.Pattern[str], ctx: ToolContext) -> set[str] | None:
+    """The files below `top` holding the pattern's required text, as ripgrep finds them (paths spelled as
+    the walk spells them); None when rg is not installed, the pattern has no such text, or rg fails.
+
+    A prefilter only: every file is still walked, ignored, decided and searched here, with Python's regex;
+    rg is told to skip nothing the walk keeps (ignore files, hidden and binary files); it does not follow
+    symlinks, so the caller searches a linked file whatever rg says."""
+    rg = shutil.which("rg")
+    needle = _required_text(rx)
+    if rg is None or needle is None:
+        return None
+    argv = [rg, "--files-with-matches", "--null", "--fixed-strings", "--case-sensitive", "--text", "--no-config",
+            "--no-ignore", "--hidden", "--encoding", "none", "--no-messages",
+            "--glob", "!.git/", "--glob", "!.agent-run/", "--regexp", needle, "--", top]
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except OSError:
-        return []
-    if b"\x00" in data[:8192]:
-        return []
-    return list(enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1))
+        return None
+    while True:
+        left = None if ctx.deadline is None else ctx.deadline - time.monotonic()
+        try:
+            out, _ = proc.communicate(timeout=0.2 if left is None else max(0.0, min(0.2, left)))
+            break
+        except subprocess.TimeoutExpired:
+            if ctx.abort.is_set() or (left is not None and left <= 0):
+                proc.kill()
+                proc.communicate()
+                return set()  # the walk stops at its first file: the run is ending
+    if proc.returncode not in (0, 1):  # 1: no file holds it
+        return None
+    return {os.fsdecode(p) for p in out.split(b"\0") if p}

@@ -42,6 +42,14 @@ class IgnoreMatcher:
             return True
         return self._matches(path, is_dir)
 
+    def directory(self, directory: Path) -> tuple[GitIgnoreSpec | None, str]:
+        """For a walk that reached `directory` (not itself ignored): the rules for its entries, and the
+        prefix (relative to the workspace) to match their names with."""
+        if not directory.is_relative_to(self.workspace):
+            return None, ""
+        rel = directory.relative_to(self.workspace).as_posix()
+        return self._spec(directory), "" if rel == "." else rel + "/"
+
     def _dir_ignored(self, directory: Path) -> bool:
         if directory not in self._dirs:
             self._dirs[directory] = self.ignored(directory, is_dir=True)
@@ -124,22 +132,26 @@ def find_files(root: Path, pattern: str, matcher: IgnoreMatcher) -> list[str]:
     Never enters .git or .agent-run. Skips what git ignores, unless the caller named it: `root` or the
     pattern's leading literal directories (`build` in `build/**/*.js`) inside an ignored directory, or a
     pattern that is a plain file name. Raises ToolError for a pattern reaching outside `root`."""
+    return list(iter_files(root, pattern, matcher))
+
+
+def iter_files(root: Path, pattern: str, matcher: IgnoreMatcher) -> Iterator[str]:
+    """`find_files`, lazily and in the same (sorted) order, so a caller may stop early. A bad pattern
+    raises ToolError at once, not at the first file."""
     segments = [s for s in pattern.split("/") if s not in ("", ".")]
     if pattern.startswith("/") or os.path.isabs(pattern) or ".." in segments:
         raise ToolError("InvalidArguments", f"pattern {pattern!r} must stay below path; to search elsewhere, set path")
     literal = 0
     while literal < len(segments) - 1 and not wc.is_magic(segments[literal], flags=_GLOB_FLAGS):
         literal += 1
-    if any(s in SKIP_NAMES for s in segments[:literal]):
-        return []
-    if not segments:
-        return []
+    if any(s in SKIP_NAMES for s in segments[:literal]) or not segments:
+        return iter(())
     if not wc.is_magic("/".join(segments), flags=_GLOB_FLAGS):
         found = root.joinpath(*segments)
-        return ["/".join(segments)] if found.is_file() and segments[-1] not in SKIP_NAMES else []
+        return iter(["/".join(segments)] if found.is_file() and segments[-1] not in SKIP_NAMES else [])
     base = root.joinpath(*segments[:literal])
     if not base.is_dir():
-        return []
+        return iter(())
     if not base.resolve().is_relative_to(root.resolve()):
         # A symlinked directory leading elsewhere: the policy decided `root`, not where the link leads.
         raise ToolError("InvalidArguments", f"{'/'.join(segments[:literal])} leads outside path through a "
@@ -147,26 +159,41 @@ def find_files(root: Path, pattern: str, matcher: IgnoreMatcher) -> list[str]:
     named = matcher.ignored(base, is_dir=True)  # so is everything below it; the caller asked for it
     # Without `**` a pattern of N segments matches nothing deeper than N: no need to walk further.
     depth = None if any("**" in s for s in segments) else len(segments) - literal
-    normalized = "/".join(segments)
-    found = []
-    for rel in _walk(base, None if named else matcher, depth):
-        full = "/".join([*segments[:literal], rel])
-        if wc.globmatch(full, normalized, flags=_GLOB_FLAGS):
-            found.append(full)
-    return sorted(found)
+    prefix = "".join(s + "/" for s in segments[:literal])
+    rest = segments[literal:]
+    # `**` alone (grep's default) matches every file: no glob to test.
+    match = None if rest == ["**"] else wc.compile("/".join(rest), flags=_GLOB_FLAGS).match
+    return (prefix + rel for rel in _walk(base, None if named else matcher, depth) if match is None or match(rel))
 
 
 def _walk(top: Path, matcher: IgnoreMatcher | None, max_depth: int | None) -> Iterator[str]:
-    """Files below `top` (posix, relative to it); symlinked directories are not entered."""
-    for dirpath, dirnames, filenames in os.walk(top):
-        here = Path(dirpath)
-        rel = here.relative_to(top)
-        depth = len(rel.parts)
-        if max_depth is not None and depth + 1 >= max_depth:
-            dirnames[:] = []
-        dirnames[:] = [d for d in dirnames if d not in SKIP_NAMES
-                       and not (matcher and matcher.ignored(here / d, is_dir=True))]
-        dirnames.sort()
-        for name in filenames:
-            if matcher is None or not matcher.ignored(here / name, is_dir=False):
-                yield (rel / name).as_posix()
+    """Files below `top` (posix, relative to it), in the sorted order of those paths; symlinked
+    directories are not entered. A name that is not UTF-8 comes as Python decodes it (surrogates)."""
+    yield from _visit(str(top), "", 0, matcher, max_depth)
+
+
+def _visit(path: str, rel: str, depth: int, matcher: IgnoreMatcher | None, max_depth: int | None) -> Iterator[str]:
+    try:
+        with os.scandir(path) as it:
+            entries = list(it)
+    except OSError:  # gone, unreadable: as os.walk, skipped
+        return
+    spec, where = matcher.directory(Path(path)) if matcher is not None else (None, "")
+    items = []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:  # a symlink loop: a name, as os.walk lists it
+            is_dir = False
+        if is_dir and entry.name in SKIP_NAMES:
+            continue
+        if spec is not None and spec.match_file(where + entry.name + ("/" if is_dir else "")):
+            continue
+        # `d/` sorts where the paths below d do: the walk then yields in sorted order.
+        items.append((entry.name + "/" if is_dir else entry.name, entry, is_dir))
+    items.sort(key=lambda item: item[0])
+    for _, entry, is_dir in items:
+        if not is_dir:
+            yield rel + entry.name
+        elif not entry.is_symlink() and (max_depth is None or depth + 1 < max_depth):
+            yield from _visit(entry.path, rel + entry.name + "/", depth + 1, matcher, max_depth)

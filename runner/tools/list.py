@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 import os
 from typing import Any
 
@@ -41,7 +42,7 @@ class List(Tool):
             # Only entries read (or list) could open are shown.
             found, more = readable.first(found, MAX_ENTRIES, lambda e: path / e.name)
             # git sees a symlink as a file, whatever it points to: `build/` does not match a link named build.
-            entries = [e.name + ("/" if e.is_dir() else "")
+            entries = [paths.escape(e.name) + _kind(e)
                        + (" (ignored)" if matcher.ignored(path / e.name, e.is_dir(follow_symlinks=False)) else "")
                        for e in found]
         except NotADirectoryError:
@@ -54,3 +55,11 @@ class List(Tool):
         if readable.count:
             text = "\n".join(filter(None, [text, readable.note("entry", "entries")]))
         return ToolOutput(text, {"entries": len(entries) + more, **readable.details()})
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    """`/` for a directory (or a symlink to one); a symlink that cannot be followed is listed, marked."""
+    try:
+        return "/" if entry.is_dir() else ""
+    except OSError as exc:  # ELOOP: a link to itself, or links pointing at each other
+        return " (symlink loop)" if exc.errno == errno.ELOOP else f" (cannot follow: {exc.strerror or exc})"

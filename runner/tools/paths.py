@@ -3,6 +3,8 @@ matching, so `../x` or a symlink leading out is an `fs:` target, never `workspac
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 from runner.policy.model import Target
@@ -25,12 +27,33 @@ def target(ctx: ToolContext, path: Path) -> str:
 
 def targets(ctx: ToolContext, domain: str, *raw_paths: str) -> list[Target]:
     """With a hard link's and, on a case-insensitive filesystem, the other spellings' (see path_targets)."""
-    return [t for raw in raw_paths for t in path_targets(domain, ctx.workspace, resolve(ctx, raw))]
+    return escaped([t for raw in raw_paths for t in path_targets(domain, ctx.workspace, resolve(ctx, raw))])
+
+
+def escaped(found: list[Target]) -> list[Target]:
+    """Targets as the policy can match them: a name that is not UTF-8 spelled as `escape` shows it (the
+    matchers encode their text as UTF-8, and would fail on it)."""
+    return [replace(t, target=escape(t.target)) if _SURROGATE.search(t.target) else t for t in found]
 
 
 def display(ctx: ToolContext, path: Path) -> str:
-    """How a path is shown to the model: relative inside the workspace."""
-    return path.relative_to(ctx.workspace).as_posix() or "." if path.is_relative_to(ctx.workspace) else str(path)
+    """How a path is shown to the model: relative inside the workspace, escaped (see `escape`)."""
+    return escape(path.relative_to(ctx.workspace).as_posix() or "." if path.is_relative_to(ctx.workspace)
+                  else str(path))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape(name: str) -> str:
+    """A file name that is not UTF-8 (a byte Python decoded as a lone surrogate, `\\udcff`) shown as
+    `\\xff`: such text cannot be encoded for the model or the event log, and must not end the run."""
+    return _SURROGATE.sub(_escaped, name) if _SURROGATE.search(name) else name
+
+
+def _escaped(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 def check_writable(ctx: ToolContext, path: Path) -> None:

@@ -1,15 +1,24 @@
 from __future__ import annotations
 
-from typing import Any
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
-# Read line by line, never whole: a 1 GiB spill file can be paged with offset/limit.
+# Read in chunks, never whole: a 1 GiB spill file can be paged with offset/limit, and a 2 GB line costs
+# a chunk of memory and a cut line.
 MAX_FILE_BYTES = 16 * 1024 * 1024 * 1024
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
+MAX_LINE_BYTES = 4 * MAX_LINE_CHARS  # enough for MAX_LINE_CHARS characters of any UTF-8 text
+CHUNK = 1024 * 1024
+BINARY_PROBE = 8192  # a NUL in the first bytes: not text
+COUNT_BYTES = 64 * 1024 * 1024  # lines are counted this far past the last one shown, no further
 
 
 class Read(Tool):
@@ -36,34 +45,125 @@ class Read(Tool):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = paths.resolve(ctx, args["path"])
         shown = paths.display(ctx, path)
-        if path.is_dir():
-            raise ToolError("IOError", f"{shown} is a directory; use list")
-        try:
-            size = path.stat().st_size
-            if size > MAX_FILE_BYTES:
-                raise ToolError("FileTooLarge", f"{shown} is {size} bytes (limit {MAX_FILE_BYTES}); use grep")
-            with path.open("rb") as f:
-                head = f.read(8192)
-                if b"\x00" in head:
-                    raise ToolError("IOError", f"{shown} looks binary; not shown")
-        except OSError as exc:
-            raise ToolError("IOError", f"cannot read {shown}: {exc.strerror or exc}") from None
         offset = args.get("offset", 1)
         limit = args.get("limit", DEFAULT_LIMIT)
-        out: list[str] = []
-        total = 0
-        with path.open("r", encoding="utf-8", errors="replace") as f:
-            for number, line in enumerate(f, start=1):
-                total = number
-                if offset <= number < offset + limit:
-                    line = line.rstrip("\n")
-                    if len(line) > MAX_LINE_CHARS:
-                        line = line[:MAX_LINE_CHARS] + f"… [line cut at {MAX_LINE_CHARS} chars]"
-                    out.append(f"{number}\t{line}")
+        try:
+            with _open_regular(path, shown) as f:
+                pages = Pages(f, shown, offset, limit, ctx)
+                pages.scan()
+        except OSError as exc:
+            raise ToolError("IOError", f"cannot read {shown}: {exc.strerror or exc}") from None
+        out, total = pages.out, pages.lines
         last = offset + len(out) - 1
         content = "\n".join(out)
-        if last < total:
+        if not pages.complete:
+            content += f"\n[lines {offset}-{last} of more than {total}; read with offset={last + 1} for more]"
+        elif last < total:
             content += f"\n[lines {offset}-{last} of {total}; read with offset={last + 1} for more]"
         elif not out:
             content = f"[{shown}: {total} lines; nothing at offset {offset}]"
-        return ToolOutput(content, {"lines": total, "shown": [offset, last]})
+        details: dict[str, Any] = {"lines": total, "shown": [offset, last]}
+        if not pages.complete:
+            details["lines_counted"] = "partial"
+        return ToolOutput(content, details)
+
+
+def _open_regular(path: Path, shown: str) -> BinaryIO:
+    """The file, unbuffered; ToolError for a directory, a FIFO, socket or device (which could block the
+    run forever: one is never opened as found, and opened without waiting if it became one since), a
+    file past MAX_FILE_BYTES."""
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError("IOError", f"{shown} is a directory; use list")
+    fd = -1
+    if stat.S_ISREG(st.st_mode):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        if fd >= 0:
+            os.close(fd)
+        raise ToolError("IOError", f"{shown} is not a regular file (a FIFO, socket or device); not read")
+    f = open(fd, "rb", buffering=0)  # noqa: SIM115 - the caller closes it
+    if st.st_size > MAX_FILE_BYTES:
+        f.close()
+        raise ToolError("FileTooLarge", f"{shown} is {st.st_size} bytes (limit {MAX_FILE_BYTES}); use grep")
+    return f
+
+
+class Pages:
+    """One pass over a file in CHUNK-sized reads: the lines [offset, offset + limit) numbered, each kept
+    to MAX_LINE_BYTES (a line longer than that is cut, however long it is: never held whole), and the
+    number of lines, counted on for at most COUNT_BYTES past the last one shown. Memory is bounded by
+    CHUNK and limit × MAX_LINE_BYTES, whatever the file; the run's deadline is checked every chunk."""
+
+    def __init__(self, f: BinaryIO, shown: str, offset: int, limit: int, ctx: ToolContext) -> None:
+        self.f, self.shown, self.first, self.end, self.ctx = f, shown, offset, offset + limit, ctx
+        self.out: list[str] = []
+        self.lines = 0  # complete lines so far (plus a last one without a newline, at the end)
+        self.complete = True  # whether `lines` counts the whole file
+
+    def scan(self) -> None:
+        line = bytearray()  # the part kept of the current line, when it is one to show
+        over = False  # the current line is longer than what is kept
+        counted_after = 0
+        started = False
+        ends_open = False  # the file's last byte is not a newline
+        while chunk := self.f.read(CHUNK):
+            if not started:
+                started = True
+                if b"\x00" in chunk[:BINARY_PROBE]:
+                    raise ToolError("IOError", f"{self.shown} looks binary; not shown")
+            self._check_time()
+            ends_open = not chunk.endswith(b"\n")
+            number = self.lines + 1  # the line the chunk starts in
+            if number >= self.end:
+                counted_after += len(chunk)
+                self.lines += chunk.count(b"\n")
+                if counted_after > COUNT_BYTES:
+                    self.complete = False
+                    return
+                continue
+            newlines = chunk.count(b"\n")
+            if number + newlines < self.first:  # the lines to show start in a later chunk
+                self.lines += newlines
+                continue
+            pos = 0
+            while True:
+                nl = chunk.find(b"\n", pos)
+                stop = len(chunk) if nl < 0 else nl
+                if self.first <= number < self.end:
+                    room = MAX_LINE_BYTES - len(line)
+                    line += chunk[pos:min(stop, pos + max(room, 0))]
+                    over = over or stop - pos > room
+                if nl < 0:
+                    break
+                if self.first <= number < self.end:
+                    self.out.append(_render(number, line, over))
+                line.clear()
+                over = False
+                self.lines = number
+                number += 1
+                pos = nl + 1
+                if number >= self.end:  # the rest of the chunk is only counted
+                    self.lines += chunk.count(b"\n", pos)
+                    counted_after += len(chunk) - pos
+                    break
+        if ends_open:
+            self.lines += 1  # the last line has no newline
+            if self.first <= self.lines < self.end:
+                self.out.append(_render(self.lines, line, over))
+
+    def _check_time(self) -> None:
+        if self.ctx.abort.is_set():
+            raise ToolError("Timeout", "read stopped: the run is stopping")
+        if self.ctx.deadline is not None and time.monotonic() >= self.ctx.deadline:
+            raise ToolError("Timeout", "read stopped: the run's time is up")
+
+
+def _render(number: int, kept: bytearray, over: bool) -> str:
+    text = kept.decode("utf-8", errors="replace")
+    if not over and text.endswith("\r"):
+        text = text[:-1]  # CRLF
+    if over or len(text) > MAX_LINE_CHARS:
+        text = text[:MAX_LINE_CHARS] + f"… [line cut at {MAX_LINE_CHARS} chars]"
+    return f"{number}\t{text}"

@@ -21,6 +21,7 @@ from runner.policy.match import split_target
 from runner.policy.model import Policy, Target
 from runner.policy.targets import HARD_LINK, case_insensitive, path_targets
 from runner.tools.base import ToolContext
+from runner.tools.paths import escaped
 
 T = TypeVar("T")
 POLICY = "policy"
@@ -46,14 +47,15 @@ class Readable:
         """Whether `read` of the resolved `real` would be allowed; counted when not."""
         if self.ctx.decide is None:
             return True
-        decision = self.ctx.decide(path_targets("read", self.ctx.workspace, real, fold=self.fold, on_disk=walked))
+        decision = self.ctx.decide(escaped(path_targets("read", self.ctx.workspace, real, fold=self.fold,
+                                                        on_disk=walked)))
         if decision.decision == "allow":
             return True
         note = decision.deciding.target.note or ""
         self.skipped[HARD_LINK if note.startswith(HARD_LINK) else POLICY] += 1
         return False
 
-    def real(self, path: Path) -> Path | None:
+    def real(self, path: Path | str) -> Path | None:
         """Resolved, each directory once: walks do not follow symlinked directories, but a path's
         leading folders (`lnk/**/*.py`) may be one."""
         head, name = os.path.split(str(path))

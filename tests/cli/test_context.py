@@ -3,7 +3,9 @@ summaries are snapshotted, nothing pruned is lost to memory_search."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from pathlib import Path
 
 from tests.fakes.openai_server import error, reply
@@ -65,3 +67,31 @@ def test_a_failing_compaction_call_does_not_end_the_run(fake, workspace, agent_r
     r = agent_run("--context-window", "20000", "--approve", "bash:shell:*", "task.md", timeout=120)
     assert r.code == 0, r.summary
     assert "summarize_failed" in [e["stage"] for e in r.of_type("compaction")]
+
+
+def test_a_run_of_large_writes_compacts_with_bounded_summaries_prompt_and_history(fake, workspace, agent_run):
+    # Protected calls (write) whose arguments are large: the summary must not carry them by value,
+    # a summary that frees too little must not be retried every turn, and history/ must stay small.
+    turns, size = 40, 8000
+    fake.add(*[reply(calls=[("write", {"path": f"src/f{i:02d}.txt", "content": f"{i:02d}" * (size // 2)})])
+               for i in range(turns)], reply("done"))
+    r = agent_run("--context-window", "32768", "task.md", timeout=180)
+    assert r.code == 0, r.summary
+    usable = 32768 - 4096
+    requests = r.of_type("model_request")
+    assert max(e["estimated_tokens"] for e in requests) <= usable  # the prompt stays bounded
+    summaries = [e for e in r.of_type("compaction") if e["stage"] == "summarize"]
+    assert fake.compactions <= turns // 4 and len(summaries) <= turns // 4  # not one summary every turn
+    assert all(e["after_tokens"] < 0.55 * usable for e in summaries)  # each one frees room
+    # The writes are kept by reference (spill file + hash), not copied into the summary.
+    last_prompt = fake.requests[-1]["messages"]
+    kept = [m["content"] for m in last_prompt if str(m.get("content") or "").startswith("[Session summary]")]
+    assert kept and all(len(c) < 4000 for c in kept) and "01" * 500 not in "".join(kept)
+    ref = re.search(r"(\S+/outputs/tool_\w+) sha256:([0-9a-f]+)", "\n".join(kept))
+    assert ref and hashlib.sha256(Path(ref.group(1)).read_bytes()).hexdigest().startswith(ref.group(2))
+    # history/: every message stored once, whatever the number of snapshots.
+    history = r.run_dir / "history"
+    stored = sum(p.stat().st_size for p in history.rglob("*") if p.is_file())
+    assert stored < 2 * turns * size, stored
+    for snap in [p for p in history.glob("*.json")]:
+        assert json.loads(snap.read_text())[0]["role"] == "system"

@@ -109,7 +109,10 @@ def test_signal_during_tool_kills_it(fake, workspace, sig, code):
     proc = _start(fake, workspace, "--sandbox", "off", "--approve", "bash:shell:*", "task.md")
     run_dir = _wait_for_event(workspace, "tool_call")
     deadline = time.monotonic() + 10
-    while not (workspace / "pid.txt").exists() and time.monotonic() < deadline:
+    # The shell creates pid.txt before it writes to it: wait for the whole line.
+    while not (workspace / "pid.txt").is_file() or not (workspace / "pid.txt").read_text().endswith("\n"):
+        if time.monotonic() > deadline:
+            break
         time.sleep(0.05)
     pid = int((workspace / "pid.txt").read_text())
     proc.send_signal(sig)

@@ -5,10 +5,22 @@ Tests give it a script: one step per expected request, in order. A step is
   dict, JSON-encoded for you, or a raw string sent as is, valid JSON or not);
 - `error(status, headers=..., body=...)`: an HTTP error response;
 - `hang(seconds)`: wait before answering (for timeouts and interrupts);
-- `drop()`: close the connection without answering.
-Every request body is recorded in `server.requests`. Streaming requests
-(`"stream": true`) get server-sent events, chunked the way OpenAI chunks them.
-When the script runs out, the server answers HTTP 400 "script exhausted".
+- `drop()`: close the connection without answering;
+- `truncated_stream(content)`: SSE chunks, then the connection closes with no
+  finish_reason and no `[DONE]` (a server that died mid-answer);
+- `empty_stream()`: a 200 event stream with no chunks at all (llama-cpp-python
+  failing inside a stream);
+- `trickle(seconds, interval)`: a 200 whose body never completes: SSE keep-alive
+  comments (streaming) or JSON whitespace (not streaming) every `interval`;
+- `raw(status, body, content_type)`: any bytes (an HTML proxy page, truncated JSON).
+`reply` can also send no usage (`usage=NO_USAGE`, as llama-cpp-python does when
+streaming), arguments as a JSON object (`args_as_object=True`, Ollama's shape), and
+stream in bigger pieces (`piece`). Every request body is recorded in
+`server.requests`. Streaming requests (`"stream": true`) get server-sent events,
+chunked the way OpenAI chunks them. A request carrying a parameter named in
+`server.rejects` (e.g. `{"stream_options", "tool_choice"}`) gets HTTP 400 naming
+it, outside the script. When the script runs out, the server answers HTTP 400
+"script exhausted".
 """
 
 from __future__ import annotations
@@ -24,7 +36,7 @@ from typing import Any
 
 @dataclass
 class Step:
-    kind: str  # "reply" | "error" | "hang"
+    kind: str  # "reply" | "error" | "hang" | "drop" | "truncated_stream" | "empty_stream" | "trickle" | "raw"
     content: str | None = None
     calls: list[tuple[str, Any]] = field(default_factory=list)
     status: int = 200
@@ -34,11 +46,20 @@ class Step:
     usage: dict[str, int] | None = None
     omit_ids: bool = False
     finish: str | None = None
+    args_as_object: bool = False
+    interval: float = 0.0
+    content_type: str = "application/json"
+    piece: int | None = None  # characters per streamed chunk (default: 7 of content, 5 of arguments)
+
+
+NO_USAGE: dict[str, int] = {}  # `reply(usage=NO_USAGE)`: the response carries no usage at all
 
 
 def reply(content: str | None = None, calls: list[tuple[str, Any]] | None = None, *,
-          usage: dict[str, int] | None = None, omit_ids: bool = False, finish: str | None = None) -> Step:
-    return Step("reply", content=content, calls=list(calls or []), usage=usage, omit_ids=omit_ids, finish=finish)
+          usage: dict[str, int] | None = None, omit_ids: bool = False, finish: str | None = None,
+          args_as_object: bool = False, piece: int | None = None) -> Step:
+    return Step("reply", content=content, calls=list(calls or []), usage=usage, omit_ids=omit_ids, finish=finish,
+                args_as_object=args_as_object, piece=piece)
 
 
 def error(status: int, headers: dict[str, str] | None = None, body: Any = None) -> Step:
@@ -54,6 +75,24 @@ def drop() -> Step:
     return Step("drop")
 
 
+def truncated_stream(content: str) -> Step:
+    """Stream `content`, then close: no finish_reason, no usage, no [DONE]."""
+    return Step("truncated_stream", content=content)
+
+
+def empty_stream() -> Step:
+    return Step("empty_stream")
+
+
+def trickle(seconds: float, interval: float = 0.5) -> Step:
+    return Step("trickle", seconds=seconds, interval=interval)
+
+
+def raw(status: int, body: str | bytes, content_type: str = "application/json") -> Step:
+    return Step("raw", status=status, body=body.encode() if isinstance(body, str) else body,
+                content_type=content_type)
+
+
 class FakeOpenAI:
     def __init__(self) -> None:
         self.script: list[Step] = []
@@ -62,6 +101,7 @@ class FakeOpenAI:
         # an Step("error") here makes them fail instead.
         self.summary: str | Step = "[goal] the task. [progress] several steps done. [next] continue."
         self.compactions = 0
+        self.rejects: set[str] = set()  # request parameters answered with HTTP 400 (servers that refuse them)
         self._lock = threading.Lock()
         self._turn = 0
         server = self
@@ -99,6 +139,10 @@ class FakeOpenAI:
     def _next(self, body: dict[str, Any]) -> tuple[int, Step | None]:
         with self._lock:
             self.requests.append(body)
+            refused = sorted(self.rejects & set(body))
+            if refused:
+                return self._turn, error(400, body={"error": {"message": f"Unrecognized request argument supplied: "
+                                                                         f"{refused[0]}", "type": "invalid_request"}})
             if body.get("tool_choice") == "none":
                 self.compactions += 1
                 return self._turn, self.summary if isinstance(self.summary, Step) else reply(self.summary)
@@ -124,19 +168,27 @@ class FakeOpenAI:
         if step.kind == "error":
             return _send_json(h, step.status, step.body if step.body is not None else
                               {"error": {"message": f"scripted {step.status}", "type": "test"}}, step.headers)
+        if step.kind == "raw":
+            return _send_raw(h, step.status, step.body, step.content_type)
+        if step.kind == "trickle":
+            return _send_trickle(h, bool(body.get("stream")), step.seconds, step.interval)
+        if step.kind in ("truncated_stream", "empty_stream"):
+            model = body.get("model", "m")
+            return _send_stream(h, model, {"content": step.content}, {}, None, complete=False)
         message = _message(step, turn)
-        usage = step.usage or {"prompt_tokens": 100 * turn, "completion_tokens": 10,
-                               "total_tokens": 100 * turn + 10,
-                               "prompt_tokens_details": {"cached_tokens": 50 * (turn - 1)}}
+        usage = {"prompt_tokens": 100 * turn, "completion_tokens": 10, "total_tokens": 100 * turn + 10,
+                 "prompt_tokens_details": {"cached_tokens": 50 * (turn - 1)}} if step.usage is None else step.usage
         finish = step.finish or ("tool_calls" if step.calls else "stop")
         if body.get("stream"):
-            return _send_stream(h, body.get("model", "m"), message, usage, finish)
-        _send_json(h, 200, {
+            return _send_stream(h, body.get("model", "m"), message, usage, finish, piece=step.piece)
+        completion = {
             "id": f"chatcmpl-{turn}", "object": "chat.completion", "created": 1_700_000_000 + turn,
             "model": body.get("model", "m"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": usage,
-        })
+        }
+        if usage:
+            completion["usage"] = usage
+        _send_json(h, 200, completion)
 
 
 def _message(step: Step, turn: int) -> dict[str, Any]:
@@ -144,7 +196,8 @@ def _message(step: Step, turn: int) -> dict[str, Any]:
     if step.calls:
         message["tool_calls"] = [
             {"id": None if step.omit_ids else f"call_{turn}_{i}", "type": "function",
-             "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+             "function": {"name": name, "arguments": args if isinstance(args, str) or step.args_as_object
+                          else json.dumps(args)}}
             for i, (name, args) in enumerate(step.calls)
         ]
     return message
@@ -161,8 +214,34 @@ def _send_json(h: BaseHTTPRequestHandler, status: int, payload: Any, headers: di
     h.wfile.write(data)
 
 
+def _send_raw(h: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str) -> None:
+    h.send_response(status)
+    h.send_header("content-type", content_type)
+    h.send_header("content-length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
+
+
+def _send_trickle(h: BaseHTTPRequestHandler, stream: bool, seconds: float, interval: float) -> None:
+    """Headers at once, then a few bytes every `interval` for `seconds`: no read ever times out."""
+    h.send_response(200)
+    h.send_header("content-type", "text/event-stream" if stream else "application/json")
+    h.send_header("connection", "close")
+    h.end_headers()
+    h.close_connection = True
+    end = time.monotonic() + seconds
+    try:
+        while time.monotonic() < end:
+            h.wfile.write(b": keep-alive\n\n" if stream else b" ")
+            h.wfile.flush()
+            time.sleep(interval)
+    except OSError:  # the client gave up: what a deadline should make it do
+        return
+
+
 def _send_stream(h: BaseHTTPRequestHandler, model: str, message: dict[str, Any], usage: dict[str, Any],
-                 finish: str) -> None:
+                 finish: str | None, piece: int | None = None, complete: bool = True) -> None:
+    """OpenAI's chunking; `complete=False` stops after the content: no finish_reason, usage or [DONE]."""
     h.send_response(200)
     h.send_header("content-type", "text/event-stream")
     h.send_header("connection", "close")
@@ -177,17 +256,30 @@ def _send_stream(h: BaseHTTPRequestHandler, model: str, message: dict[str, Any],
         h.wfile.write(f"data: {json.dumps(payload)}\n\n".encode())
         h.wfile.flush()
 
+    content = message.get("content")
+    if not complete and content is None:
+        h.wfile.flush()
+        return
     chunk({"role": "assistant", "content": ""})
-    content = message.get("content") or ""
-    for i in range(0, len(content), 7):
-        chunk({"content": content[i:i + 7]})
+    content = content or ""
+    step = piece or 7
+    for i in range(0, len(content), step):
+        chunk({"content": content[i:i + step]})
+    if not complete:
+        return
     for index, call in enumerate(message.get("tool_calls") or []):
         args = call["function"]["arguments"]
+        if not isinstance(args, str):  # Ollama: the whole object in one chunk
+            whole = {"id": call["id"], "type": "function", "function": call["function"]}  # no index either
+            chunk({"tool_calls": [whole]})
+            continue
         chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
                                "function": {"name": call["function"]["name"], "arguments": ""}}]})
-        for i in range(0, len(args), 5):
-            chunk({"tool_calls": [{"index": index, "function": {"arguments": args[i:i + 5]}}]})
+        step = piece or 5
+        for i in range(0, len(args), step):
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": args[i:i + step]}}]})
     chunk({}, finish_reason=finish)
-    chunk({}, with_usage=True)
+    if usage:
+        chunk({}, with_usage=True)
     h.wfile.write(b"data: [DONE]\n\n")
     h.wfile.flush()

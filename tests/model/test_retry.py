@@ -8,7 +8,7 @@ import importlib
 import openai
 import pytest
 
-from runner.model.retry import backoff, is_transient, retry_after
+from runner.model.retry import BadResponse, backoff, is_transient, refused_parameter, retry_after
 
 # This openai build sits on httpx2 rather than httpx; its exceptions need that package's Request/Response.
 http = importlib.import_module("httpx2" if hasattr(openai._exceptions, "httpx2") else "httpx")
@@ -53,6 +53,25 @@ def test_connection_errors_are_transient():
     request = http.Request("POST", URL)
     assert is_transient(openai.APIConnectionError(request=request))
     assert is_transient(openai.APITimeoutError(request=request))
+
+
+def test_a_response_that_is_not_a_completion_is_transient():
+    assert is_transient(BadResponse("the response stream was empty"))
+
+
+@pytest.mark.parametrize(
+    ("status", "text", "sent", "expected"),
+    [
+        (400, "Unrecognized request argument supplied: stream_options", {"stream_options", "tool_choice"},
+         "stream_options"),
+        (422, "tool_choice: extra fields not permitted", {"tool_choice"}, "tool_choice"),
+        (400, "tool_choice is not supported", {"stream_options"}, None),  # not sent: not the cause
+        (400, "messages: too long", {"stream_options", "tool_choice"}, None),
+        (500, "stream_options", {"stream_options"}, None),
+    ],
+)
+def test_refused_parameter(status, text, sent, expected):
+    assert refused_parameter(status, text, sent) == expected
 
 
 @pytest.mark.parametrize("exc", [ValueError("x"), RuntimeError("boom"), openai.OpenAIError("generic")])

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from runner.tools.base import ToolError
+from runner.policy.load import load_policy
+from runner.tools.base import ToolContext, ToolError
 from runner.tools.glob import Glob
+from runner.tools.readable import policy_decider
 
 
 @pytest.fixture
@@ -45,3 +49,17 @@ def test_path_not_a_directory(ctx, tree):
     with pytest.raises(ToolError) as info:
         Glob().run({"pattern": "*", "path": "a.py"}, ctx)
     assert info.value.type == "IOError"
+
+
+def test_a_name_that_is_not_utf8_is_shown_escaped_and_decided(ws):
+    os.mkdir(os.path.join(os.fsencode(ws), b"d\xff"))
+    open(os.path.join(os.fsencode(ws), b"d\xff/f\xe9.py"), "wb").close()
+    # The policy's matchers (re2 among them) take only UTF-8: the name is decided as it is shown.
+    ctx = ToolContext(workspace=ws, decide=policy_decider(load_policy("default")))
+    assert Glob().run({"pattern": "**/*.py"}, ctx).content == "d\\xff/f\\xe9.py"
+
+
+def test_a_symlink_loop_is_a_name_like_any_other(ctx, ws):
+    (ws / "loop").symlink_to("loop")
+    (ws / "a.py").write_text("")
+    assert Glob().run({"pattern": "**"}, ctx).content == "a.py\nloop"

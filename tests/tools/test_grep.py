@@ -1,9 +1,27 @@
 from __future__ import annotations
 
+import os
+import random
+import re
+import shutil
+import time
+
 import pytest
 
-from runner.tools.base import ToolError
+from runner.tools import grep as grep_module
+from runner.tools.base import ToolContext, ToolError
 from runner.tools.grep import MAX_MATCHES, Grep
+
+
+@pytest.fixture(autouse=True, params=["python", "rg"])
+def engine(request, monkeypatch) -> str:
+    """Every test with ripgrep as a prefilter too, where it is installed, and without it."""
+    if request.param == "rg":
+        if shutil.which("rg") is None:
+            pytest.skip("ripgrep is not installed")
+    else:
+        monkeypatch.setattr(grep_module.shutil, "which", lambda name: None)
+    return request.param
 
 
 @pytest.fixture
@@ -71,3 +89,110 @@ def test_match_cap(ctx, ws):
     assert lines[MAX_MATCHES - 1] == f"many.txt:{MAX_MATCHES}: hit"
     assert lines[-1] == f"[{extra} more matches not shown; narrow the pattern or path]"
     assert out.details["matches"] == MAX_MATCHES + extra
+
+
+def test_a_fifo_is_skipped_and_counted(ctx, ws, engine):
+    (ws / "a.txt").write_text("hit\n")
+    os.mkfifo(ws / "pipe")
+    out = Grep().run({"pattern": "hit"}, ctx)
+    if engine == "rg":  # rg never lists it: nothing to say
+        assert out.content == "a.txt:1: hit"
+        return
+    assert out.content == "a.txt:1: hit\n[1 file skipped: not a regular file (FIFO, socket or device)]"
+    assert out.details["not_searched"] == {"not_regular": 1}
+
+
+def test_a_fifo_named_by_path_is_an_error(ctx, ws):
+    os.mkfifo(ws / "pipe")
+    with pytest.raises(ToolError) as info:
+        Grep().run({"pattern": "x", "path": "pipe"}, ctx)
+    assert info.value.type == "IOError" and "not a regular file" in info.value.message
+
+
+def test_a_file_too_large_is_skipped_and_said(ctx, ws, monkeypatch):
+    monkeypatch.setattr(grep_module, "MAX_FILE_BYTES", 10)
+    (ws / "big.txt").write_text("hit\n" * 10)
+    (ws / "small.txt").write_text("hit\n")
+    out = Grep().run({"pattern": "hit"}, ctx)
+    assert out.content.splitlines() == ["small.txt:1: hit", "[1 file over 0 MiB skipped; read them with offset/limit]"]
+
+
+@pytest.mark.parametrize("stop", ["deadline", "abort"])
+def test_the_run_ending_stops_the_walk(ws, stop):
+    for i in range(5):
+        (ws / f"f{i}.txt").write_text("hit\n")
+    ctx = ToolContext(workspace=ws, deadline=time.monotonic() - 1 if stop == "deadline" else None)
+    if stop == "abort":
+        ctx.abort.set()
+    out = Grep().run({"pattern": "hit"}, ctx)
+    why = "the run's time is up" if stop == "deadline" else "the run is stopping"
+    assert out.content == f"[no matches]\n[search stopped after 0 files: {why}; narrow path or include]"
+    assert out.details["stopped"] == why
+
+
+def test_per_call_caps_on_files_and_bytes(ctx, ws, monkeypatch):
+    for i in range(5):
+        (ws / f"f{i}.txt").write_text("hit\n")
+    monkeypatch.setattr(grep_module, "MAX_SCAN_FILES", 2)
+    out = Grep().run({"pattern": "hit"}, ctx)
+    assert out.content == ("f0.txt:1: hit\nf1.txt:1: hit\n"
+                           "[search stopped after 2 files: the limit of 2 files per call was reached; "
+                           "narrow path or include]")
+    monkeypatch.setattr(grep_module, "MAX_SCAN_FILES", 100)
+    monkeypatch.setattr(grep_module, "MAX_SCAN_BYTES", 9)  # stops once 9 bytes are read: after 3 files
+    out = Grep().run({"pattern": "hit"}, ctx)
+    assert out.details["files"] == 3 and out.details["bytes_searched"] == 12
+    assert "the limit of 0 MiB read per call was reached" in out.content
+
+
+def test_a_name_that_is_not_utf8_is_shown_escaped(ctx, ws):
+    with open(os.path.join(os.fsencode(ws), b"caf\xe9.txt"), "wb") as f:
+        f.write(b"hit\n")
+    assert Grep().run({"pattern": "hit"}, ctx).content == "caf\\xe9.txt:1: hit"
+
+
+def test_the_walk_yields_in_sorted_order(ctx, ws):
+    for rel in ("z.txt", "a/x.txt", "a.txt", "a-b.txt", "a/b/c.txt", "B.txt"):
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text("hit\n")
+    lines = Grep().run({"pattern": "hit"}, ctx).content.splitlines()
+    assert lines == sorted(lines)
+
+
+PIECES = ["a", "ab", "b", " ", "\n", "\r\n", "\r", "\x0c", "é", "x1", "foo", "bar", "\t"]
+PATTERNS = [r"^a", r"b$", r"^$", r"a\s*$", r"\bab\b", r"^\s", r"foo\s+bar", r"[^a]$", r"a|^b", r"(?i)FOO",
+            r"\d$", r"^(a|b)+$", r"a\Z", r"(?<!a)b", r"a(?=\s)", r"b(?!a)", r"\Aab", r"(?s)a.b", r"[\s\S]b",
+            r"(?m)^b", r"a++", r"(?>a+)b", r"\W$"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_searching_the_whole_file_first_finds_what_each_line_would(ctx, ws, pattern):
+    rx = re.compile(pattern)
+    rng = random.Random(pattern)
+    for case in range(150):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randrange(0, 10)))
+        (ws / "f.txt").write_text(text, encoding="utf-8", newline="")
+        expected = [f"f.txt:{n}: {line}" for n, line in enumerate(text.splitlines(), start=1) if rx.search(line)]
+        out = Grep().run({"pattern": pattern}, ctx).content
+        assert out == ("\n".join(expected) or "[no matches]"), (case, text)
+
+
+def test_ripgrep_only_narrows_what_is_searched(ctx, ws, engine):
+    """What rg reports is still walked, ignored and decided here: a symlinked folder rg follows, an ignored
+    file, .git, a file matching only in rg's sense (ignoring case) are not results."""
+    (ws / ".gitignore").write_text("ignored.txt\n")
+    for rel, text in {"a.txt": "needle\n", "ignored.txt": "needle\n", ".git/x": "needle\n", "d/b.txt": "needle\n",
+                      "c.txt": "NEEDLE\n", "e.txt": "pre needle post\n"}.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    (ws / "link").symlink_to("d")
+    out = Grep().run({"pattern": r"needle\b"}, ctx)
+    assert out.content.splitlines() == ["a.txt:1: needle", "d/b.txt:1: needle", "e.txt:1: pre needle post"]
+
+
+def test_a_symlinked_file_is_searched(ctx, ws, engine):
+    (ws / "d").mkdir()
+    (ws / "d" / "real.txt").write_text("needle\n")
+    (ws / "alias.txt").symlink_to("d/real.txt")
+    out = Grep().run({"pattern": "needle"}, ctx)
+    assert out.content.splitlines() == ["alias.txt:1: needle", "d/real.txt:1: needle"]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from runner.tools.base import ToolError
@@ -38,3 +40,21 @@ def test_not_a_directory_is_io_error(ctx, ws, setup):
 
 def test_root_target(ctx):
     assert [t.target for t in List().targets({}, ctx)] == ["workspace:."]
+
+
+def test_a_symlink_loop_is_listed_marked_not_followed(ctx, ws):
+    (ws / "a").symlink_to("b")
+    (ws / "b").symlink_to("a")
+    (ws / "self").symlink_to("self")
+    (ws / "dangling").symlink_to("nowhere")
+    (ws / "d").mkdir()
+    (ws / "to_d").symlink_to("d")
+    out = List().run({}, ctx)
+    assert out.content.splitlines() == ["a (symlink loop)", "b (symlink loop)", "d/", "dangling",
+                                        "self (symlink loop)", "to_d/"]
+
+
+def test_a_name_that_is_not_utf8_is_shown_escaped(ctx, ws):
+    os.mkdir(os.path.join(os.fsencode(ws), b"dir\xff"))
+    open(os.path.join(os.fsencode(ws), b"f\xe9.txt"), "wb").close()
+    assert List().run({}, ctx).content == "dir\\xff/\nf\\xe9.txt"

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from runner.policy.decide import decide
+from runner.policy.load import load_policy
 from runner.tools import paths
 from runner.tools.base import ToolContext, ToolError
 
@@ -90,3 +92,16 @@ def test_check_writable(ws):
         with pytest.raises(ToolError) as info:
             paths.check_writable(ctx, bad)
         assert info.value.type == "PathTraversalBlocked"
+
+
+def test_a_name_that_is_not_utf8_is_escaped():
+    assert paths.escape("caf\udce9.txt") == "caf\\xe9.txt"
+    assert paths.escape("plain é.txt") == "plain é.txt"
+    assert paths.escape("lone\ud800") == "lone\\ud800"  # not from a byte: a JSON string may hold one
+
+
+def test_targets_of_a_name_that_is_not_utf8_can_be_decided(ctx, ws):
+    # A model may name one (JSON "\udcff"): the policy's matchers take only UTF-8.
+    [target] = paths.targets(ctx, "read", "bad\udcff.txt")
+    assert target.target == "workspace:bad\\xff.txt"
+    assert decide(load_policy("default"), "read", [target]).decision == "allow"

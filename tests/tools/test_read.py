@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+import os
+import random
+import time
+
 import pytest
 
-from runner.tools.base import ToolError
-from runner.tools.read import MAX_FILE_BYTES, MAX_LINE_CHARS, Read
+from runner.tools import read as read_module
+from runner.tools.base import ToolContext, ToolError
+from runner.tools.read import MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_LINE_CHARS, Read
 
 
 def run(ctx, **args):
@@ -89,3 +94,69 @@ def test_invalid_utf8_is_replaced_not_fatal(ctx, ws):
 def test_targets(ctx, ws):
     assert [(t.domain, t.target) for t in Read().targets({"path": "src/a.py"}, ctx)] == [("read", "workspace:src/a.py")]
     assert [t.target for t in Read().targets({"path": "../x"}, ctx)] == [f"fs:{(ws.parent / 'x').as_posix()}"]
+
+
+def _reference(data: bytes, offset: int, limit: int) -> tuple[list[str], int]:
+    """What read shows, by the plainest means: the whole file split on newlines (CRLF as one)."""
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    shown = []
+    for number, line in enumerate(lines, start=1):
+        if offset <= number < offset + limit:
+            line = line.removesuffix("\r")
+            if len(line) > MAX_LINE_CHARS:
+                line = line[:MAX_LINE_CHARS] + f"… [line cut at {MAX_LINE_CHARS} chars]"
+            shown.append(f"{number}\t{line}")
+    return shown, len(lines)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, 1 << 20])
+def test_chunked_reading_matches_reading_whole(ctx, ws, monkeypatch, chunk):
+    monkeypatch.setattr(read_module, "CHUNK", chunk)
+    rng = random.Random(chunk)
+    pieces = ["a", "bc", "é", "日本", "\r\n", "\n", "\n", "x" * (MAX_LINE_CHARS - 1), "y" * (MAX_LINE_CHARS + 3),
+              "日" * (MAX_LINE_BYTES // 3 + 2)]  # longer than what is kept of a line
+    for case in range(30):
+        data = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12))).encode()
+        (ws / "f.txt").write_bytes(data)
+        offset, limit = rng.randrange(1, 5), rng.randrange(1, 6)
+        out = run(ctx, path="f.txt", offset=offset, limit=limit)
+        shown, total = _reference(data, offset, limit)
+        assert out.details["lines"] == total, (case, data)
+        assert [line for line in out.content.split("\n") if not line.startswith("[")] == shown, (case, data)
+
+
+def test_a_giant_line_is_cut_without_being_held(ctx, ws):
+    with (ws / "giant.txt").open("wb") as f:
+        f.write(b"z" * (64 * 1024 * 1024) + b"\nsecond\n")
+    out = run(ctx, path="giant.txt", limit=5)
+    first, second = out.content.split("\n")
+    assert first == "1\t" + "z" * MAX_LINE_CHARS + f"… [line cut at {MAX_LINE_CHARS} chars]"
+    assert second == "2\tsecond"
+
+
+def test_counting_stops_far_past_the_last_line_shown(ctx, ws, monkeypatch):
+    monkeypatch.setattr(read_module, "COUNT_BYTES", 1000)
+    monkeypatch.setattr(read_module, "CHUNK", 100)
+    (ws / "long.txt").write_text("line\n" * 10_000)
+    out = run(ctx, path="long.txt", limit=2)
+    assert out.content.startswith("1\tline\n2\tline\n[lines 1-2 of more than ")
+    assert out.content.endswith("; read with offset=3 for more]")
+    assert out.details["lines_counted"] == "partial"
+    assert run(ctx, path="long.txt", offset=9_999).content == "9999\tline\n10000\tline"
+
+
+def test_a_fifo_is_not_opened(ctx, ws):
+    os.mkfifo(ws / "pipe")
+    err = error(ctx, path="pipe")
+    assert err.type == "IOError"
+    assert err.message == "pipe is not a regular file (a FIFO, socket or device); not read"
+
+
+def test_a_run_out_of_time_stops_the_read(ws):
+    (ws / "f.txt").write_text("x\n")
+    ctx = ToolContext(workspace=ws, deadline=time.monotonic() - 1)
+    err = error(ctx, path="f.txt")
+    assert err.type == "Timeout"

@@ -142,7 +142,7 @@ def test_html_becomes_markdown_with_header(open_ctx, base):
     assert "snake_case = 1" in text  # not escaped to snake\_case
     assert "do not show" not in text and "color: red" not in text
     assert out.details["hops"] == [{"url": f"{base}/page.html", "status": 200, "address": "127.0.0.1"}]
-    assert out.details["truncated"] is False
+    assert out.details["body_cut"] is False
 
 
 def test_json_passes_through(open_ctx, base):
@@ -174,19 +174,19 @@ def test_size_cap_stops_reading_and_says_so(open_ctx, base):
     text = out.content.split("\n\n", 1)[1]
     assert text.startswith("x" * 1000 + "\n\n[body cut at 1000 bytes; max_bytes up to")
     assert "x" * 1001 not in out.content
-    assert out.details["bytes"] == 1000 and out.details["truncated"] is True
+    assert out.details["body_bytes"] == 1000 and out.details["body_cut"] is True
 
 
 def test_body_exactly_at_the_cap_is_not_truncated(open_ctx, base):
     out = run(open_ctx, url=f"{base}/exact.txt", max_bytes=1000)
-    assert out.details["truncated"] is False
+    assert out.details["body_cut"] is False
     assert "[body cut" not in out.content
 
 
 def test_policy_max_bytes_is_the_ceiling(ws, base):
     ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True, "maxBytes": 500})
     out = run(ctx, url=f"{base}/big.txt", max_bytes=10_000)
-    assert out.details["bytes"] == 500
+    assert out.details["body_bytes"] == 500
     assert out.content.endswith("[body cut at 500 bytes (the limit is 500)]")
 
 
