@@ -115,14 +115,29 @@ def sandbox_available() -> None:
 
     from runner.sandbox.probe import probe
 
-    if platform.system() == "Linux" and shutil.which("bwrap") is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "timeout": 600}
-        if subprocess.run(["apt-get", "install", "-y", "-qq", "bubblewrap"], **quiet).returncode != 0:
-            subprocess.run(["apt-get", "update", "-qq"], **quiet)
-            subprocess.run(["apt-get", "install", "-y", "-qq", "bubblewrap"], **quiet)
+    if platform.system() == "Linux" and shutil.which("bwrap") is None:
+        apt_install("bubblewrap")
         probe.cache_clear()
     found = probe()
     if not found.available:
         if platform.system() != "Linux":
             pytest.skip(f"no sandbox mechanism on {platform.system()} yet")
         pytest.fail(f"the sandbox must work on this machine for these tests: {found.reason}")
+
+
+@pytest.fixture(scope="session")
+def ripgrep_installed() -> None:
+    """grep's optional ripgrep path is tested too: installed from Debian's package when we are root."""
+    if shutil.which("rg") is None:
+        apt_install("ripgrep")
+
+
+def apt_install(package: str) -> None:
+    """Debian's package, when we are root with apt (CI and the development machines); else nothing."""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return
+    quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "timeout": 600}
+    install = ["apt-get", "-o", "DPkg::Lock::Timeout=120", "install", "-y", "-qq", package]  # xdist workers share it
+    if subprocess.run(install, **quiet).returncode != 0:
+        subprocess.run(["apt-get", "update", "-qq"], **quiet)
+        subprocess.run(install, **quiet)

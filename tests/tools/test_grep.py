@@ -18,6 +18,8 @@ def engine(request, monkeypatch) -> str:
     """Every test with ripgrep as a prefilter too, where it is installed, and without it."""
     if request.param == "rg":
         if shutil.which("rg") is None:
+            request.getfixturevalue("ripgrep_installed")
+        if shutil.which("rg") is None:
             pytest.skip("ripgrep is not installed")
     else:
         monkeypatch.setattr(grep_module.shutil, "which", lambda name: None)
