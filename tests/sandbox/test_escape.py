@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+from tests.fakes.listener import Listener
 from tests.fakes.openai_server import reply
 
 pytestmark = pytest.mark.usefixtures("sandbox_available")
@@ -60,25 +60,6 @@ out["home"] = os.environ.get("HOME")
 out["has_api_key"] = any("SECRET-KEY-MARKER" in v for v in os.environ.values())
 pathlib.Path("probe.json").write_text(json.dumps(out))
 '''
-
-
-class Listener:
-    """A TCP server on loopback that counts the connections it accepts."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self._loop, daemon=True).start()
-
-    def _loop(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
 
 
 @pytest.fixture

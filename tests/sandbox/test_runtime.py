@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pytest
 from runner.sandbox.config import SandboxConfig
 from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import INSIDE, PROXY_PORT, PROXY_VARS, Sandbox, open_sandbox
+from tests.fakes.listener import Listener
 from tests.sandbox.test_proxy import Decider, Origin
 
 pytestmark = pytest.mark.usefixtures("sandbox_available")
@@ -32,25 +31,6 @@ echo pids=$(ls /proc | grep '^[0-9]' | tr '\n' ,)
 echo home=$HOME
 echo tmpdir=$TMPDIR
 """
-
-
-class Listener:
-    """A TCP listener on the host's loopback that counts the connections it accepts."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self._loop, daemon=True).start()
-
-    def _loop(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
 
 
 @pytest.fixture
