@@ -10,8 +10,9 @@ from runner.call import CallEnv, handle_call
 from runner.events import Event, ToolResult
 from runner.outcome import Status
 from runner.recorder import Recording
+from runner.report.transcript import CHECK_CALL_ID, CHECK_TAIL_LINES, split_result, tail_lines
 
-CHECK_CALL_ID = "check"
+__all__ = ["CHECK_CALL_ID", "run_check"]
 
 
 def run_check(command: str, env: CallEnv, rec: Recording, turn: int) -> tuple[Status, str | None] | None:
@@ -35,6 +36,9 @@ def run_check(command: str, env: CallEnv, rec: Recording, turn: int) -> tuple[St
                           "exit_code": details.get("exit_code")}
     if result.ok:
         return None
+    # What a person debugging a red job reads first: stderr, the step summary, JUnit and the transcript
+    # all read it from here (summary.json is masked).
+    rec.extra["check"]["output_tail"] = tail_lines(split_result(result.content)[1], CHECK_TAIL_LINES)
     if result.error_type in ("ApprovalRequired", "ToolNotAllowed"):
         return Status.DENIED, f"the check `{command}` was not allowed by the policy"
     return Status.FAILED, f"the check `{command}` failed ({result.error_type}, exit code {details.get('exit_code')})"

@@ -24,6 +24,7 @@ from runner.mask import Masker
 from runner.outcome import Interrupted, RunEnded, Status, exit_code
 from runner.report.progress import Progress
 from runner.report.summary import SummaryBuilder
+from runner.report.transcript import transcript_of
 from runner.rundir import EventLog, LogBroken, create_run_dir, write_atomic, write_json
 from runner.tools.base import ToolContext
 
@@ -60,7 +61,7 @@ class Recording:
     def finished_status(self) -> tuple[Status, str | None]:
         """The ending of a run whose work completed: denied if anything was denied."""
         if self.summary.denials:
-            return Status.DENIED, f"{len(self.summary.denials)} tool call(s) denied by the policy; see denials"
+            return Status.DENIED, f"{len(self.summary.denials)} tool call(s) denied by the policy"
         return Status.SUCCESS, None
 
 
@@ -163,5 +164,17 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
             write_json(run_dir / "summary.json", data)
         except OSError as exc:
             print(f"agent-run: cannot write summary.json: {exc.strerror or exc}", file=sys.stderr)
+        write_transcript(run_dir, data, masker)
         signals.restore()
     return RunOutcome(code, data, run_dir)
+
+
+def write_transcript(run_dir: Path, summary: dict[str, Any], masker: Masker) -> None:
+    """transcript.md, after summary.json is on disk so that nothing here can cost it. It is not sealed
+    (runner.integrity.SEALED_FILES): it is derived from events.jsonl and summary.json, which are, so it
+    can show the final summary (integrity hash included), and `runs show --transcript` renders it afresh
+    from those sealed sources rather than trusting this copy."""
+    try:
+        write_atomic(run_dir / "transcript.md", masker.mask(transcript_of(run_dir, summary))[0])
+    except Exception as exc:  # a full disk, or a bug of ours: the run's record is complete without it
+        print(f"agent-run: cannot write transcript.md: {exc}", file=sys.stderr)

@@ -269,8 +269,27 @@ def settings_for(cli: dict[str, Any], env_files: tuple[Path, ...], lower: dict[s
         return load_settings(cli, env_files, lower)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UsageError(f"invalid setting {where}: {first['msg']}") from None
+        key = ".".join(str(p) for p in first["loc"])
+        got = first.get("input")
+        shown = f" (got {got!r})" if isinstance(got, str | int | float) and len(str(got)) <= 80 else ""
+        raise UsageError(f"{_setting_source(key, cli, env_files, lower)}: {first['msg']}{shown}") from None
+
+
+def _setting_source(key: str, cli: dict[str, Any], env_files: tuple[Path, ...], lower: dict[str, Any]) -> str:
+    """Where the invalid value was set, named as the person wrote it: `AGENT_RUN_MAX_TURNS` (the
+    environment, or `in FILE` for an --env-file), else the setting's own name (flags and the front
+    matter are checked before they get here; the policy's budget by its schema)."""
+    var = key.upper() if key.upper().startswith(("AGENT_RUN_", "OPENAI_")) else f"AGENT_RUN_{key.upper()}"
+    if key in cli:
+        return f"invalid setting {key}"
+    if any(name.upper() == var for name in os.environ):
+        return var
+    from dotenv import dotenv_values  # only on this error path
+
+    for path in reversed(env_files):  # a later file wins
+        if any(name.upper() == var for name in dotenv_values(path)):
+            return f"{var} in {path}"
+    return f"invalid setting {key}" + (" (from the policy)" if key in lower else "")
 
 
 def make_model(settings: Settings, deadline: float) -> ChatModel:

@@ -16,6 +16,7 @@ decides pass/fail. A broken front matter is a usage error `file:line: message`.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,12 +70,22 @@ def parse_task(raw: str, file: str, default_title: str) -> Task:
         err = exc.errors()[0]
         key = str(err["loc"][0]) if err["loc"] else ""
         line = _line_of(lines[1:end], key) + 1
+        if err["type"] == "extra_forbidden":
+            raise UsageError(f"{file}:{line}: front matter: {unknown_key(key)}") from None
         raise UsageError(f"{file}:{line}: front matter {key!r}: {err['msg']}") from None
     if not body.strip():
         raise UsageError(f"{file}:{end + 1}: the task has front matter but no text")
     overrides = {k: v for k, v in (("model", meta.model), ("max_turns", meta.max_turns), ("timeout", meta.timeout))
                  if v is not None}
     return Task(body, meta.title or _title_of(body, default_title), meta.check, overrides, meta.policy)
+
+
+def unknown_key(key: str) -> str:
+    """`unknown key 'max_turn' (did you mean 'max_turns'?)`, or the keys there are."""
+    known = list(FrontMatter.model_fields)
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(known)
+    return f"unknown key {key!r} ({hint})"
 
 
 def _line_of(header: list[str], key: str) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ import click
 
 from runner.mask import secret_values
 from runner.recorder import RunOutcome
-from runner.report.github import GitHubReporter, endgroup, group
+from runner.report.github import GitHubReporter, endgroup, group, stop_commands
 from runner.report.junit import JUnitCase, write_junit
 
 
@@ -43,6 +44,11 @@ def finish(outcome: RunOutcome, reporter: GitHubReporter, *, fmt: str, quiet: bo
     summary = outcome.summary
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False))
+    elif fmt == "stream-json":
+        # The stream's last line, as Claude's `result` message: the (masked) summary, never in events.jsonl.
+        # A usage error has no run: the keys a consumer relies on are there all the same (runner/schemas).
+        result = {"run_id": None, "answer": None, "usage": {}, "denials": [], **summary, "type": "result"}
+        click.echo(json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
     elif fmt == "text" and summary.get("answer"):
         click.echo(summary["answer"])
     sys.stdout.flush()
@@ -57,9 +63,40 @@ def finish(outcome: RunOutcome, reporter: GitHubReporter, *, fmt: str, quiet: bo
         click.echo(line, err=True)
     if junit:
         write_junit(junit, [case_of(summary, task_file or summary.get("task_file") or "task")])
+    for line in check_output_lines(summary, reporter.active):
+        click.echo(line, err=True)
     if not quiet or outcome.exit_code != 0:
         click.echo(ending_line(outcome), err=True)
+    if fmt == "text" and outcome.exit_code != 0 and (hint := next_command(outcome)):
+        click.echo(f"agent-run: next: {hint}", err=True)
     sys.exit(outcome.exit_code)
+
+
+def check_output_lines(summary: dict[str, Any], on_github: bool) -> list[str]:
+    """A failed check's output tail (summary.json `check.output_tail`), indented; on GitHub between
+    stop-commands, since it is the check's output and could otherwise issue workflow commands."""
+    check = summary.get("check")
+    if not isinstance(check, dict) or check.get("ok") is not False or not check.get("output_tail"):
+        return []
+    body = [f"  {line}".rstrip() for line in str(check["output_tail"]).splitlines()]
+    lines = [f"agent-run: the check failed; the end of its output ({check.get('command')}):", *body]
+    if on_github:
+        before, after = stop_commands("\n".join(lines))
+        lines = [before, *lines, after]
+    return lines
+
+
+def next_command(outcome: RunOutcome) -> str | None:
+    """The one command that helps after a failure: approve and run the denied call(s), else read the run."""
+    summary = outcome.summary
+    denials = summary.get("denials") or []
+    if len(denials) == 1 and denials[0].get("replay"):
+        return str(denials[0]["replay"])
+    if denials and outcome.run_dir:
+        return f"agent-run replay {shlex.quote(str(outcome.run_dir))} --approve  # runs all {len(denials)} denied calls"
+    if outcome.run_dir:
+        return f"agent-run runs show {shlex.quote(str(outcome.run_dir))} --transcript  # what the run did, turn by turn"
+    return None
 
 
 def case_of(summary: dict[str, Any], task_file: str) -> JUnitCase:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from runner.outcome import EXIT_CODES, Status
-from runner.policy.explain import dumps, explain, simulate
+from runner.policy.explain import dumps, explain, explain_text, simulate, simulate_text
 from runner.policy.jsonc import PolicyError
 from runner.policy.load import check_policy, load_policy
 from runner.policy.model import DOMAINS
@@ -16,6 +16,7 @@ from runner.policy.suggest import as_jsonc, suggest
 from runner.rundir import default_runs_dir
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
+DENIED = EXIT_CODES[Status.DENIED]
 
 
 @click.group("policy")
@@ -53,29 +54,44 @@ def _load(spec: str, approvals: tuple[str, ...] = ()):
 @click.option("--workspace", default=".", show_default=True, metavar="DIR")
 @click.option("--mode", type=click.Choice(["agent", "full_access"]), help="Override the policy's mode.")
 @click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN", help="As `run --approve`.")
+@click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
 @click.argument("domain", type=click.Choice(DOMAINS))
 @click.argument("input_", metavar="INPUT")
-def explain_cmd(spec: str, workspace: str, mode: str | None, approvals: tuple[str, ...], domain: str,
-                input_: str) -> None:
-    """Print the decision for DOMAIN on INPUT (a path, a command line, a URL, a query) as JSON."""
+def explain_cmd(spec: str, workspace: str, mode: str | None, approvals: tuple[str, ...], as_json: bool,
+                domain: str, input_: str) -> None:
+    """Print the decision for DOMAIN on INPUT (a path, a command line, a URL, a query): the call's
+    decision and deciding rule, then each target with its own. --json: the same as one JSON object."""
     ws = Path(workspace).expanduser().resolve()
     data = explain(_load(spec, approvals), domain, input_, ws, default_runs_dir(ws), mode)
-    click.echo(dumps(data))
+    click.echo(dumps(data) if as_json else explain_text(data))
 
 
 @policy.command("simulate")
 @click.option("--policy", "spec", required=True, metavar="PATH|NAME")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (the counts then go to stderr).")
+@click.option("--fail-on-new-denials", is_flag=True,
+              help="Exit 3 when any call the run made would now be denied (to gate a policy change in CI).")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def simulate_cmd(spec: str, run_dir: Path) -> None:
-    """Re-decide every tool call of a recorded run under another policy; list what changes."""
+def simulate_cmd(spec: str, as_json: bool, fail_on_new_denials: bool, run_dir: Path) -> None:
+    """Re-decide every tool call of a recorded run under another policy; list what changes.
+
+    \b
+    Exit codes: 0 done, 2 usage error, 3 newly denied calls (only with --fail-on-new-denials)."""
     try:
         data = simulate(_load(spec), run_dir.resolve())
     except (OSError, ValueError) as exc:
         click.echo(f"cannot simulate {run_dir}: {exc}", err=True)
         sys.exit(USAGE)
-    click.echo(dumps(data))
-    click.echo(f"{data['calls']} calls, {len(data['changed'])} change(s): {data['newly_allowed']} newly allowed, "
-               f"{data['newly_denied']} newly denied", err=True)
+    if as_json:
+        click.echo(dumps(data))
+        click.echo(f"{data['calls']} calls, {len(data['changed'])} change(s): {data['newly_allowed']} newly "
+                   f"allowed, {data['newly_denied']} newly denied", err=True)
+    else:
+        click.echo(simulate_text(data))
+    if fail_on_new_denials and data["newly_denied"]:
+        click.echo(f"agent-run policy simulate: {data['newly_denied']} call(s) newly denied (exit {DENIED})",
+                   err=True)
+        sys.exit(DENIED)
 
 
 @policy.command("suggest")

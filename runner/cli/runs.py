@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from runner.outcome import EXIT_CODES, Status
+from runner.report.transcript import transcript_of
 from runner.rundir import default_runs_dir, iter_events
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
@@ -54,7 +55,10 @@ def list_cmd(workspace: str, runs_dir: str | None, limit: int) -> None:
               help="Where to look up RUN_DIR when it is a bare run id.")
 @click.option("--runs-dir", metavar="DIR", help="[default: WORKSPACE/.agent-run/runs]")
 @click.option("--json", "as_json", is_flag=True, help="The account as one JSON object.")
-def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool) -> None:
+@click.option("--transcript", is_flag=True,
+              help="The run as Markdown a person reads: the task, each turn (what the model said, every call "
+                   "with its decision and output), the final answer, the check's output, denials, usage.")
+def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool, transcript: bool) -> None:
     """What one run did: outcome, usage, denials with their replay commands, every model
     request, every tool call, compactions. RUN_DIR is a run directory or a run id."""
     path = Path(run_dir).expanduser()
@@ -63,6 +67,10 @@ def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool) 
     if not (path / "events.jsonl").is_file() and not (path / "summary.json").is_file():
         click.echo(f"agent-run: {run_dir} is not a run directory (no events.jsonl or summary.json)", err=True)
         sys.exit(USAGE)
+    if transcript:
+        # Rendered afresh from the events and the summary, not read from transcript.md (which is not sealed).
+        click.echo(transcript_of(path.resolve(), overview(path.resolve())), nl=False)
+        return
     data = account(path.resolve())
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False))

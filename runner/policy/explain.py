@@ -70,3 +70,54 @@ def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
 
 def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+# --- text for a terminal (the default; --json prints the dicts above) ---------------------------------
+
+
+def explain_text(data: dict[str, Any]) -> str:
+    """`policy explain` for a human: the call's decision, the deciding rule, then one line per target."""
+    headless = data["headless_decision"]
+    lines = [f"{data['domain']}: {_one_line(data['input'])}",
+             f"decision: {data['decision']}" + ("" if headless == data["decision"] else f" (headless: {headless})")
+             + f", mode {data['mode']}",
+             f"rule: {_rule(data['rule'])}", "", "targets:"]
+    lines += _targets(data["targets"], data["domain"], "  ")
+    return "\n".join(lines)
+
+
+def simulate_text(data: dict[str, Any]) -> str:
+    """`policy simulate` for a human: the counts, then each call whose outcome changes and why."""
+    changed = data["changed"]
+    lines = [f"policy: {data['policy']}", f"run:    {data['run_dir']}",
+             f"{data['calls']} calls, {len(changed)} change(s): {data['newly_allowed']} newly allowed, "
+             f"{data['newly_denied']} newly denied"]
+    for c in changed:
+        d = c["decision"]
+        lines += ["", f"{c['call_id']}  {c['tool']}  {c['before'] or '(no decision)'} -> {c['after']}",
+                  f"  rule: {_rule(d['rule'])}"]
+        lines += _targets(d["targets"], d["domain"], "  ")
+    return "\n".join(lines)
+
+
+def _targets(targets: list[dict[str, Any]], domain: str, indent: str) -> list[str]:
+    shown = [(t["decision"], (t["target"] if t["domain"] == domain else f"{t['domain']} {t['target']}"), t)
+             for t in targets]
+    width = min(max((len(_one_line(s)) for _, s, _ in shown), default=0), 60)
+    lines = []
+    for decision, target, t in shown:
+        why = f"note: {t['note']}" if t.get("note") else _rule(t["rule"])
+        lines.append(f"{indent}{decision:<5}  {_one_line(target):<{width}}  {why}")
+    return lines
+
+
+def _rule(rule: dict[str, Any] | None) -> str:
+    if rule is None:
+        return "no rule matched (ask)"
+    where = rule["file"] + (f":{rule['line']}" if rule.get("line") else "")
+    return f"{rule['pattern']} -> {rule['decision']}  ({where}, rule {rule['index']})"
+
+
+def _one_line(text: str) -> str:
+    """A target or input on one line: a newline in a command must not look like a second target."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")

@@ -12,6 +12,7 @@ Glob semantics depend on the target's scheme: path-like targets use path globs
 (`*` one segment, `**` any depth, `?` one character); command-like targets
 (`shell:`, `query:`) use text globs where `*` matches anything, and a pattern
 ending in ` *` also matches the bare command (`git *` matches `git`).
+The whole pattern `*` is the exception: it matches every target, as `**` does.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ def compile_pattern(raw: str) -> Pattern:
         # Full match against the whole target or, for convenience, its rest.
         return Pattern(raw, "", lambda s, r: bool(rx.fullmatch(f"{s}:{r}" if s else r) or rx.fullmatch(r)))
     scheme, body = split_target(raw)
+    if raw == "*":
+        # A lone `*` is written meaning "everything" (OpenCode's "*", Claude Code's `Bash(*)`); as a path
+        # glob it would be one segment (`a.txt`, not `notes/a.txt`). `workspace:*` keeps the glob meaning.
+        body = "**"
     # Which matcher applies depends on the target's scheme; each is compiled on first use and
     # kept, so a pattern is compiled at most once per run, never per call.
     as_path = cache(lambda: glob.compile(body, flags=_PATH_FLAGS))

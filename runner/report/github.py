@@ -293,8 +293,9 @@ def _number(n: Any) -> str:
 
 def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY: the ending, figures, denials with their replay commands, loop
-    and budget findings, the check, changed files, the answer. At most `limit` UTF-8 bytes: long lists
-    are cut with a note first, then (only for pathological single fields) the text itself."""
+    and budget findings, the check (a failed one with its output tail, folded), changed files, the answer.
+    At most `limit` UTF-8 bytes: long lists are cut with a note first, then (only for pathological single
+    fields) the text itself."""
     status = str(summary.get("status", "?"))
     exit_code = summary.get("exit_code")
     usage = summary.get("usage") or {}
@@ -362,6 +363,10 @@ def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> str:
         out += ["### Check", "",
                 f"{verdict}: {code_span(_clip(str(check.get('command') or ''), 1000), in_table=False)} "
                 f"(exit code {check.get('exit_code')})", ""]
+        tail = check.get("output_tail")
+        if not ok and isinstance(tail, str) and tail.strip():
+            out += ["<details><summary>The check's output (its last lines)</summary>", "",
+                    _fenced(_clip(tail, MAX_ANSWER_CHARS), "text"), "", "</details>", ""]
     changed = summary.get("changed_files")
     if isinstance(changed, list):
         out += [f"### Changed files ({len(changed)})", ""]

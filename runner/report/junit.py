@@ -107,7 +107,8 @@ def _kind(summary: Mapping[str, Any]) -> str | None:
 
 
 def details(summary: Mapping[str, Any]) -> str:
-    """What a reader of a red test needs, one fact a line: reason, denials with their fixes, loop, budget, check."""
+    """What a reader of a red test needs, one fact a line: reason, denials with their fixes, loop, budget, check
+    (with a failed check's output tail)."""
     lines = [f"status: {summary.get('status')} (exit code {summary.get('exit_code')})"]
     if summary.get("reason"):
         lines.append(f"reason: {summary['reason']}")
@@ -123,6 +124,9 @@ def details(summary: Mapping[str, Any]) -> str:
     if check := summary.get("check"):
         verdict = "passed" if check.get("ok") else "failed"
         lines.append(f"check {verdict}: {check.get('command')} (exit code {check.get('exit_code')})")
+        if not check.get("ok") and check.get("output_tail"):
+            tail = str(check["output_tail"]).splitlines()
+            lines += ["check output (its last lines):", *(f"  {line}" for line in tail)]
     if summary.get("run_dir"):
         lines.append(f"run dir: {summary['run_dir']}")
     return "\n".join(lines)

@@ -117,20 +117,42 @@ def test_suggest_and_simulate_on_a_recorded_run(fake, workspace, agent_run):
     assert suggested.code == 0
     assert '{ "domain": "bash", "pattern": "shell:npm run test *", "decision": "allow" },' in suggested.stdout
     assert '"shell:git status *"' in suggested.stdout
-    sim = agent_run("policy", "simulate", "--policy", "ci", str(first.run_dir))
+    sim = agent_run("policy", "simulate", "--json", "--policy", "ci", str(first.run_dir))
     assert sim.code == 0
     data = json.loads(sim.stdout)
     assert data["calls"] == 2
     # ci allows both `npm run test *` and `git status *`.
     assert [(c["call_id"], c["before"], c["after"]) for c in data["changed"]] == [
         ("call_1_0", "deny", "allow"), ("call_2_0", "deny", "allow")]
-    strict = json.loads(agent_run("policy", "simulate", "--policy", "strict", str(first.run_dir)).stdout)
+    strict = json.loads(agent_run("policy", "simulate", "--json", "--policy", "strict", str(first.run_dir)).stdout)
     assert strict["changed"] == []  # denied before (ask), denied now (deny): same headless outcome
     # The suggestion, pasted into a policy, lets both calls through.
     rules = "[" + "\n".join(line for line in suggested.stdout.splitlines() if not line.startswith("//")) + "]"
     (workspace / "p.jsonc").write_text('{"extends": "default", "permission": {"rules": ' + rules + "}}")
-    sim2 = json.loads(agent_run("policy", "simulate", "--policy", "p.jsonc", str(first.run_dir)).stdout)
+    sim2 = json.loads(agent_run("policy", "simulate", "--json", "--policy", "p.jsonc", str(first.run_dir)).stdout)
     assert sim2["newly_allowed"] == 2
+
+
+def test_simulate_reads_as_text_and_can_fail_on_new_denials(fake, workspace, agent_run):
+    fake.add(reply(calls=[("bash", {"command": "git status"})]), reply(calls=[("read", {"path": "a.txt"})]),
+             reply("x"))
+    workspace.joinpath("a.txt").write_text("a")
+    first = agent_run("--policy", "ci", "task.md")
+    assert first.code == 0, first.stderr
+    run = str(first.run_dir)
+    sim = agent_run("policy", "simulate", "--policy", "strict", run)
+    assert sim.code == 0, sim.stderr  # without the flag, a report only
+    lines = sim.stdout.splitlines()
+    assert lines[2] == "2 calls, 1 change(s): 0 newly allowed, 1 newly denied"
+    assert "call_1_0  bash  allow -> deny" in lines
+    assert any(line.split()[:2] == ["deny", "shell:git"] for line in lines), sim.stdout
+    gated = agent_run("policy", "simulate", "--fail-on-new-denials", "--policy", "strict", run)
+    assert gated.code == 3 and gated.stdout == sim.stdout
+    assert "1 call(s) newly denied" in gated.stderr
+    as_json = agent_run("policy", "simulate", "--json", "--fail-on-new-denials", "--policy", "strict", run)
+    assert as_json.code == 3 and json.loads(as_json.stdout)["newly_denied"] == 1
+    same = agent_run("policy", "simulate", "--fail-on-new-denials", "--policy", "ci", run)
+    assert same.code == 0 and same.stdout.splitlines()[2] == "2 calls, 0 change(s): 0 newly allowed, 0 newly denied"
 
 
 def test_a_denied_redirect_is_a_denial_of_the_run(fake, workspace, agent_run):

@@ -98,8 +98,10 @@ class World:
         return str(self.policies[policy[1:]]) if policy.startswith("@") else policy
 
     def explain(self, domain: str, value: str, *, policy: str = "default", mode: str | None = None,
-                approve: tuple[str, ...] = ()) -> Any:
+                approve: tuple[str, ...] = (), as_json: bool = True) -> Any:
         args = ["policy", "explain", "--policy", self.spec(policy), "--workspace", str(self.ws)]
+        if as_json:
+            args.append("--json")
         if mode:
             args += ["--mode", mode]
         for a in approve:
@@ -397,8 +399,34 @@ def test_rule_points_at_the_line_in_the_file(world):
 
 
 def test_output_keeps_unicode_readable(world):
-    result = world.explain(R, "données/résumé.txt")
-    assert "workspace:données/résumé.txt" in result.stdout
+    for as_json in (True, False):
+        result = world.explain(R, "données/résumé.txt", as_json=as_json)
+        assert "workspace:données/résumé.txt" in result.stdout
+
+
+def test_text_is_the_default_and_says_the_same_as_json(world):
+    line = "git push origin; echo x > .git/config"
+    data = json.loads(world.explain(B, line, policy="@mid").stdout)
+    result = world.explain(B, line, policy="@mid", as_json=False)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"bash: {line}"
+    assert lines[1] == "decision: deny, mode agent"
+    rule = data["rule"]
+    assert lines[2] == f"rule: {rule['pattern']} -> deny  ({rule['file']}:{rule['line']}, rule {rule['index']})"
+    rows = lines[lines.index("targets:") + 1:]
+    assert len(rows) == len(data["targets"])
+    push, edit = rows[0].split(), rows[-1].split()
+    assert push[:3] == ["deny", "shell:git", "push"] and "shell:git push *" in rows[0] and "mid.jsonc:5" in rows[0]
+    assert edit[:3] == ["deny", "edit", "workspace:.git/config"] and "<hard limit>" in rows[-1]
+
+
+def test_text_shows_the_headless_outcome_notes_and_missing_rules(world):
+    out = world.explain(B, "$CMD x\nls", policy="@shellall", mode="full_access", as_json=False).stdout
+    assert out.splitlines()[1] == "decision: ask (headless: auto_approved), mode full_access"
+    assert "note: computed command name '$CMD'" in out
+    assert "$CMD x\\nls" in out.splitlines()[0]  # a newline in the input stays on one line
+    assert "rule: no rule matched (ask)" in world.explain(R, "~/x", policy="full-access", as_json=False).stdout
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,17 @@ def test_no_key_and_no_base_url_is_a_usage_error(fake, workspace, agent_run):
     assert r.code == 2 and "OPENAI_API_KEY" in r.summary["reason"]
 
 
-def test_invalid_env_setting_is_a_usage_error(fake, workspace, agent_run):
+def test_invalid_env_setting_is_a_usage_error_naming_the_variable(fake, workspace, agent_run, tmp_path):
     r = agent_run("task.md", env={"AGENT_RUN_MAX_TURNS": "lots"})
-    assert r.code == 2 and "max_turns" in r.summary["reason"]
+    assert r.code == 2
+    assert r.summary["reason"] == "AGENT_RUN_MAX_TURNS: Input should be a valid integer, unable to parse string as " \
+                                  "an integer (got 'lots')"
+    assert "AGENT_RUN_MAX_TURNS: " in r.stderr
+    r = agent_run("task.md", env={"AGENT_RUN_STREAM": "maybe"})
+    assert r.code == 2 and r.summary["reason"].startswith("AGENT_RUN_STREAM: Input should be a valid boolean")
+    named = tmp_path / "job.env"
+    named.write_text("AGENT_RUN_TIMEOUT=0\n")
+    r = agent_run("--env-file", str(named), "task.md")
+    assert r.code == 2
+    assert r.summary["reason"] == f"AGENT_RUN_TIMEOUT in {named}: Input should be greater than 0 (got '0')"
     assert fake.requests == []

@@ -303,7 +303,7 @@ def test_wrapped_command_is_decided(fake, workspace, agent_run, command, wrapper
     ("git --work-tree=/ status", "git --work-tree"),
 ])
 def test_policy_explain_shows_the_note(workspace, agent_run, command, note):
-    r = agent_run("policy", "explain", "--policy", "ci", "--approve", "bash:shell:*", "bash", command)
+    r = agent_run("policy", "explain", "--json", "--policy", "ci", "--approve", "bash:shell:*", "bash", command)
     assert r.code == 0, r.stderr
     data = json.loads(r.stdout)
     assert (data["decision"], data["headless_decision"]) == ("ask", "deny"), data["targets"]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+from importlib import resources
+
+from jsonschema import Draft202012Validator
 
 from tests.fakes.openai_server import reply
 
@@ -35,6 +38,18 @@ def test_invalid_front_matter_is_exit_2_with_line(fake, workspace, agent_run):
     t = _task(workspace, "---\ntitle: [oops\n---\nbody\n")
     r = agent_run(t)
     assert r.code == 2 and r.summary["reason"].startswith("t.md:") and "invalid front matter" in r.summary["reason"]
+    assert fake.requests == []
+
+
+def test_unknown_front_matter_key_says_what_was_meant(fake, workspace, agent_run):
+    r = agent_run(_task(workspace, "---\ntitle: x\nmax_turn: 3\n---\nbody\n"))
+    assert r.code == 2
+    assert r.summary["reason"] == "t.md:3: front matter: unknown key 'max_turn' (did you mean 'max_turns'?)"
+    assert "unknown key 'max_turn' (did you mean 'max_turns'?)" in r.stderr
+    assert "Extra inputs" not in r.stderr
+    r = agent_run(_task(workspace, "---\nowner: me\n---\nbody\n"))
+    assert r.code == 2 and r.summary["reason"] == (
+        "t.md:2: front matter: unknown key 'owner' (known keys: title, check, model, max_turns, timeout, policy)")
     assert fake.requests == []
 
 
@@ -103,5 +118,33 @@ def test_stream_json_prints_every_event_as_it_happens(fake, workspace, agent_run
     r = agent_run("--output-format", "stream-json", "task.md")
     assert r.code == 0
     streamed = [json.loads(line) for line in r.stdout.splitlines()]
-    assert streamed == r.events
-    assert streamed[-1]["type"] == "run_finished"
+    assert streamed[:-1] == r.events
+    assert streamed[-2]["type"] == "run_finished"
+
+
+def test_stream_json_ends_with_the_result_line(fake, workspace, agent_run):
+    workspace.joinpath("a.txt").write_text("x")
+    fake.add(reply(calls=[("bash", {"command": "rm a.txt"})]), reply("could not delete"))
+    r = agent_run("--output-format", "stream-json", "--sandbox", "off", "task.md")
+    assert r.code == 3, r.stderr
+    result = json.loads(r.stdout.splitlines()[-1])
+    _result_validator().validate(result)
+    assert result["type"] == "result" and result["status"] == "denied" and result["exit_code"] == 3
+    assert result["answer"] == "could not delete" and result["run_id"] == r.run_dir.name
+    assert result["denials"][0]["target"] == "shell:rm a.txt" and result["usage"]["prompt_tokens"] > 0
+    assert {k: v for k, v in result.items() if k != "type"} == r.summary  # the summary's keys, as Claude's result
+    assert "result" not in {e["type"] for e in r.events}  # only on stdout
+
+
+def test_stream_json_result_line_on_a_usage_error(agent_run):
+    r = agent_run("--output-format", "stream-json", "missing.md")
+    assert r.code == 2
+    result = json.loads(r.stdout.splitlines()[-1])
+    _result_validator().validate(result)
+    assert result["type"] == "result" and result["status"] == "usage_error" and "missing.md" in result["reason"]
+
+
+def _result_validator() -> Draft202012Validator:
+    schema = json.loads((resources.files("runner.schemas") / "result.schema.json").read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)

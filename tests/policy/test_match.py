@@ -95,7 +95,7 @@ def test_text_globs(pattern, target, expected):
         ("**", "workspace:a/b", True),
         ("**", "shell:rm -rf /", True),
         ("*", "shell:rm -rf /", True),
-        ("*", "fs:/etc/hosts", False),
+        ("*", "fs:/etc/hosts", True),  # a lone `*` is everything (test_a_lone_star_matches_every_target)
         ("git *", "shell:git", True),
         ("git *", "query:git log", True),
         ("src/*.py", "workspace:src/a.py", True),
@@ -111,6 +111,27 @@ def test_text_globs(pattern, target, expected):
 )
 def test_scheme_scoping(pattern, target, expected):
     check(pattern, target, expected)
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["workspace:a.txt", "workspace:notes/a.txt", "workspace:.", "workspace:.git/config", "fs:/etc/hosts", "fs:/",
+     "shell:rm -rf /", "query:a b", "url:https://example.com/a/b", "mcp:github/create_issue", "agent:reviewer",
+     "net:pypi.org:443", "plain/rest"],
+)
+def test_a_lone_star_matches_every_target(target):
+    # `{"domain": "*", "pattern": "*"}` is written meaning "everything": it is `**`, not one path segment.
+    check("*", target, True)
+    check("**", target, True)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "target"),
+    [("workspace:*", "workspace:notes/a.txt"), ("fs:*", "fs:/etc/hosts"), ("mcp:*", "mcp:github/create_issue"),
+     ("*/*", "workspace:a/b/c"), (" *", "workspace:a/b"), ("* ", "workspace:a/b")],
+)
+def test_star_with_anything_else_keeps_its_glob_meaning(pattern, target):
+    check(pattern, target, False)
 
 
 @pytest.mark.parametrize(

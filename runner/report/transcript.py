@@ -1,0 +1,251 @@
+"""transcript.md: a run as a person reads it — the task, each turn (what the model said, every call
+with its decision and the rule that decided it, the output, warnings, compaction points), then the
+final answer, the check's output, the denials with their commands, usage and cost.
+
+`render` is a pure function of the events (runner.rundir.iter_events), summary.json and the task
+text; both sources are masked already, so the transcript is too. Plain Markdown that renders on
+GitHub and reads in a terminal: outputs in fenced blocks whose fence is longer than any backtick
+run inside, cut to OUTPUT_LINES lines (the spill file or the event says where the rest is).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from runner.report.github import code_span
+from runner.rundir import iter_events
+
+OUTPUT_LINES = 40
+CHECK_TAIL_LINES = 60
+CHECK_CALL_ID = "check"
+_TAIL_TOOLS = frozenset({"bash"})  # errors come last: show the end of their output
+
+
+def fence(text: str, info: str = "") -> str:
+    """`text` in a fenced block no line of it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    mark = "`" * max(3, longest + 1)
+    return f"{mark}{info}\n{text.rstrip(chr(10))}\n{mark}"
+
+
+def split_result(content: str) -> tuple[str | None, str]:
+    """(error message, output) of a tool result's content: an error result is a JSON object
+    `{"error": {"message", "output"?, …}}`; anything else is the output itself."""
+    if content.startswith('{"error"'):
+        try:
+            error = json.loads(content).get("error")
+        except (json.JSONDecodeError, AttributeError):
+            error = None
+        if isinstance(error, dict):
+            return str(error.get("message") or error.get("type") or "error"), str(error.get("output") or "")
+    return None, content
+
+
+def tail_lines(text: str, n: int) -> str:
+    return "\n".join(text.rstrip("\n").splitlines()[-n:]) if text.strip() else ""
+
+
+def cut_lines(text: str, n: int = OUTPUT_LINES, *, from_end: bool = False) -> tuple[str, int]:
+    """At most n lines of text, and how many were left out."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= n:
+        return "\n".join(lines), 0
+    return "\n".join(lines[-n:] if from_end else lines[:n]), len(lines) - n
+
+
+def _code(text: Any) -> str:
+    return code_span(str(text), in_table=False)
+
+
+def _quote(text: str) -> list[str]:
+    return [f"> {line}".rstrip() for line in text.strip().splitlines()] or [">"]
+
+
+def _rule(rule: Mapping[str, Any] | None) -> str:
+    if not rule:
+        return "no rule matched (the mode's default)"
+    where = Path(str(rule.get("file") or "?")).name if rule.get("file") != "--approve" else "--approve"
+    if rule.get("line"):
+        where += f":{rule['line']}"
+    return f"rule {_code(str(rule.get('decision')) + ' ' + str(rule.get('pattern')))} ({where})"
+
+
+def _arguments(tool: str, raw: Any) -> list[str]:
+    try:
+        args = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
+    except json.JSONDecodeError:
+        args = raw
+    if tool == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
+        rest = {k: v for k, v in args.items() if k != "command"}
+        extra = [f"with {_code(json.dumps(rest, ensure_ascii=False))}"] if rest else []
+        return [fence(args["command"], "sh"), *extra]
+    text = str(raw) if not isinstance(args, dict) else json.dumps(args, ensure_ascii=False)
+    if len(text) <= 160 and "\n" not in text:
+        return [_code(text)]
+    shown, left = cut_lines(json.dumps(args, indent=2, ensure_ascii=False) if isinstance(args, dict) else str(text))
+    return [fence(shown, "json")] + ([f"*… {left} more lines of arguments*"] if left else [])
+
+
+def _result(e: Mapping[str, Any]) -> list[str]:
+    tool = str(e.get("tool") or "")
+    details = e.get("details") or {}
+    error, output = split_result(str(e.get("content") or ""))
+    head = "→ ok" if e.get("ok") else f"→ **{e.get('error_type') or 'error'}**" + (f": {error}" if error else "")
+    out = [f"{head} ({e.get('bytes', '?')} bytes)"]
+    if not output.strip() or (error and e.get("error_type") in ("ApprovalRequired", "ToolNotAllowed")):
+        return out
+    from_end = tool in _TAIL_TOOLS
+    shown, left = cut_lines(output, from_end=from_end)
+    out += ["", fence(shown, "text")]
+    notes = []
+    if left:
+        notes.append(f"{left} more line(s) {'above' if from_end else 'below'} not shown")
+    if details.get("truncated") and details.get("output_path"):
+        notes.append(f"the model saw a cut result; full output: {_code(details['output_path'])}")
+    elif left:
+        notes.append(f"the whole result is in events.jsonl (seq {e.get('seq')})")
+    if notes:
+        out += ["", f"*{'; '.join(notes)}*"]
+    return out
+
+
+def _decision(e: Mapping[str, Any]) -> list[str]:
+    decision, policy = e.get("decision"), e.get("policy_decision")
+    why = f" (the policy says {_code(policy)})" if policy != decision else ""
+    if policy == "ask" and decision == "deny":
+        why = f" (the policy says {_code(policy)}; nobody can approve in a headless run)"
+    out = [f"Decision: **{decision}**{why} by {_rule(e.get('rule'))}"]
+    if decision == "deny":
+        out += [f"- approve with: {_code('--approve ' + shlex.quote(a))}" for a in e.get("approve") or []]
+        if e.get("replay"):
+            out.append(f"- approve and run it: {_code(e['replay'])}")
+    return out
+
+
+def render(events: Iterable[Mapping[str, Any]], summary: Mapping[str, Any] | None, task: str | None = None) -> str:
+    s = dict(summary or {})
+    out: list[str] = [f"# agent-run: {s.get('title') or s.get('run_id') or 'run'}", ""]
+    ending = f"**{s.get('status', '?')}** (exit {s.get('exit_code', '?')})"
+    out += [ending + (f": {s['reason']}" if s.get("reason") else ""), ""]
+    facts = [("run", s.get("run_id")), ("model", s.get("model")), ("policy", s.get("policy"))]
+    out += [" · ".join(f"{k} {_code(v)}" for k, v in facts if v), ""]
+    if task is not None:
+        out += ["## Task", "", fence(task, "markdown"), ""]
+    check: list[Mapping[str, Any]] = []
+    last_text: str | None = None
+    turn = None
+    asked = False  # a model_request is waiting for its response
+    for e in events:
+        kind = e.get("type")
+        if e.get("call_id") == CHECK_CALL_ID:
+            check.append(e)
+            continue
+        if kind == "model_request":
+            asked = True
+        elif kind == "model_response":
+            if not asked:  # the compaction call's reply: its text is the compaction's summary, shown there
+                continue
+            asked = False
+            if e.get("turn") != turn:
+                turn = e.get("turn")
+                out += [f"## Turn {turn}", ""]
+            message = e.get("message") or {}
+            text = message.get("content")
+            if isinstance(text, str) and text.strip():
+                last_text = text
+                out += [*_quote(text), ""]
+            elif not message.get("tool_calls"):
+                out += ["*(no text)*", ""]
+        elif kind == "model_retry":
+            out += [f"*model request retried (attempt {e.get('attempt')}): {e.get('error')}*", ""]
+        elif kind == "tool_call":
+            out += [f"### {_code(e.get('tool'))} call {_code(e.get('call_id'))}", "",
+                    *_arguments(str(e.get("tool")), e.get("arguments")), ""]
+        elif kind == "permission_decision":
+            out += [*_decision(e), ""]
+        elif kind == "tool_result":
+            out += [*_result(e), ""]
+        elif kind == "loop_warning":
+            out += [f"> ⚠️ **warning** ({e.get('detector')}): {e.get('message')}", ""]
+        elif kind == "network_request":
+            out += [f"*network: {e.get('host')}:{e.get('port')} — {e.get('decision')}*", ""]
+        elif kind == "compaction":
+            out += ["---", "", f"**Compaction** ({e.get('stage')}): {e.get('before_tokens')} → "
+                    f"{e.get('after_tokens')} tokens", ""]
+            if e.get("summary"):
+                out += ["<details><summary>The summary the model continued from</summary>", "",
+                        fence(str(e["summary"]), "text"), "", "</details>", ""]
+        elif kind == "interrupted":
+            out += [f"🛑 **Interrupted** by {e.get('signal')} (during {e.get('during')})", ""]
+    answer = s.get("answer") if "answer" in s else last_text
+    out += ["## Final answer", "", *(_quote(answer) if isinstance(answer, str) and answer.strip() else
+                                     ["*(none)*"]), ""]
+    out += _check_section(s.get("check"), check)
+    out += _denials(s.get("denials") or [])
+    out += _usage(s)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _check_section(check: Any, events: list[Mapping[str, Any]]) -> list[str]:
+    if not isinstance(check, Mapping) and not events:
+        return []
+    check = check if isinstance(check, Mapping) else {}
+    verdict = "passed" if check.get("ok") else "failed"
+    out = ["## Check", "", f"**{verdict}** (exit code {check.get('exit_code')}):", ""]
+    if check.get("command"):
+        out += [fence(str(check["command"]), "sh"), ""]
+    decisions = [e for e in events if e.get("type") == "permission_decision"]
+    out += [line for e in decisions for line in (*_decision(e), "")]
+    results = [e for e in events if e.get("type") == "tool_result"]
+    tail = check.get("output_tail")
+    if tail is None and results:
+        tail = tail_lines(split_result(str(results[-1].get("content") or ""))[1], CHECK_TAIL_LINES)
+    if tail:
+        out += [f"Output (the last {CHECK_TAIL_LINES} lines at most):", "", fence(tail, "text"), ""]
+    return out
+
+
+def _denials(denials: list[Mapping[str, Any]]) -> list[str]:
+    if not denials:
+        return []
+    out = [f"## Denied calls ({len(denials)})", ""]
+    for d in denials:
+        out.append(f"- {_code(d.get('call_id'))} {d.get('tool')} on {_code(d.get('target'))} — {d.get('decision')} by "
+                   f"{_rule(d.get('rule'))}")
+        out += [f"  - approve with: {_code('--approve ' + shlex.quote(a))}" for a in d.get("approve") or []]
+        if d.get("replay"):
+            out.append(f"  - approve and run it: {_code(d['replay'])}")
+    return [*out, ""]
+
+
+def _usage(s: Mapping[str, Any]) -> list[str]:
+    usage = s.get("usage") or {}
+    if not usage:
+        return []
+    cost = usage.get("cost_usd")
+    duration = s.get("duration_s")
+    return ["## Usage", "",
+            f"{s.get('turns', '?')} turns · {s.get('tool_calls', '?')} tool calls · "
+            f"{usage.get('prompt_tokens', '?')} prompt tokens ({usage.get('cached_tokens', '?')} cached) · "
+            f"{usage.get('completion_tokens', '?')} completion · cost "
+            + (f"${cost:.4f}" if isinstance(cost, int | float) else "unknown")
+            + (f" · {duration:.1f} s" if isinstance(duration, int | float) else ""), ""]
+
+
+def transcript_of(run_dir: Path, summary: Mapping[str, Any] | None = None) -> str:
+    """The transcript of a run directory, from its events, summary.json (or `summary`) and task.md."""
+    if summary is None:
+        try:
+            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            summary = {}
+    try:
+        task = (run_dir / "task.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        task = None
+    return render(iter_events(run_dir / "events.jsonl"), summary if isinstance(summary, Mapping) else {}, task)
