@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,11 +84,20 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     settings = _settings(opts, files, policy, task.overrides, trusted, rec)
     rec.summary.model = settings.model
     deadline = rec.started + settings.timeout
-    budget = budget_for(rec, policy, settings)
-    model = make_model(settings, deadline)
+    budget = budget_for(rec, policy, settings, opts.cli_settings)
+    on_delta = None
+    if opts.stream_events and settings.stream:  # --stream with stream-json: text_delta lines as they arrive
+        from runner.report.deltas import TextDeltas
+
+        on_delta = TextDeltas(sys.stdout, rec.ctx.masker)
+        rec.closers.insert(0, on_delta.close)
+    model = make_model(settings, deadline, on_delta)
     env = call_env(rec, policy, settings, deadline, _rerun_base(opts, policy, rec.workspace,
                                                                task_path or rec.run_dir / "task.md"),
                    sandbox_mode=opts.sandbox, environ=files.environ())
+    if isinstance(model, ReplayModel):  # policy.json is written by now (call_env)
+        for why in model.differences(sha256_text(task.text), rec.run_dir / "policy.json"):
+            print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))
@@ -190,16 +200,18 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     return env
 
 
-def budget_for(rec: Recording, policy: Policy, settings: Settings) -> Budget:
-    """Token and cost budgets, and the context floor: refused before any request."""
+def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str, Any] | None = None) -> Budget:
+    """Token and cost budgets, and the context floor: refused before any request. `cli` (the flags
+    given) lets the warning say where the context window came from."""
     replaying = settings.model.startswith("replay:")
     window = None if replaying else window_for(settings.model, settings.context_window)
     if window is not None and window < MIN_CONTEXT_WINDOW:
-        raise UsageError(f"model {settings.model} has a {window}-token context window; agent-run needs at least "
+        raise UsageError(f"model {settings.model} has a {window}-token context window (from "
+                         f"{window_source(settings, policy, cli or {})}); agent-run needs at least "
                          f"{MIN_CONTEXT_WINDOW} (override with --context-window if the table is wrong)")
     if window is not None and window < WARN_CONTEXT_WINDOW:
-        print(f"agent-run: warning: {settings.model} has a small context window ({window} tokens); long tasks "
-              "may not fit", file=sys.stderr)
+        print(f"agent-run: warning: {settings.model} has a small context window ({window} tokens, from "
+              f"{window_source(settings, policy, cli or {})}); long tasks may not fit", file=sys.stderr)
     price = price_for(settings.model, policy.sections.get("budget", {}).get("prices"))
     if settings.max_cost_usd is not None and price is None and not replaying:
         raise UsageError(f"--max-cost-usd needs a price for model {settings.model}: add it to the policy's "
@@ -214,6 +226,19 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings) -> Budget:
 
     rec.finishers.append(figures)
     return budget
+
+
+def window_source(settings: Settings, policy: Policy, cli: dict[str, Any]) -> str:
+    """Where the context window in use was set, as a person would look for it."""
+    if settings.context_window is None:
+        return "the built-in table of known models"
+    if cli.get("context_window") is not None:
+        return "--context-window"
+    if any(name.upper() == "AGENT_RUN_CONTEXT_WINDOW" for name in os.environ):
+        return "AGENT_RUN_CONTEXT_WINDOW"
+    if policy.sections.get("compaction", {}).get("contextWindow") == settings.context_window:
+        return f"the policy's compaction.contextWindow ({policy.path})"
+    return "the task's front matter or an --env-file"
 
 
 def _read_task(spec: str, run_dir: Path) -> tuple[Task, Path | None]:
@@ -292,7 +317,8 @@ def _setting_source(key: str, cli: dict[str, Any], env_files: tuple[Path, ...], 
     return f"invalid setting {key}" + (" (from the policy)" if key in lower else "")
 
 
-def make_model(settings: Settings, deadline: float) -> ChatModel:
+def make_model(settings: Settings, deadline: float,
+               on_delta: Callable[[int, str], None] | None = None) -> ChatModel:
     if settings.model.startswith("replay:"):
         return ReplayModel(Path(settings.model[len("replay:") :]).expanduser())
     from runner.model.openai_chat import OpenAIChat  # the openai SDK costs ~0.5 s to import: only when used
@@ -306,7 +332,7 @@ def make_model(settings: Settings, deadline: float) -> ChatModel:
     return OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url, stream=settings.stream,
                       max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
                       retry_cap_s=settings.retry_cap_s, request_timeout_s=settings.request_timeout_s,
-                      deadline=deadline)
+                      deadline=deadline, on_delta=on_delta)
 
 
 def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Path) -> list[str]:

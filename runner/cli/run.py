@@ -10,6 +10,10 @@ from runner.cli.output import finish, with_github
 from runner.outcome import EXIT_CODES, Status
 from runner.session import RunOptions, execute
 
+# runner.policy.load.shipped_names(), spelled out: that module imports jsonschema, too much for `--help`.
+# tests/test_generated_docs.py checks that the two agree.
+SHIPPED_POLICIES = ("ci", "default", "full-access", "strict")
+
 
 class _ExitUsage(click.UsageError):
     exit_code = EXIT_CODES[Status.USAGE_ERROR]
@@ -18,7 +22,7 @@ class _ExitUsage(click.UsageError):
 @click.command("run")
 @click.argument("task", metavar="TASK")
 @click.option("--policy", metavar="PATH|NAME",
-              help="Policy file, or a shipped name (default, strict). [default: default]")
+              help=f"Policy file, or a shipped name ({', '.join(SHIPPED_POLICIES)}). [default: default]")
 @click.option("--workspace", metavar="DIR", help="Directory the agent works in. [default: current directory]")
 @click.option("--runs-dir", metavar="DIR", help="Where run directories go. [default: WORKSPACE/.agent-run/runs]")
 @click.option("--model", metavar="NAME", help="Model name, or replay:RUN_DIR to replay a recorded run offline.")

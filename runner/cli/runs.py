@@ -41,7 +41,7 @@ def list_cmd(workspace: str, runs_dir: str | None, limit: int) -> None:
         usage = s.get("usage") or {}
         rows.append([s.get("run_id") or path.name, s.get("status") or "?", _cell(s.get("exit_code")),
                      _cell(s.get("turns")), _cell(s.get("tool_calls")), _cell(_total_tokens(usage)),
-                     _duration(s.get("duration_s")), s.get("title") or ""])
+                     _duration(s.get("duration_s")), " ".join(filter(None, [origin(s), s.get("title")]))])
     headers = ["run", "status", "exit", "turns", "tools", "tokens", "duration", "title"]
     for line in table(headers, rows):
         click.echo(line.rstrip())
@@ -102,6 +102,19 @@ def _summary(run_dir: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def origin(summary: dict[str, Any]) -> str:
+    """What `runs list` puts before the title: `[replay of RUN]` (`agent-run replay`: approved calls run),
+    `[resume of RUN]` (`replay --continue`: the conversation went on, so it has turns), `[model replay of
+    DIR]` (`--model replay:DIR`); else ''."""
+    if summary.get("replay_of"):
+        kind = "resume" if (summary.get("turns") or 0) > 0 else "replay"
+        return f"[{kind} of {summary['replay_of']}]"
+    model = str(summary.get("model") or "")
+    if model.startswith("replay:"):
+        return f"[model replay of {Path(model[len('replay:'):]).name}]"
+    return ""
+
+
 def overview(run_dir: Path) -> dict[str, Any]:
     """summary.json; for a run still going (or killed without one), what its events say so far."""
     summary = _summary(run_dir)
@@ -112,7 +125,7 @@ def overview(run_dir: Path) -> dict[str, Any]:
     for e in iter_events(run_dir / "events.jsonl"):
         kind = e.get("type")
         if kind == "run_started":
-            out.update(model=e.get("model"), policy=e.get("policy"))
+            out.update(model=e.get("model"), policy=e.get("policy"), replay_of=e.get("replay_of"))
         elif kind == "model_response":
             out["turns"] = max(out["turns"], e.get("turn") or 0)
             for key in out["usage"]:

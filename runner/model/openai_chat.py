@@ -33,9 +33,12 @@ from runner.outcome import BudgetExhausted, ModelError
 class OpenAIChat:
     def __init__(self, name: str, *, api_key: str | None, base_url: str | None, stream: bool,
                  max_retries: int, retry_base_s: float, retry_cap_s: float, request_timeout_s: float,
-                 deadline: float | None) -> None:
+                 deadline: float | None, on_delta: Callable[[int, str], None] | None = None) -> None:
         self.name = name
         self.stream = stream
+        # Streaming only: called with (turn, text) for each content delta of an answer, and (turn, "") when
+        # the reply's stream ends (not for compaction calls).
+        self.on_delta = on_delta
         self.max_retries = max_retries
         self.retry_base_s = retry_base_s
         self.retry_cap_s = retry_cap_s
@@ -52,6 +55,7 @@ class OpenAIChat:
         attempt = 0
         while True:
             attempt += 1
+            where = ""  # for a connection error: the URL that could not be reached
             try:
                 return self._within_deadline(lambda: self._once(messages, tools, turn, timeout, tool_choice))
             except openai.APIStatusError as exc:
@@ -68,6 +72,7 @@ class OpenAIChat:
                 error, hint = f"HTTP {exc.status_code}", retry_after(dict(exc.response.headers))
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 error, hint = type(exc).__name__, None
+                where = f" (connecting to {self._client.base_url})"
             except (BadResponse, json.JSONDecodeError) as exc:  # a 200 that is not a completion: as a 5xx
                 error, hint = _bad(exc), None
             except openai.APIError as exc:  # an error event inside a stream: the server failed mid-answer
@@ -77,10 +82,10 @@ class OpenAIChat:
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 raise BudgetExhausted("run timeout reached while waiting for the model")
             if attempt > self.max_retries:
-                raise ModelError(f"model endpoint failed after {attempt} attempts: {error}")
+                raise ModelError(f"model endpoint failed after {attempt} attempts: {error}{where}")
             delay = backoff(attempt, self.retry_base_s, self.retry_cap_s, hint)
             if self.deadline is not None and time.monotonic() + delay >= self.deadline:
-                raise ModelError(f"model endpoint failed ({error}); "
+                raise ModelError(f"model endpoint failed ({error}{where}); "
                                  f"retrying in {delay:.1f}s would pass the run timeout")
             emit(ModelRetry(turn=turn, attempt=attempt, error=error, delay_s=round(delay, 3)))
             time.sleep(delay)
@@ -156,6 +161,7 @@ class OpenAIChat:
         usage = None
         finish = None
         chunks = 0
+        on_delta = self.on_delta if kwargs.get("tool_choice") != "none" else None
         stream = create_chat_completion(self._client, **kwargs, stream=True)  # stream_options: in kwargs
         for chunk in stream:
             chunks += 1
@@ -166,8 +172,12 @@ class OpenAIChat:
                 text = get_field(delta, "content") if delta is not None else None
                 if text:
                     content.append(text if isinstance(text, str) else str(text))
+                    if on_delta is not None:
+                        on_delta(turn, content[-1])
                 for position, tc in enumerate((get_field(delta, "tool_calls") if delta is not None else None) or []):
                     _add_piece(calls, position, tc)
+        if on_delta is not None:
+            on_delta(turn, "")
         if finish is None:  # a server that died mid-answer closes the stream: that is no answer
             raise BadResponse("the response stream was empty" if not chunks else
                               "the response stream ended before its finish_reason (closed mid-answer)")

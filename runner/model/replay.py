@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,24 @@ class ReplayModel:
         self._replies = [ModelReply(e["message"], e.get("usage") or {}, e.get("finish_reason"))
                          for e in events if e.get("type") == "model_response"]
         self._next = 0
+        self._started = next((e for e in events if e.get("type") == "run_started"), None)
+
+    def differences(self, task_sha256: str, policy_json: Path) -> list[str]:
+        """How this run differs from the recording, in what the replies were given for: the task (by its
+        sha256) and the policy (the snapshots, without the rules every run adds for its own directories)."""
+        out = []
+        recorded_task = (self._started or {}).get("task_sha256")
+        if recorded_task and recorded_task != task_sha256:
+            out.append(f"the task differs from the recording's (sha256 {task_sha256[:12]}… here, "
+                       f"{str(recorded_task)[:12]}… in {self.source})")
+        try:
+            recorded = json.loads((self.source / "policy.json").read_text(encoding="utf-8"))
+            current = json.loads(policy_json.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return out
+        if _comparable(recorded) != _comparable(current):
+            out.append(f"the policy differs from the recording's ({self.source / 'policy.json'})")
+        return out
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
                  emit: Callable[[Event], None], timeout: float | None = None,
@@ -35,3 +54,18 @@ class ReplayModel:
         reply = self._replies[self._next]
         self._next += 1
         return reply
+
+
+def _comparable(snapshot: Any) -> Any:
+    """A policy.json without the rules of no file (the run's own outputs, the hard limits): those name the
+    run's directories and differ between any two runs."""
+    if not isinstance(snapshot, dict):
+        return snapshot
+    data = dict(snapshot)
+    permission = data.get("permission")
+    if isinstance(permission, dict) and isinstance(permission.get("rules"), list):
+        sources = {*map(str, data.get("files") or []), "--approve"}
+        permission = dict(permission)
+        permission["rules"] = [r for r in permission["rules"] if isinstance(r, dict) and r.get("source") in sources]
+        data["permission"] = permission
+    return data

@@ -24,10 +24,11 @@ Path = tuple[str | int, ...]
 
 
 class PolicyError(Exception):
-    """A policy problem located in a file. str() is `file:line:col: message`."""
+    """A policy problem located in a file. str() is `file:line:col: message`, or `where: message` when the
+    problem has no file (`--approve 'x'`): a made-up position would send people looking for one."""
 
-    def __init__(self, file: str, line: int, col: int, message: str) -> None:
-        super().__init__(f"{file}:{line}:{col}: {message}")
+    def __init__(self, file: str, line: int, col: int, message: str, *, where: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else f"{file}:{line}:{col}: {message}")
         self.file, self.line, self.col, self.message = file, line, col, message
 
 

@@ -7,6 +7,7 @@ exits, the CLI decides what a broken policy means (exit 2).
 from __future__ import annotations
 
 import json
+import shlex
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -148,11 +149,12 @@ def parse_approval(text: str, index: int) -> Rule:
     """`DOMAIN:PATTERN` from --approve: an allow rule placed after all others."""
     domain, sep, pattern = text.partition(":")
     if not sep or not pattern or domain not in {"*", *DOMAINS}:
-        raise PolicyError("--approve", 1, 1, f"expected DOMAIN:PATTERN (e.g. bash:shell:npm test), got {text!r}")
+        raise PolicyError("--approve", 1, 1, "expected DOMAIN:PATTERN (e.g. bash:shell:npm test)",
+                          where=f"--approve {shlex.quote(text)}")
     try:
         compiled = compile_pattern(pattern)
     except ValueError as exc:
-        raise PolicyError("--approve", 1, len(domain) + 2, str(exc)) from None
+        raise PolicyError("--approve", 1, len(domain) + 2, str(exc), where=f"--approve {shlex.quote(text)}") from None
     return Rule(domain, compiled, "allow", "--approve", index)
 
 

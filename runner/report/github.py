@@ -291,9 +291,12 @@ def _number(n: Any) -> str:
     return f"{n:,}" if isinstance(n, int) else ("?" if n is None else str(n))
 
 
-def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> str:
-    """Markdown for $GITHUB_STEP_SUMMARY: the ending, figures, denials with their replay commands, loop
-    and budget findings, the check (a failed one with its output tail, folded), changed files, the answer.
+def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT, *, recent_turns: str | None = None,
+                 earlier_turns: int = 0, artifact: str | None = None) -> str:
+    """Markdown for $GITHUB_STEP_SUMMARY: the ending, figures, denials with their full commands and replay
+    commands, loop and budget findings, the check (a failed one with its output tail, folded), changed
+    files, the answer, the last turns of the transcript (`recent_turns`, folded; `earlier_turns` before
+    them not shown) and how to get the rest without a link (the `artifact` name and `runs show`).
     At most `limit` UTF-8 bytes: long lists are cut with a note first, then (only for pathological single
     fields) the text itself."""
     status = str(summary.get("status", "?"))
@@ -334,7 +337,7 @@ def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> str:
             pattern = code_span(_clip(rule["pattern"])) if rule.get("pattern") else "no rule (`ask`)"
             out.append(" | ".join([
                 "", code_span(_clip(d.get("call_id") or "")), code_span(_clip(d.get("tool") or "")),
-                code_span(_clip(d.get("target") or "")), pattern,
+                _target_cell(d), pattern,
                 code_span(_clip(d.get("replay") or "", 4 * MAX_CELL_CHARS)), "",
             ]).strip())
         if len(denials) > MAX_DENIAL_ROWS:
@@ -382,7 +385,38 @@ def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> str:
         cut = len(answer) > MAX_ANSWER_CHARS
         out += ["<details><summary>Final answer</summary>", "", _fenced(answer[:MAX_ANSWER_CHARS], "text"),
                 *(["", f"*(cut at {MAX_ANSWER_CHARS:,} characters)*"] if cut else []), "", "</details>", ""]
+    if recent_turns and recent_turns.strip() and len(recent_turns) <= MAX_TURNS_CHARS:
+        before = f" ({earlier_turns} earlier turn(s) not shown)" if earlier_turns else ""
+        out += [f"<details><summary>The last turns of the transcript{before}</summary>", "",
+                recent_turns.strip("\n"), "", "</details>", ""]
+    out += _the_rest(summary, artifact)
     return _cap("\n".join(out) + "\n", limit)
+
+
+MAX_TURNS_CHARS = 60_000
+
+
+def _target_cell(d: Mapping[str, Any]) -> str:
+    """The denied target and, when it says more, the call's full command (a target is one simple command
+    of a compound one: `echo x && rm -rf build` is denied on `rm -rf build`)."""
+    cell = code_span(_clip(d.get("target") or ""))
+    command = d.get("command")
+    if isinstance(command, str) and command.strip() and command not in str(d.get("target") or ""):
+        cell += f"<br>in {code_span(_clip(command, 4 * MAX_CELL_CHARS))}"
+    return cell
+
+
+def _the_rest(summary: Mapping[str, Any], artifact: str | None) -> list[str]:
+    """A link-free way to the whole run: the artifact that holds the run directory, and the command."""
+    if not summary.get("run_id"):
+        return []
+    where = (f"the artifact {code_span(artifact, in_table=False)}" if artifact
+             else "the run directory artifact")
+    run = str(summary["run_id"])
+    return ["### The whole run", "",
+            f"Download {where} and, where you unpacked it (its run directory is "
+            f"{code_span(run, in_table=False)}), read the transcript:", "",
+            _fenced(f"agent-run runs show {shlex.quote(run)} --transcript", "sh"), ""]
 
 
 def _cap(text: str, limit: int) -> str:
@@ -434,13 +468,37 @@ class GitHubReporter:
             used = target.stat().st_size if target.exists() else 0
             room = SUMMARY_LIMIT - used
             if room > 1024:
-                _append(target, step_summary(summary, limit=room))
+                recent, earlier = _recent_turns(summary)
+                _append(target, step_summary(summary, limit=room, recent_turns=recent, earlier_turns=earlier,
+                                             artifact=self.environ.get("AGENT_RUN_ARTIFACT_NAME") or None))
         path = self.environ.get("GITHUB_OUTPUT")
         if path:
             _append(Path(path), outputs_block(output_values(summary)))
         lines = [self._resume] if self._resume else []
         self._resume = None
         return lines + annotations(summary, warnings)
+
+
+RECENT_TURNS = 3
+
+
+def _recent_turns(summary: Mapping[str, Any]) -> tuple[str | None, int]:
+    """The last RECENT_TURNS turns of the run's transcript.md (written, masked, before the reporter
+    finishes), headings demoted to sit under the summary's; fewer when they are too long to fold in."""
+    run_dir = summary.get("run_dir")
+    if not run_dir:
+        return None, 0
+    try:
+        markdown = (Path(str(run_dir)) / "transcript.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None, 0
+    from runner.report.transcript import last_turns  # transcript imports this module
+
+    for n in range(RECENT_TURNS, 0, -1):
+        text, earlier = last_turns(markdown, n, shift=2)
+        if len(text) <= MAX_TURNS_CHARS:
+            return text or None, earlier
+    return None, 0
 
 
 def _append(path: Path, text: str) -> None:

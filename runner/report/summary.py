@@ -3,6 +3,7 @@ summary says what the events say."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from runner.events import Event, GuardWarning, ModelResponse, PermissionDecision, ToolCall
@@ -19,6 +20,7 @@ class SummaryBuilder:
         self.denials: list[dict[str, Any]] = []
         self.loop_warnings: list[str] = []
         self._calls: dict[str, str] = {}
+        self._arguments: dict[str, str] = {}  # call_id → the call's raw arguments, for a denial's `command`
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ModelResponse):
@@ -29,12 +31,14 @@ class SummaryBuilder:
             self.loop_warnings.append(event.message)
         elif isinstance(event, ToolCall):
             self.tool_calls += 1
+            self._arguments[event.call_id] = event.arguments
         elif isinstance(event, PermissionDecision) and event.decision == "deny":
             deciding = next((t for t in event.targets if t["decision"] == event.policy_decision), event.targets[0])
             self.denials.append({
                 "call_id": event.call_id, "tool": event.tool, "domain": event.permissionDomain,
                 "target": deciding["target"], "decision": event.policy_decision,
                 "rule": event.rule, "approve": event.approve, "replay": event.replay, "rerun": event.rerun,
+                "command": _command(event.tool, self._arguments.get(event.call_id)),
             })
 
     def build(self, *, status: str, exit_code: int, reason: str | None, duration_s: float,
@@ -45,3 +49,17 @@ class SummaryBuilder:
             "usage": dict(self.usage), "duration_s": round(duration_s, 3), "model": self.model,
             "policy": self.policy, "answer": answer, "loop_warnings": list(self.loop_warnings),
         }
+
+
+def _command(tool: str, arguments: str | None) -> str | None:
+    """What a denied call asked for in full: a bash call's command string, else its raw arguments."""
+    if arguments is None:
+        return None
+    if tool == "bash":
+        try:
+            args = json.loads(arguments)
+        except ValueError:
+            return arguments
+        if isinstance(args, dict) and isinstance(args.get("command"), str):
+            return args["command"]
+    return arguments

@@ -249,3 +249,29 @@ def transcript_of(run_dir: Path, summary: Mapping[str, Any] | None = None) -> st
     except OSError:
         task = None
     return render(iter_events(run_dir / "events.jsonl"), summary if isinstance(summary, Mapping) else {}, task)
+
+
+def last_turns(markdown: str, n: int = 3, *, shift: int = 0) -> tuple[str, int]:
+    """The last `n` `## Turn` sections of a rendered transcript (up to the next top-level section, the
+    final answer), and how many turns came before them. `shift` demotes their headings by that many
+    levels (for embedding). Headings inside fenced blocks are output, not structure: left alone."""
+    turns: list[list[str]] = []
+    current: list[str] | None = None
+    fence_mark: str | None = None
+    for line in markdown.splitlines():
+        if fence_mark is None and (m := re.match(r"^(`{3,})", line)):
+            fence_mark = m.group(1)
+        elif fence_mark is not None and line.strip() == fence_mark:
+            fence_mark = None
+        elif fence_mark is None and line.startswith("#"):
+            if line.startswith("## Turn "):
+                current = []
+                turns.append(current)
+            elif line.startswith("## ") or line.startswith("# "):
+                current = None
+            if shift and current is not None:
+                line = "#" * shift + line
+        if current is not None:
+            current.append(line)
+    shown = turns[-n:] if n > 0 else []
+    return "\n".join(line for turn in shown for line in turn).strip("\n"), len(turns) - len(shown)

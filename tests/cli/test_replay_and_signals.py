@@ -64,6 +64,20 @@ def test_replay_that_runs_out_is_model_error(fake, workspace, agent_run, tmp_pat
     assert "ran out after 1 responses" in r.summary["reason"]
 
 
+def test_replay_warns_when_the_task_or_the_policy_differs_from_the_recording(fake, workspace, agent_run):
+    fake.add(reply("done"))
+    recorded = agent_run("task.md")
+    assert recorded.code == 0, recorded.stderr
+    offline = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": ""}
+    same = agent_run("--model", f"replay:{recorded.run_dir}", "task.md", env=offline)
+    assert same.code == 0 and "warning: replay" not in same.stderr, same.stderr
+    (workspace / "task.md").write_text("Do another thing.\n", encoding="utf-8")
+    other = agent_run("--model", f"replay:{recorded.run_dir}", "--policy", "strict", "task.md", env=offline)
+    assert other.code == 0, other.stderr
+    assert "warning: replay: the task differs from the recording's" in other.stderr
+    assert "warning: replay: the policy differs from the recording's" in other.stderr
+
+
 def test_replay_of_missing_dir_is_usage_error(agent_run, tmp_path):
     r = agent_run("--model", f"replay:{tmp_path / 'nope'}", "task.md")
     assert r.code == 2 and "events.jsonl not found" in r.summary["reason"]

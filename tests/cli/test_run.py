@@ -197,6 +197,18 @@ def test_dropped_connection_is_retried(fake, workspace, agent_run):
     assert r.stdout.strip() == "after the drop"
 
 
+def test_unreachable_endpoint_is_a_model_error_naming_the_url(fake, workspace, agent_run):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on once this closes
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    r = agent_run("task.md", env={"OPENAI_BASE_URL": url, "AGENT_RUN_MAX_RETRIES": "0"})
+    assert r.code == 6, r.stderr
+    assert r.summary["status"] == "model_error"
+    assert "APIConnectionError" in r.summary["reason"] and f"connecting to {url}/" in r.summary["reason"]
+
+
 def test_persistent_5xx_is_model_error_exit_6(fake, workspace, agent_run):
     fake.add(*[error(500)] * 3)
     r = agent_run("task.md", env={"AGENT_RUN_MAX_RETRIES": "2"})

@@ -70,6 +70,23 @@ def test_runs_list_and_show(fake, workspace, agent_run):
     assert missing.exit_code == 2 and "not a run directory" in missing.stderr
 
 
+def test_runs_list_marks_replays_and_resumes(fake, workspace, agent_run):
+    fake.add(reply(calls=[("bash", {"command": "echo hi"})]), reply("could not"))
+    denied = agent_run("task.md")
+    assert denied.code == 3, denied.stderr
+    run_id = denied.summary["run_id"]
+    assert agent_run("replay", str(denied.run_dir), "--approve").code == 0
+    fake.add(reply("went on"))
+    assert agent_run("replay", str(denied.run_dir), "--approve", "--continue").code == 0
+    assert agent_run("--model", f"replay:{denied.run_dir}", "task.md").code == 3
+
+    lines = agent_run("runs", "list").stdout.splitlines()[1:]
+    marks = [line[line.index("[") :].split("]")[0] + "]" if "[" in line else "" for line in lines]
+    assert marks == [f"[model replay of {denied.run_dir.name}]", f"[resume of {run_id}]",
+                     f"[replay of {run_id}]", ""]
+    assert lines[3].startswith(run_id)
+
+
 def test_show_prints_stage_extends_previous_and_compaction(tmp_path):
     # Hand-written (not named like a run id): the fields being added to the events, and no summary.json.
     run_dir = tmp_path / "handmade"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -294,7 +295,8 @@ def test_parse_approval_rejects_malformed(text):
         parse_approval(text, 0)
     err = info.value
     assert (err.file, err.line, err.col) == ("--approve", 1, 1)
-    assert f"got {text!r}" in err.message
+    assert str(err) == f"--approve {shlex.quote(text)}: expected DOMAIN:PATTERN (e.g. bash:shell:npm test)"
+    assert ":1:1" not in str(err)
 
 
 def test_parse_approval_bad_regex_points_after_domain():
@@ -302,6 +304,7 @@ def test_parse_approval_bad_regex_points_after_domain():
         parse_approval("bash:regex:(", 0)
     assert (info.value.line, info.value.col) == (1, 6)
     assert "invalid regex" in info.value.message
+    assert str(info.value) == f"--approve 'bash:regex:(': {info.value.message}"
 
 
 @pytest.mark.parametrize(

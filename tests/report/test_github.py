@@ -332,3 +332,36 @@ def test_the_sandbox_is_in_the_outputs_the_summary_and_a_warning_when_missing():
     assert output_values(off)["sandbox"] == "none (bwrap is not installed)"
     assert "| Sandbox | ⚠️ none (bwrap is not installed) |" in step_summary(off)
     assert any(line.startswith("::warning") and "WITHOUT a sandbox" in line for line in annotations(off))
+
+
+def test_step_summary_through_the_cli_has_full_commands_last_turns_and_the_way_to_the_rest(
+        fake, workspace, agent_run, tmp_path):
+    from tests.fakes.openai_server import reply
+
+    step_file = tmp_path / "step.md"
+    command = "echo 'a::b' && rm -rf build"
+    fake.add(reply("Looking around.", calls=[("bash", {"command": command})]), reply("could not do it"))
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step_file)}
+    r = agent_run("task.md", env={**env, "AGENT_RUN_ARTIFACT_NAME": "agent-run-logs"})
+    assert r.code == 3, r.stderr
+    assert r.summary["denials"][0]["command"] == command
+    md = step_file.read_text(encoding="utf-8")
+    row = next(line for line in md.splitlines() if line.startswith("| `call_1_0`"))
+    assert f"`{command}`" in table_cells(row)[2]
+    turns = md.split("<details><summary>The last turns of the transcript", 1)[1].split("</details>", 1)[0]
+    assert "#### Turn 1" in turns and "> Looking around." in turns and "#### Turn 2" in turns
+    assert "Download the artifact `agent-run-logs`" in md
+    assert f"agent-run runs show {r.run_dir.name} --transcript" in md
+
+    step_file.unlink()
+    fake.add(reply("done"))
+    assert agent_run("task.md", env=env).code == 0
+    assert "Download the run directory artifact" in step_file.read_text(encoding="utf-8")
+
+
+def test_last_turns_keeps_the_last_sections_and_leaves_fenced_headings_alone():
+    from runner.report.transcript import last_turns
+
+    md = "# t\n\n## Task\n\nx\n\n## Turn 1\n\n> a\n\n## Turn 2\n\n```text\n## Turn 9\n```\n\n## Final answer\n\n> z\n"
+    text, earlier = last_turns(md, 1, shift=2)
+    assert earlier == 1 and text == "#### Turn 2\n\n```text\n## Turn 9\n```"

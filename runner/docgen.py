@@ -1,0 +1,150 @@
+"""Doc tables generated from their one source; a test fails when a checked-in copy drifts.
+
+    python -m runner.docgen          # rewrite every generated region in place
+    python -m runner.docgen --check  # exit 1, naming the files, when one is out of date
+
+A generated region sits between `<!-- generated: NAME -->` and `<!-- end generated -->`;
+everything outside the markers is hand-written and left alone.
+
+- `events` (docs/run-directory.md): the event table, from runner/schemas/events.schema.json.
+- `tools` (docs/tools.md): the tool table, from runner/tools/registry.py `core_tools()`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = "python -m runner.docgen"
+END = "<!-- end generated -->"
+# Every event has these; the hand-written text above the table says what they are.
+COMMON_FIELDS = ("seq", "ts", "run_id", "type", "prev")
+
+
+def _cell(text: str) -> str:
+    """One line of a Markdown table cell."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _sentence(text: str) -> str:
+    """A schema description as a clause: no final period, a leading capital lowered (not an acronym's)."""
+    text = text.strip().rstrip(".")
+    first = text.split(" ", 1)[0]
+    if first == "A" or (len(first) > 1 and first[0].isupper() and first[1].islower()):
+        text = text[0].lower() + text[1:]
+    return text
+
+
+def _value(value: Any) -> str:
+    return f"`{json.dumps(value) if value is None or isinstance(value, bool) else value}`"
+
+
+def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return schema["$defs"][ref.removeprefix("#/$defs/")]
+    return node
+
+
+def _field(schema: dict[str, Any], name: str, prop: dict[str, Any]) -> str:
+    """`name` (its description; its values `a`/`b`; or its keys `x`, `y`)."""
+    target = _resolve(schema, prop)
+    notes = []
+    if prop.get("description"):
+        notes.append(_sentence(str(prop["description"])))
+    values = prop.get("enum") or target.get("enum")
+    if values:
+        notes.append("/".join(_value(v) for v in values))
+    elif target is not prop and isinstance(target.get("properties"), dict):
+        notes.append(", ".join(f"`{k}`" for k in target["properties"]))
+    return f"`{name}`" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def event_types(schema: dict[str, Any]) -> list[str]:
+    return list(schema["properties"]["type"]["enum"])
+
+
+def events_table(schema: dict[str, Any] | None = None) -> str:
+    """The `| type | fields |` table: each event type's own fields, in the schema's order."""
+    if schema is None:
+        schema = json.loads((resources.files("runner") / "schemas" / "events.schema.json").read_text("utf-8"))
+    lines = ["| type | fields |", "|---|---|"]
+    for name in event_types(schema):
+        definition = schema["$defs"][name]
+        fields = ", ".join(_field(schema, key, prop) for key, prop in definition["properties"].items()
+                           if key not in COMMON_FIELDS)
+        about = definition.get("description")
+        lines.append(f"| `{name}` | {_cell(fields)}{' — ' + _cell(_sentence(about)) if about else ''} |")
+    return "\n".join(lines)
+
+
+def tools_table() -> str:
+    """The tools the model gets, in the order it gets them (the order is part of the prompt prefix)."""
+    from runner.tools.registry import core_tools
+
+    registry = core_tools()
+    lines = ["| tool | domain | description |", "|---|---|---|"]
+    for name in registry.names:
+        tool = registry.get(name)
+        assert tool is not None
+        lines.append(f"| `{tool.name}` | `{tool.domain}` | {_cell(tool.description)} |")
+    return "\n".join(lines)
+
+
+# region name -> (the file holding it, relative to the repo root; what generates it)
+REGIONS: dict[str, tuple[str, Callable[[], str]]] = {
+    "events": ("docs/run-directory.md", events_table),
+    "tools": ("docs/tools.md", tools_table),
+}
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(<!-- generated: {re.escape(name)} -->\n)(.*?)(^{re.escape(END)})", re.S | re.M)
+
+
+def render(text: str, name: str, body: str) -> str:
+    """`text` with region `name`'s contents replaced by `body`; ValueError when the markers are missing."""
+    pattern = _pattern(name)
+    matches = pattern.findall(text)
+    if len(matches) != 1:
+        raise ValueError(f"expected one '<!-- generated: {name} -->' … '{END}' region, found {len(matches)}")
+    return pattern.sub(lambda m: m.group(1) + body.rstrip("\n") + "\n" + m.group(3), text)
+
+
+def regenerate(root: Path | None = None) -> dict[Path, tuple[str, str]]:
+    """Every file holding a generated region: (its text now, its text regenerated)."""
+    root = ROOT if root is None else root
+    out: dict[Path, tuple[str, str]] = {}
+    for name, (rel, generate) in REGIONS.items():
+        path = root / rel
+        current = out[path][1] if path in out else path.read_text(encoding="utf-8")
+        original = out[path][0] if path in out else current
+        out[path] = (original, render(current, name, generate()))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    check = "--check" in args
+    stale = []
+    for path, (old, new) in regenerate(ROOT).items():
+        if old != new:
+            stale.append(path)
+            if not check:
+                path.write_text(new, encoding="utf-8")
+    for path in stale:
+        print(f"{'out of date' if check else 'rewrote'}: {path.relative_to(ROOT)}", file=sys.stderr)
+    if check and stale:
+        print(f"regenerate: {COMMAND}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
