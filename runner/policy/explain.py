@@ -13,7 +13,6 @@ from runner.policy.decide import CallDecision, decide
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.model import Policy
 from runner.policy.targets import targets_for
-from runner.rundir import read_events
 
 
 def with_hard_limits(policy: Policy, workspace: Path, runs_dir: Path) -> Policy:
@@ -38,6 +37,7 @@ def explain(policy: Policy, domain: str, value: str, workspace: Path, runs_dir: 
 def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
     """Re-decide every tool call of a recorded run under `policy`; report what changes."""
     from runner.call import parse_call
+    from runner.rundir import read_events  # the event log machinery: only for a recorded run
     from runner.tools.base import ToolContext, ToolError
     from runner.tools.registry import core_tools
 

@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import json5
-from json5 import model as m
-from json5.loader import ModelLoader
-from json5.utils import JSON5DecodeError
+if TYPE_CHECKING:  # json5 (~25 ms to import) is the fallback parser: loaded only when a file needs it
+    from json5.utils import JSON5DecodeError
 
 Path = tuple[str | int, ...]
 
@@ -57,6 +55,8 @@ def _pos(node: Any) -> tuple[int, int]:
 
 
 def _key_name(node: Any) -> str:
+    from json5 import model as m
+
     if isinstance(node, m.Identifier):
         return node.name
     return node.characters
@@ -73,6 +73,10 @@ def parse(text: str, file: str) -> Located:
 def parse_json5(text: str, file: str, stop: _NotFast | None = None) -> Located:
     """The json-five path: JSON5, and the messages for syntax errors. `stop`: where the fast
     parser stopped, the position to report if json-five itself cannot cope (deep nesting)."""
+    import json5
+    from json5.loader import ModelLoader
+    from json5.utils import JSON5DecodeError
+
     try:
         tree = json5.loads(text, loader=ModelLoader())
     except JSON5DecodeError as exc:
@@ -106,6 +110,8 @@ _AT_INDEX = re.compile(r"\s*at index (\d+)")
 
 
 def _walk(node: Any, path: Path, out: Located, file: str) -> Any:
+    from json5 import model as m  # a cached module after the first call
+
     out.values[path] = _pos(node)
     if isinstance(node, (m.JSONObject, m.JSONArray)) and len(path) >= MAX_DEPTH:
         line, col = _pos(node)

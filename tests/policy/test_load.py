@@ -391,3 +391,11 @@ def test_a_5000_rule_policy_loads_fast(tmp_path):
     assert len(policy.rules) == 5000
     assert time.perf_counter() - started < 3  # ~0.3 s here; json-five alone took ~2 s per parse
     assert policy.rules[-1].line == 5000 + 5  # every rule still knows its line
+
+
+def test_every_shipped_policy_passes_the_schema():
+    """A shipped policy is not schema-checked at every start (jsonschema costs ~35 ms): it is checked here."""
+    from runner.policy.load import check_policy
+
+    for name in shipped_names():
+        assert check_policy(name) == [], name
