@@ -25,6 +25,7 @@ from runner.sandbox.layout import policy_paths
 from runner.sandbox.probe import probe
 from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import Sandbox, SandboxUnavailable, open_sandbox
+from runner.sandbox.session import net_verdict
 from runner.tools.env import scrubbed_env
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
@@ -56,8 +57,7 @@ def _open(policy: Policy, config: SandboxConfig, ws: Path) -> Sandbox:
         rule = d.deciding.rule
         click.echo(f"agent-run sandbox: network {host}:{port}: {d.effective}"
                    f"{f' (rule {rule.pattern.raw} from {rule.source})' if rule else ''}", err=True)
-        exact = rule is not None and d.allowed and not any(c in rule.pattern.raw for c in "*?")
-        return Verdict(d.allowed, exact, rule.pattern.raw if rule else "no rule allows it")
+        return net_verdict(d)
 
     runs = default_runs_dir(ws)
     return open_sandbox(config, workspace=ws, protected=protected_paths(ws, runs, policy.files),

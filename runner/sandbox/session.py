@@ -22,6 +22,7 @@ from runner.sandbox.runtime import Sandbox, SandboxUnavailable, open_sandbox
 
 if TYPE_CHECKING:
     from runner.call import CallEnv
+    from runner.policy.decide import CallDecision
     from runner.recorder import Recording
 
 
@@ -64,9 +65,16 @@ def _net_decider(rec: Recording, env: CallEnv):
         rule = decision.deciding.rule
         rec.emit(NetworkRequest(call_id=call_id, host=host, port=port, decision=decision.effective,
                                 rule=rule.describe() if rule else None))
-        exact = (rule is not None and decision.effective == "allow" and not rule.pattern.raw.startswith("regex:")
-                 and not any(c in rule.pattern.raw for c in "*?"))
-        where = f"rule {rule.pattern.raw} from {rule.source}" if rule else "no rule allows it"
-        return Verdict(decision.allowed, exact, where)
+        return net_verdict(decision)
 
     return decide
+
+
+def net_verdict(decision: CallDecision) -> Verdict:
+    """What the egress proxy does with a `network` decision. Only a rule naming the host exactly (no
+    wildcard, no regex, not auto-approved) lets it reach a loopback or private address."""
+    rule = decision.deciding.rule
+    exact = (rule is not None and decision.effective == "allow" and not rule.pattern.raw.startswith("regex:")
+             and not any(c in rule.pattern.raw for c in "*?"))
+    where = f"rule {rule.pattern.raw} from {rule.source}" if rule else "no rule allows it"
+    return Verdict(decision.allowed, exact, where)

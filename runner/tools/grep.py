@@ -15,6 +15,7 @@ from typing import Any
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.env import scrubbed_env
 from runner.tools.ignore import IgnoreMatcher, iter_files
 from runner.tools.readable import Readable
 
@@ -243,8 +244,16 @@ def _rg_candidates(top: str, rx: re.Pattern[str], ctx: ToolContext) -> set[str] 
     argv = [rg, "--files-with-matches", "--null", "--fixed-strings", "--case-sensitive", "--text", "--no-config",
             "--no-ignore", "--hidden", "--encoding", "none", "--no-messages",
             "--glob", "!.git/", "--glob", "!.agent-run/", "--regexp", needle, "--", top]
+    # Like every process the runner starts: the scrubbed environment, inside the run's sandbox. Inside it only
+    # the workspace is sure to be visible, so a search elsewhere is left to the walk alone.
+    env = scrubbed_env(os.environ)
+    if ctx.sandbox is not None and ctx.sandbox.active:
+        if not Path(top).resolve().is_relative_to(ctx.workspace):
+            return None
+        argv, env = ctx.sandbox.wrap(argv, env)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env)
     except OSError:
         return None
     while True:

@@ -4,10 +4,9 @@ and `runs show --transcript`."""
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 
-from tests.conftest import agent_run_argv, clean_env
+from tests.cli.test_replay_and_signals import _start, _wait_for_event
 from tests.fakes.openai_server import reply
 
 CHECK_TASK = "---\ncheck: python3 -c \"assert 1 == 2, 'the assertion text'\"\n---\nGo.\n"
@@ -74,18 +73,3 @@ def test_an_interrupted_run_has_its_transcript(fake, workspace):
     assert "> Waiting." in transcript and "sleep 30" in transcript
     assert "🛑 **Interrupted** by SIGINT" in transcript
 
-
-def _start(fake, workspace, *args):
-    env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test")
-    return subprocess.Popen([*agent_run_argv(), *args], cwd=workspace, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _wait_for_event(workspace, type_, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for log in (workspace / ".agent-run" / "runs").glob("*/events.jsonl"):
-            if f'"type":"{type_}"' in log.read_text():
-                return log.parent
-        time.sleep(0.05)
-    raise AssertionError(f"no {type_} event within {timeout}s")
