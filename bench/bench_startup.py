@@ -42,8 +42,16 @@ def agent_run_exe() -> str:
     return str(exe)
 
 
+# A wheel install is byte-compiled (pip compiles what it installs; the dependencies here are). An editable
+# checkout on a machine with PYTHONDONTWRITEBYTECODE=1 recompiles every runner module on every start, which
+# measures the compiler, not the CLI: the warm-up runs write bytecode to a private prefix instead.
+PYCACHE = tempfile.mkdtemp(prefix="agent-run-bench-pycache-")
+
+
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_RUN_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "AGENT_RUN_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = PYCACHE
     env.update(extra)
     return env
 

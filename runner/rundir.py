@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from runner.events import Event
 from runner.integrity import GENESIS, line_hash
 from runner.jsonutil import canonical
 from runner.outcome import Failed
 from runner.tools.atomic import atomic_write
 
 if TYPE_CHECKING:
+    from runner.events import Event
     from runner.mask import Masker
 
 

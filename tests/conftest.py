@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,14 @@ import pytest
 
 from tests.fakes.event_schema import run_event_logs, validate_events_file
 from tests.fakes.openai_server import FakeOpenAI
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Hundreds of CLI subprocesses: with PYTHONDONTWRITEBYTECODE=1 (set on these machines) each one would
+    # recompile every runner module. Bytecode goes to a private prefix, never into the checkout.
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        prefix = os.path.join(tempfile.gettempdir(), f"agent-run-pyc-{os.getuid()}")
+        os.environ.setdefault("PYTHONPYCACHEPREFIX", prefix)
 
 
 def agent_run_argv() -> list[str]:

@@ -12,7 +12,6 @@ from runner.policy.explain import dumps, explain, explain_text, simulate, simula
 from runner.policy.jsonc import PolicyError
 from runner.policy.load import check_policy, load_policy
 from runner.policy.model import DOMAINS
-from runner.policy.suggest import as_jsonc, suggest
 from runner.rundir import default_runs_dir
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
@@ -99,6 +98,8 @@ def simulate_cmd(spec: str, as_json: bool, fail_on_new_denials: bool, run_dir: P
 def suggest_cmd(run_dir: Path) -> None:
     """The smallest allow rules that would have let a run's denied calls through, as JSONC."""
     try:
+        from runner.policy.suggest import as_jsonc, suggest  # reads an event log: not on explain's path
+
         found = suggest(run_dir.resolve())
     except (OSError, ValueError) as exc:
         click.echo(f"cannot read {run_dir}: {exc}", err=True)

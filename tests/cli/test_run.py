@@ -289,7 +289,7 @@ def test_json_output_format_prints_the_summary(fake, workspace, agent_run):
 def test_quiet_prints_no_progress(fake, workspace, agent_run):
     fake.add(reply(calls=[("list", {})]), reply("hello"))
     r = agent_run("-q", "task.md")
-    assert r.code == 0 and r.stderr == "" and r.stdout.strip() == "hello"
+    assert (r.code, r.stderr, r.stdout.strip()) == (0, "", "hello")
     fake.add(reply(calls=[("list", {})]), reply("hello"))
     r = agent_run("task.md")
     assert "[turn 1]" in r.stderr and "list" in r.stderr and "[allow]" in r.stderr
