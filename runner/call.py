@@ -27,7 +27,7 @@ from runner.policy.decide import CallDecision, decide
 from runner.policy.match import exact_pattern
 from runner.policy.model import Policy, Target
 from runner.policy.targets import target_path
-from runner.rundir import utc_now
+from runner.rundir import portable, utc_now
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
 from runner.tools.spill import spill_text
@@ -71,6 +71,7 @@ class CallEnv:
     guards: list[Guard] = field(default_factory=list)
     before_edit: Callable[[list[Path]], None] | None = None  # sees files before an edit-domain call changes them
     admit: Callable[[str], str] | None = None  # context stage 1: may trim a result before it is first sent
+    home: Path | None = None  # where printed commands are run from (the workspace; a worktree run's origin)
 
 
 def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> str:
@@ -193,8 +194,8 @@ def approval_request(env: CallEnv, call_id: str, d: CallDecision) -> dict[str, A
     `replay` (for the summary) names this run's directory; `rerun` (which the model also
     sees) does not, so the prompt stays the same across reruns of the same task."""
     approve = [f"{t.target.domain}:{exact_pattern(t.target.target)}" for t in d.targets if t.decision != "allow"]
-    replay = (shlex.join(["agent-run", "replay", str(env.run_dir), "--call", call_id, "--approve"])
-              if env.run_dir else None)
+    where = portable(env.run_dir, env.home or env.ctx.workspace) if env.run_dir else None
+    replay = shlex.join(["agent-run", "replay", where, "--call", call_id, "--approve"]) if where else None
     rerun = shlex.join([*env.rerun_base[:-1], *(x for a in approve for x in ("--approve", a)),
                         *env.rerun_base[-1:]]) if env.rerun_base else None
     return {"approve": approve, "replay": replay, "rerun": rerun}

@@ -36,6 +36,9 @@ class RunStarted(Event):
     replay_of: str | None = None  # `agent-run replay`: the run whose denied calls are approved
     approved_calls: list[str] | None = None
     sandbox: dict[str, Any] | None = None  # {mode, active, mechanism, network, reason}
+    # `resume`/`fork`: {run_id, run_dir, kind, at_turn, status} of the run this one continues
+    resumed_from: dict[str, Any] | None = None
+    policy_sha256: str | None = None  # of policy.json as written: a killed run's snapshot is checked against it
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,10 @@ class ModelRequest(Event):
     stage: str  # the latest pruning stage applied: none, soft_trim, hard_clear, summarize
     prefix_hash: str  # sha256 of tools + system prompt + task: the part that must never change
     extends_previous: bool  # this prompt's messages start with the previous request's
+    # {path, sha256} of the messages as sent (history/<n>.json), written when they do not simply extend
+    # the previous request's (a run's first request, after pruning): with the events after it, the
+    # conversation can be rebuilt exactly (runner/conversation.py)
+    snapshot: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,19 @@ class ToolResult(Event):
     duration_s: float
     details: dict[str, Any] = field(default_factory=dict)
     content: str = ""  # what the model received (the log's copy masked): a run can be resumed from its events
+    redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
+
+
+@dataclass(frozen=True)
+class UserMessage(Event):
+    """A user message the runner added to the conversation (why a resumed run was stopped, a nudge
+    after an unusable answer): in the log, so the conversation can be rebuilt from it."""
+
+    type: ClassVar[str] = "user_message"
+    content_field: ClassVar[str | None] = "content"
+    turn: int
+    reason: str  # resume | fork | empty_answer | text_tool_call
+    content: str
     redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
 
 

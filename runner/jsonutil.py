@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 
@@ -29,3 +30,11 @@ def short(text: str, width: int = 80) -> str:
     """One line of at most `width` characters, for humans (progress lines, reasons, labels)."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def file_sha256(path: Path) -> str | None:
+    """sha256 of a file's bytes; None when it does not exist."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None

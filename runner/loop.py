@@ -17,7 +17,7 @@ from typing import Any
 from runner.call import CallEnv, handle_call
 from runner.context.manager import ContextManager
 from runner.context.prune import CLEARED_MARKER
-from runner.events import Emit, ModelRequest, ModelResponse
+from runner.events import Emit, ModelRequest, ModelResponse, UserMessage
 from runner.jsonutil import canonical, estimate_tokens, sha256_text, short
 from runner.model.base import ChatModel, ModelReply, text_tool_call
 from runner.outcome import BudgetExhausted, Failed
@@ -50,14 +50,21 @@ def initial_messages(task: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task}]
 
 
+Snapshot = Callable[[list[dict[str, Any]]], dict[str, str] | None]
+
+
 def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, limits: Limits, emit: Emit,
-             first_turn: int = 1, context: ContextManager | None = None) -> LoopResult:
+             first_turn: int = 1, context: ContextManager | None = None, *,
+             tools: list[dict[str, Any]] | None = None, previous: list[dict[str, Any]] | None = None,
+             snapshot: Snapshot | None = None) -> LoopResult:
     """Runs until the model answers without tool calls. `messages` is only appended to, except
-    where the context manager prunes (in batches); a resumed conversation passes its history and
-    the number of its next turn."""
-    tools = env.registry.specs()
+    where the context manager prunes (in batches). A resumed conversation passes its history, the
+    number of its next turn, the recorded `tools` array and the `previous` run's last prompt (which
+    its first request must extend). `snapshot` keeps the messages as sent whenever they do not
+    simply extend this loop's previous request (runner/conversation.py rebuilds from them)."""
+    tools = env.registry.specs() if tools is None else tools
     names = [t["function"]["name"] for t in tools]
-    previous: list[dict[str, Any]] | None = None
+    sent: list[dict[str, Any]] | None = None  # this loop's previous request
     told: str | None = None  # what the previous final answer lacked, once the model has been told
     for turn in range(first_turn, first_turn + limits.max_turns):
         remaining = _remaining(limits)
@@ -68,13 +75,15 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
         estimated = estimate_tokens(len(prompt))
         for check in limits.checks:
             check(estimated)
+        previous = sent if sent is not None else previous
         extends = previous is not None and messages[: len(previous)] == previous
+        fresh = sent is None or messages[: len(sent)] != sent
         emit(ModelRequest(turn=turn, message_count=len(messages), estimated_tokens=estimated,
                           prompt_bytes=len(prompt.encode("utf-8")), prompt_sha256=sha256_text(prompt),
                           stage=context.stage if context else "none",
                           prefix_hash=sha256_text(serialize_prompt(messages[:2], tools)),
-                          extends_previous=extends))
-        previous = list(messages)
+                          extends_previous=extends, snapshot=snapshot(messages) if snapshot and fresh else None))
+        sent = list(messages)
         started = time.monotonic()
         reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=remaining)
         emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage, finish_reason=reply.finish_reason,
@@ -92,6 +101,7 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
             if told is not None:
                 raise Failed(f"the model's final answer {lacking[0]}, again after being told")
             told = lacking[0]
+            emit(UserMessage(turn=turn, reason=lacking[2], content=lacking[1]))
             messages.append({"role": "user", "content": lacking[1]})  # appended: the prefix stays as it was
             continue
         told = None
@@ -106,18 +116,19 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
 _CUT_OFF = frozenset({"length", "content_filter"})
 
 
-def unusable_answer(content: str | None, tools: list[str]) -> tuple[str, str] | None:
-    """(what is wrong, what the model is told) for a final answer that is no answer: empty, or a
-    tool call written as text (which was not run). None for an answer."""
+def unusable_answer(content: str | None, tools: list[str]) -> tuple[str, str, str] | None:
+    """(what is wrong, what the model is told, the user_message reason) for a final answer that is no
+    answer: empty, or a tool call written as text (which was not run). None for an answer."""
     if not (content or "").strip():
         return ("was empty", "[agent-run: your reply was empty. Answer the task in plain text, or call a tool "
-                             "through the tool_calls field of your reply.]")
+                             "through the tool_calls field of your reply.]", "empty_answer")
     tool = text_tool_call(content, tools)
     if tool is None:
         return None
     return (f"was a tool call written as text ({tool}), not a tool call",
             f"[agent-run: your reply is a call of `{tool}` written as text: it was not run. Call tools through the "
-            "tool_calls field of your reply (function calling), not in the text; answer in plain text when done.]")
+            "tool_calls field of your reply (function calling), not in the text; answer in plain text when done.]",
+            "text_tool_call")
 
 
 def placeholder(call_id: str, tool: str, arguments: str, content: str) -> str:

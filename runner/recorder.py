@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -20,12 +21,13 @@ from typing import Any
 
 from runner.events import Event, RunFinished, RunInterrupted
 from runner.integrity import seal
+from runner.lock import Lock, LockHeld, WorkspaceLock, acquire, lock_workspace
 from runner.mask import Masker
 from runner.outcome import Interrupted, RunEnded, Status, exit_code
 from runner.report.progress import Progress
 from runner.report.summary import SummaryBuilder
 from runner.report.transcript import transcript_of
-from runner.rundir import EventLog, LogBroken, create_run_dir, write_atomic, write_json
+from runner.rundir import EventLog, LogBroken, create_run_dir, portable, write_atomic, write_json
 from runner.tools.base import ToolContext
 
 
@@ -47,6 +49,7 @@ class Recording:
     summary: SummaryBuilder
     ctx: ToolContext
     answer: str | None = None
+    home: Path | None = None  # where printed commands are run from: the workspace, or a worktree run's origin
     extra: dict[str, Any] = field(default_factory=dict)  # more keys for summary.json
     finishers: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)  # amend the summary
     closers: list[Callable[[], None]] = field(default_factory=list)  # after the summary is built (sandbox)
@@ -100,10 +103,41 @@ def early_failure(reason: str) -> RunOutcome:
 
 
 def record(workspace: Path, runs_dir: Path, verbosity: int,
-           body: Callable[[Recording], tuple[Status, str | None]], stream_events: bool = False) -> RunOutcome:
+           body: Callable[[Recording], tuple[Status, str | None]], stream_events: bool = False, *,
+           shared_workspace: bool = False, continues: Path | None = None, home: Path | None = None) -> RunOutcome:
+    """Run `body` in a new run directory. The run holds its directory's lock, the workspace's (unless
+    `shared_workspace`) and, for a resume, fork or replay, the lock of the run it `continues`: a refusal
+    (exit 2) names the holder, before anything is created."""
+    locks: list[Lock | WorkspaceLock] = []
+    takeover = None
+    try:
+        if not shared_workspace:
+            locks.append(lock_workspace(workspace, runs_dir))
+        if continues is not None:
+            held = acquire(continues, f"run {continues.name}")
+            locks.append(held)
+            takeover = held.taken_over
+    except LockHeld as exc:
+        for lock in locks:
+            lock.release()
+        hint = ("; wait for it, or pass --shared-workspace to run beside it (each run then sees the other's "
+                "changes)" if exc.what.startswith("workspace") else "; wait for it to finish")
+        return early_failure(f"{exc}{hint}")
+    except OSError as exc:  # a read-only run directory (an unpacked artifact): continue it unlocked
+        print(f"agent-run: warning: cannot lock {continues}: {exc.strerror or exc}", file=sys.stderr)
+    try:
+        return _record(workspace, runs_dir, verbosity, body, stream_events, takeover, home or workspace)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Recording], tuple[Status, str | None]],
+            stream_events: bool, takeover: dict[str, Any] | None, home: Path) -> RunOutcome:
     try:
         run_id, run_dir = create_run_dir(runs_dir, workspace)
-    except OSError as exc:
+        own = acquire(run_dir, f"run {run_id}", run_id)
+    except (OSError, LockHeld) as exc:
         return early_failure(f"cannot create run directory in {runs_dir}: {exc}")
     masker = Masker(os.environ)  # one per run: every surface below writes through it
     log = EventLog(run_dir / "events.jsonl", run_id, sys.stdout if stream_events else None, masker)
@@ -115,7 +149,9 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
 
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
                     [log, summary, Progress(sys.stderr, verbosity, masker), track], summary,
-                    ToolContext(workspace=workspace, masker=masker))
+                    ToolContext(workspace=workspace, masker=masker), home=home)
+    if takeover:  # the run continued here was left locked by a process that is gone
+        rec.extra["lock_takeover"] = takeover
     signals = _Signals(rec.ctx)
     signals.install()
     status, reason, signum = Status.FAILED, None, None
@@ -149,6 +185,7 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         data = summary.build(status=status.value, exit_code=code, reason=reason,
                              duration_s=time.monotonic() - rec.started, answer=rec.answer)
         data.update(rec.extra, run_dir=str(run_dir))
+        data.update(commands_for(run_dir, home, data))
         for finish in rec.finishers:
             try:
                 finish(data)
@@ -165,8 +202,19 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
         except OSError as exc:
             print(f"agent-run: cannot write summary.json: {exc.strerror or exc}", file=sys.stderr)
         write_transcript(run_dir, data, masker)
+        own.release()  # last: a resume waiting on this run sees it sealed
         signals.restore()
     return RunOutcome(code, data, run_dir)
+
+
+def commands_for(run_dir: Path, workspace: Path, summary: dict[str, Any]) -> dict[str, str]:
+    """`resume` (and `replay`, with denials): the commands that continue this run, naming it as they are run
+    from the workspace root, so they work from a downloaded artifact too."""
+    ref = shlex.quote(portable(run_dir, workspace))
+    out = {"resume": f"agent-run resume {ref}"}
+    if summary.get("denials"):
+        out["replay"] = f"agent-run replay {ref} --approve"
+    return out
 
 
 def write_transcript(run_dir: Path, summary: dict[str, Any], masker: Masker) -> None:

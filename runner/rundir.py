@@ -37,6 +37,26 @@ def default_runs_dir(workspace: Path) -> Path:
     return workspace / ".agent-run" / "runs"
 
 
+def portable(path: Path | str, workspace: Path) -> str:
+    """A path as the commands a run prints name it: relative to the workspace when inside it (those
+    commands are run from the workspace root, on the CI runner or on a laptop after downloading the
+    artifact), else as it is."""
+    path = Path(path)
+    try:
+        rel = path.resolve().relative_to(workspace.resolve())
+    except ValueError:
+        return str(path)
+    return rel.as_posix() or "."
+
+
+def workspace_of(run_dir: Path) -> Path | None:
+    """The workspace a run directory sits in by the default layout (WORKSPACE/.agent-run/runs/ID)."""
+    parent = run_dir.resolve().parent
+    if parent.name == "runs" and parent.parent.name == ".agent-run":
+        return parent.parent.parent
+    return None
+
+
 def create_run_dir(runs_dir: Path, workspace: Path) -> tuple[str, Path]:
     state = workspace / ".agent-run"
     if runs_dir.resolve().is_relative_to(state.resolve()):

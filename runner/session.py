@@ -21,22 +21,22 @@ from runner.events import ModelRequest, ModelResponse, RunStarted
 from runner.guards.budget import Budget
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
-from runner.jsonutil import sha256_text
-from runner.loop import Limits, initial_messages, run_loop
+from runner.jsonutil import file_sha256, sha256_text
+from runner.loop import Limits, LoopResult, initial_messages, run_loop
 from runner.model.base import ChatModel
 from runner.model.catalog import price_for, window_for
 from runner.model.replay import ReplayModel
 from runner.outcome import Status, UsageError
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
-from runner.policy.load import load_policy
+from runner.policy.load import load_policy, policy_ref
 from runner.policy.match import compile_pattern, exact_pattern
 from runner.policy.model import Policy, Rule
 from runner.policy.targets import path_target
 from runner.recorder import Recording, RunOutcome, early_failure, record
 from runner.report.changes import ChangeTracker
 from runner.report.git import SafeGit
-from runner.rundir import default_runs_dir, write_atomic, write_json
+from runner.rundir import default_runs_dir, new_run_id, portable, write_atomic, write_json
 from runner.sandbox.session import start_sandbox
 from runner.settings import Settings, load_settings, policy_layer
 from runner.task import Task, parse_task
@@ -45,6 +45,7 @@ from runner.tools.registry import core_tools
 from runner.tools.spill import keep
 from runner.tools.truncate import Limits as TruncationLimits
 from runner.trust import EnvFiles, load_env_files, narrow, task_is_trusted
+from runner.workstate import end_state
 
 OWN_OUTPUTS = "<run outputs>"
 MIN_CONTEXT_WINDOW = 16_384
@@ -64,6 +65,8 @@ class RunOptions:
     stream_events: bool = False  # every event on stdout as it happens (--output-format stream-json)
     cli_settings: dict[str, Any] = field(default_factory=dict)  # only flags actually given
     verbosity: int = 1
+    isolate: str | None = None  # "worktree": run in a private copy of the workspace (runner/worktree.py)
+    shared_workspace: bool = False  # run beside another run in the same workspace
 
 
 def execute(opts: RunOptions) -> RunOutcome:
@@ -71,17 +74,57 @@ def execute(opts: RunOptions) -> RunOutcome:
     if not workspace.is_dir():
         return early_failure(f"workspace {workspace} is not a directory")
     runs_dir = Path(opts.runs_dir).expanduser().resolve() if opts.runs_dir else default_runs_dir(workspace)
-    return record(workspace, runs_dir, opts.verbosity, lambda rec: _run(opts, rec), opts.stream_events)
+    home = workspace
+    if opts.isolate == "worktree":
+        from runner.worktree import WorktreeError, create_worktree
+
+        try:
+            workspace = create_worktree(workspace, new_run_id())
+        except WorktreeError as exc:
+            return early_failure(str(exc))
+
+    def body(rec: Recording) -> tuple[Status, str | None]:
+        if workspace != home:
+            rec.extra["worktree"] = {"path": str(workspace), "of": str(home)}
+        return _run(opts, rec)
+
+    return record(workspace, runs_dir, opts.verbosity, body, opts.stream_events,
+                  shared_workspace=opts.shared_workspace or opts.isolate == "worktree", home=home)
 
 
 def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     task, task_path = _read_task(opts.task, rec.run_dir)
     files = load_env_files(opts.env_files)
     trusted = task_is_trusted(task_path, rec.workspace)
-    rec.extra.update(title=task.title, task_file=str(task_path) if task_path else "-", task_trusted=trusted)
+    rec.extra.update(title=task.title, task_file=portable(task_path, rec.workspace) if task_path else "-",
+                     task_trusted=trusted)
     policy = _load_policy(opts, files, task.policy, trusted)
-    rec.summary.policy = policy.path
     settings = _settings(opts, files, policy, task.overrides, trusted, rec)
+    agent = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md")
+    result = run_loop(initial_messages(task.text), agent.model, agent.env, agent.limits, rec.emit,
+                      context=agent.context, snapshot=agent.context.snapshot)
+    return conclude(rec, task, agent, result)
+
+
+@dataclass
+class Agent:
+    """What the loop runs with: built once per run by `prepare`."""
+
+    model: ChatModel
+    env: CallEnv
+    limits: Limits
+    context: ContextManager
+    tools: list[dict[str, Any]]
+
+
+def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
+            task_path: Path, *, tools: list[dict[str, Any]] | None = None, readable: tuple[Path, ...] = (),
+            **started: Any) -> Agent:
+    """Budgets, the model, the call hooks (policy, guards, sandbox), change tracking and `run_started`:
+    everything between a run's settings and its loop, the same for `run`, `resume` and `fork`.
+    `tools` is a recorded tools array (a continued run keeps its prefix); `readable` are earlier runs'
+    directories the agent may read (their spill files); `started` are extra run_started fields."""
+    rec.summary.policy = policy.path
     rec.summary.model = settings.model
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings, opts.cli_settings)
@@ -92,9 +135,8 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
         on_delta = TextDeltas(sys.stdout, rec.ctx.masker)
         rec.closers.insert(0, on_delta.close)
     model = make_model(settings, deadline, on_delta)
-    env = call_env(rec, policy, settings, deadline, _rerun_base(opts, policy, rec.workspace,
-                                                               task_path or rec.run_dir / "task.md"),
-                   sandbox_mode=opts.sandbox, environ=files.environ())
+    env = call_env(rec, policy, settings, deadline, _rerun_base(opts, policy, rec.workspace, task_path),
+                   sandbox_mode=opts.sandbox, environ=files.environ(), readable=readable)
     if isinstance(model, ReplayModel):  # policy.json is written by now (call_env)
         for why in model.differences(sha256_text(task.text), rec.run_dir / "policy.json"):
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
@@ -102,16 +144,21 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))
     rec.closers.insert(0, tracker.close)
+    tools = env.registry.specs() if tools is None else tools
+    write_json(rec.run_dir / "tools.json", tools)  # sealed: a resume sends exactly these
     rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
-                        sandbox=rec.ctx.sandbox.describe()))
+                        sandbox=rec.ctx.sandbox.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
+                        **started))
     limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,), (budget.on_reply,))
-    context = context_for(rec, policy, settings, model, env)
-    result = run_loop(initial_messages(task.text), model, env, limits, rec.emit, context=context)
+    return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools)
+
+
+def conclude(rec: Recording, task: Task, agent: Agent, result: LoopResult) -> tuple[Status, str | None]:
     rec.answer = result.answer
     if task.check:
-        failed = run_check(task.check, env, rec, result.turns)
+        failed = run_check(task.check, agent.env, rec, result.turns)
         if failed is not None:
             return failed
     return rec.finished_status()
@@ -171,10 +218,13 @@ def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any], m
     if patch:
         # A secret the agent wrote into a file is not copied into the artifact either.
         write_atomic(run_dir / "changes.patch", masker.mask(patch)[0] if masker is not None else patch)
+    # The state the run left the workspace in (sealed): a resume checks it before going on.
+    write_json(run_dir / "workspace.json", end_state(tracker.workspace, changed, tracker.base))
 
 
 def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float | None,
-             rerun: list[str], sandbox_mode: str | None = None, environ: dict[str, str] | None = None) -> CallEnv:
+             rerun: list[str], sandbox_mode: str | None = None, environ: dict[str, str] | None = None,
+             readable: tuple[Path, ...] = ()) -> CallEnv:
     """The call hooks for a run: the policy with the hard limits last, the tool context, the guards,
     and the sandbox every process of the run is started in."""
     rec.ctx.deadline = deadline
@@ -186,13 +236,14 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     rec.ctx.bash = policy.sections.get("bash", {})
     rec.ctx.web = policy.sections.get("web", {})
     # The agent may always read its own run (spill files, events for memory_search); never write it.
-    own_outputs = Rule("read", compile_pattern(exact_pattern(path_target(rec.workspace, rec.run_dir),
-                                                             subtree=True)), "allow", OWN_OUTPUTS, 0)
-    policy = policy.with_rules([own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
+    # A continued run may read the runs it continues (their spill files are named in its conversation).
+    own_outputs = [Rule("read", compile_pattern(exact_pattern(path_target(rec.workspace, d), subtree=True)),
+                        "allow", OWN_OUTPUTS, i) for i, d in enumerate((rec.run_dir, *readable))]
+    policy = policy.with_rules([*own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
     write_json(rec.run_dir / "policy.json", policy.resolved)
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
     guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
-    env = CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards)
+    env = CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards, home=rec.home)
     rec.ctx.authorize = lambda targets: authorize_within(env, rec.emit, targets)
     # Files grep, glob and list meet: decided like a read, not recorded; skipped unless allowed.
     rec.ctx.decide = policy_decider(env.policy)
@@ -336,17 +387,19 @@ def make_model(settings: Settings, deadline: float,
 
 
 def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Path) -> list[str]:
-    argv = ["agent-run", "--policy", policy.path, "--workspace", str(workspace)]
+    """`agent-run …` that reruns this task with approvals added: run from the workspace root, so it names
+    paths relative to it and a shipped policy by name (it works from a downloaded artifact, and the
+    model, which sees it, gets the same text on every machine)."""
+    argv = ["agent-run", "--policy", policy_ref(policy.path, workspace)]
     if opts.mode:
         argv += ["--mode", opts.mode]
     if opts.sandbox:
         argv += ["--sandbox", opts.sandbox]
     for env_file in opts.env_files:
-        argv += ["--env-file", str(Path(env_file).expanduser().resolve())]
+        argv += ["--env-file", portable(Path(env_file).expanduser(), workspace)]
     for flag, key in (("--max-turns", "max_turns"), ("--timeout", "timeout")):
         if key in opts.cli_settings:
             argv += [flag, str(opts.cli_settings[key])]
     for approval in opts.approvals:
         argv += ["--approve", approval]
-    return [*argv, str(task_path)]
-
+    return [*argv, portable(task_path, workspace)]

@@ -22,9 +22,14 @@ COMMANDS = {
     "batch": ("runner.cli.batch", "batch", "Run TASK... (each in its own run directory), print a table, exit with the "
               "worst code."),
     "cleanup": ("runner.cli.cleanup", "cleanup", "Remove run directories (and spill files) older than AGE."),
+    "fork": ("runner.cli.resume", "fork", "Start a new run from RUN_DIR's conversation as it was at a turn, leaving "
+             "RUN_DIR untouched: to try a different instruction (MESSAGE) from the same point."),
     "policy": ("runner.cli.policy", "policy", "Validate policies and predict their decisions."),
     "replay": ("runner.cli.replay", "replay_cmd", "Execute the denied calls of RUN_DIR exactly as the model asked, "
                "under that run's policy with just those calls approved; record them in a new run directory."),
+    "resume": ("runner.cli.resume", "resume", "Continue RUN_DIR's conversation in a new run, with fresh budgets: "
+               "after a budget, a timeout, a loop guard, a model outage, a denial, a kill, or a finished run (a "
+               "follow-up MESSAGE; - reads it from stdin)."),
     "run": ("runner.cli.run", "run", "Run TASK (a Markdown file, or - for stdin) headless."),
     "runs": ("runner.cli.runs", "runs", "List past runs and show what one of them did."),
     "sandbox": ("runner.cli.sandbox", "sandbox",

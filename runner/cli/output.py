@@ -87,16 +87,22 @@ def check_output_lines(summary: dict[str, Any], on_github: bool) -> list[str]:
 
 
 def next_command(outcome: RunOutcome) -> str | None:
-    """The one command that helps after a failure: approve and run the denied call(s), else read the run."""
+    """The one command that helps after a failure: approve and run the denied call(s); resume a run a
+    budget, a loop guard, the endpoint or a signal stopped; else read the run."""
     summary = outcome.summary
     denials = summary.get("denials") or []
     if len(denials) == 1 and denials[0].get("replay"):
         return str(denials[0]["replay"])
-    if denials and outcome.run_dir:
-        return f"agent-run replay {shlex.quote(str(outcome.run_dir))} --approve  # runs all {len(denials)} denied calls"
+    if denials and summary.get("replay"):
+        return f"{summary['replay']}  # runs all {len(denials)} denied calls"
+    if summary.get("status") in RESUMABLE and summary.get("resume"):
+        return f"{summary['resume']}  # continue where it stopped (add a message to steer it)"
     if outcome.run_dir:
         return f"agent-run runs show {shlex.quote(str(outcome.run_dir))} --transcript  # what the run did, turn by turn"
     return None
+
+
+RESUMABLE = frozenset({"budget_exhausted", "doom_loop", "model_error", "interrupted"})
 
 
 def case_of(summary: dict[str, Any], task_file: str) -> JUnitCase:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from runner.cli.output import finish, with_github
-from runner.outcome import EXIT_CODES, Status
 from runner.session import RunOptions, execute
 
 # runner.policy.load.shipped_names(), spelled out: that module imports jsonschema, too much for `--help`.
@@ -15,58 +16,73 @@ from runner.session import RunOptions, execute
 SHIPPED_POLICIES = ("ci", "default", "full-access", "strict")
 
 
-class _ExitUsage(click.UsageError):
-    exit_code = EXIT_CODES[Status.USAGE_ERROR]
+_OPTIONS = [
+    click.option("--policy", metavar="PATH|NAME",
+                 help=f"Policy file, or a shipped name ({', '.join(SHIPPED_POLICIES)}). [default: default]"),
+    click.option("--workspace", metavar="DIR", help="Directory the agent works in. [default: current directory]"),
+    click.option("--runs-dir", metavar="DIR", help="Where run directories go. [default: WORKSPACE/.agent-run/runs]"),
+    click.option("--model", metavar="NAME", help="Model name, or replay:RUN_DIR to replay a recorded run offline."),
+    click.option("--max-turns", type=click.IntRange(min=1), help="Stop after N model turns (exit 5)."),
+    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+                 help="Whole-run wall-clock limit (exit 5)."),
+    click.option("--max-tokens", type=click.IntRange(min=1), help="Prompt + completion token budget (exit 5)."),
+    click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+                 help="Cost budget from usage and the model's price (exit 5)."),
+    click.option("--context-window", type=click.IntRange(min=1), metavar="TOKENS",
+                 help="The model's context window, when the built-in table does not know it."),
+    click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN",
+                 help="Allow this for this run only, after all policy rules (repeatable)."),
+    click.option("--mode", type=click.Choice(["agent", "full_access"]),
+                 help="Override the policy's mode (full_access: ask becomes allow; deny stays deny)."),
+    click.option("--sandbox", type=click.Choice(["required", "auto", "off"]),
+                 help="OS sandbox for every command: refuse to run without it, use it when possible, or none. "
+                      "[default: the policy's sandbox.mode, else auto]"),
+    click.option("--env-file", "env_files", multiple=True, metavar="PATH",
+                 help="Read settings (AGENT_RUN_*, OPENAI_*) from this dotenv file, below the environment "
+                      "(repeatable; a later file wins). A workspace .env is never read by itself."),
+    click.option("--shared-workspace", is_flag=True,
+                 help="Run even while another run uses this workspace (each then sees the other's changes)."),
+    click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]),
+                 help="stdout: the final answer, the summary JSON, or every event as a JSON line as it happens."),
+    click.option("--junit", metavar="PATH", help="Also write a JUnit XML report (one testcase)."),
+    click.option("--stream/--no-stream", default=None, help="Stream model responses."),
+    click.option("-q", "--quiet", is_flag=True, help="No progress on stderr."),
+    click.option("-v", "--verbose", is_flag=True, help="More progress on stderr."),
+]
+
+
+def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options of `run`, shared by `resume` and `fork` (a continued run takes the same settings)."""
+    for option in reversed(_OPTIONS):
+        command = option(command)
+    return command
+
+
+def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions, str]:
+    """RunOptions from the shared options' values (and the output format in effect)."""
+    fmt = kw["output_format"] or os.environ.get("AGENT_RUN_OUTPUT_FORMAT") or "text"
+    given = {k: kw[k] for k in ("model", "max_turns", "timeout", "stream", "max_tokens", "max_cost_usd",
+                                 "context_window")}
+    opts = RunOptions(task=task, policy=kw["policy"], workspace=kw["workspace"], runs_dir=kw["runs_dir"],
+                      approvals=list(kw["approvals"]), mode=kw["mode"], sandbox=kw["sandbox"],
+                      env_files=list(kw["env_files"]), cli_settings={k: v for k, v in given.items() if v is not None},
+                      verbosity=0 if kw["quiet"] else (2 if kw["verbose"] else 1), stream_events=fmt == "stream-json",
+                      shared_workspace=kw["shared_workspace"], **more)
+    return opts, fmt
 
 
 @click.command("run")
 @click.argument("task", metavar="TASK")
-@click.option("--policy", metavar="PATH|NAME",
-              help=f"Policy file, or a shipped name ({', '.join(SHIPPED_POLICIES)}). [default: default]")
-@click.option("--workspace", metavar="DIR", help="Directory the agent works in. [default: current directory]")
-@click.option("--runs-dir", metavar="DIR", help="Where run directories go. [default: WORKSPACE/.agent-run/runs]")
-@click.option("--model", metavar="NAME", help="Model name, or replay:RUN_DIR to replay a recorded run offline.")
-@click.option("--max-turns", type=click.IntRange(min=1), help="Stop after N model turns (exit 5).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-              help="Whole-run wall-clock limit (exit 5).")
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Prompt + completion token budget (exit 5).")
-@click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD",
-              help="Cost budget from usage and the model's price (exit 5).")
-@click.option("--context-window", type=click.IntRange(min=1), metavar="TOKENS",
-              help="The model's context window, when the built-in table does not know it.")
-@click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN",
-              help="Allow this for this run only, after all policy rules (repeatable).")
-@click.option("--mode", type=click.Choice(["agent", "full_access"]),
-              help="Override the policy's mode (full_access: ask becomes allow; deny stays deny).")
-@click.option("--sandbox", type=click.Choice(["required", "auto", "off"]),
-              help="OS sandbox for every command: refuse to run without it, use it when possible, or none. "
-                   "[default: the policy's sandbox.mode, else auto]")
-@click.option("--env-file", "env_files", multiple=True, metavar="PATH",
-              help="Read settings (AGENT_RUN_*, OPENAI_*) from this dotenv file, below the environment "
-                   "(repeatable; a later file wins). A workspace .env is never read by itself.")
-@click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]),
-              help="stdout: the final answer, the summary JSON, or every event as a JSON line as it happens.")
-@click.option("--junit", metavar="PATH", help="Also write a JUnit XML report (one testcase).")
-@click.option("--stream/--no-stream", default=None, help="Stream model responses.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-@click.option("-v", "--verbose", is_flag=True, help="More progress on stderr.")
-def run(task: str, policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
-        max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
-        context_window: int | None, approvals: tuple[str, ...], mode: str | None, sandbox: str | None,
-        env_files: tuple[str, ...], output_format: str | None, junit: str | None,
-        stream: bool | None, quiet: bool, verbose: bool) -> None:
+@run_options
+@click.option("--isolate", type=click.Choice(["worktree"]),
+              help="Run in a private copy of the (git) workspace under WORKSPACE/.agent-run/worktrees/.")
+def run(task: str, isolate: str | None, **kw: Any) -> None:
     """Run TASK (a Markdown file, or - for stdin) headless.
 
     \b
     Exit codes: 0 success, 1 failed, 2 usage/config error, 3 denied,
     4 doom_loop, 5 budget_exhausted, 6 model_error, 130/143 interrupted.
     """
-    fmt = output_format or os.environ.get("AGENT_RUN_OUTPUT_FORMAT") or "text"
-    given = {"model": model, "max_turns": max_turns, "timeout": timeout, "stream": stream,
-             "max_tokens": max_tokens, "max_cost_usd": max_cost_usd, "context_window": context_window}
-    opts = RunOptions(task=task, policy=policy, workspace=workspace, runs_dir=runs_dir, approvals=list(approvals),
-                      mode=mode, sandbox=sandbox, env_files=list(env_files),
-                      cli_settings={k: v for k, v in given.items() if v is not None},
-                      verbosity=0 if quiet else (2 if verbose else 1), stream_events=fmt == "stream-json")
+    opts, fmt = options_from(task, kw, isolate=isolate)
     outcome, reporter = with_github(lambda: execute(opts))
-    finish(outcome, reporter, fmt=fmt, quiet=quiet, junit=junit, task_file=task)
+    finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"], task_file=task)

@@ -208,6 +208,15 @@ class ContextManager:
         digest = hashlib.sha256(Path(where).read_bytes()).hexdigest()[:16]
         return carried_line(tool, arguments, output, f"{where} sha256:{digest}")
 
+    def snapshot(self, messages: list[dict[str, Any]]) -> dict[str, str] | None:
+        """For model_request: the messages as sent, `{path: history/<n>.json, sha256}` (of the index file,
+        which names each message by the sha256 of its stored text: the chain a rebuild verifies)."""
+        where = self._snapshot(messages)
+        if where is None or self.history_dir is None:
+            return None
+        path = Path(where)
+        return {"path": f"{self.history_dir.name}/{path.name}", "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
     def _snapshot(self, messages: list[dict[str, Any]]) -> str | None:
         """The history as sent, before a summary: `history/<n>.json` lists the messages in order as
         {role, sha256}; each message is in `history/messages/<sha256>.json`, written once, read-only."""

@@ -34,6 +34,16 @@ def shipped_names() -> list[str]:
     return sorted(p.stem for p in shipped_dir().glob("*.jsonc"))
 
 
+def policy_ref(path: str, workspace: Path) -> str:
+    """How a printed command names a policy: a shipped one by its name, a file relative to the workspace."""
+    resolved = Path(path)
+    if resolved.parent == shipped_dir() and resolved.suffix == ".jsonc":
+        return resolved.stem
+    from runner.rundir import portable
+
+    return portable(resolved, workspace)
+
+
 def resolve_policy_path(spec: str, base: Path | None = None) -> Path:
     """A bare name (`strict`) is a shipped policy; anything else is a path."""
     if "/" not in spec and "\\" not in spec and not spec.endswith((".jsonc", ".json", ".json5")):

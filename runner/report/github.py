@@ -122,8 +122,8 @@ def annotations(summary: Mapping[str, Any], warnings: Iterable[str] = ()) -> lis
     if len(denials) > MAX_DENIAL_ANNOTATIONS:
         rest = len(denials) - MAX_DENIAL_ANNOTATIONS
         more = f"{rest} more denied call(s); see the job summary or summary.json"
-        if summary.get("run_dir"):
-            more += f"\nApprove them all: agent-run replay {summary['run_dir']} --approve"
+        if summary.get("replay"):
+            more += f"\nApprove them all: {summary['replay']}"
         lines.append(command("error", more, title="agent-run: more denials"))
 
     status = str(summary.get("status", ""))
@@ -343,9 +343,8 @@ def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT, *, rece
         if len(denials) > MAX_DENIAL_ROWS:
             out += ["", f"*… and {len(denials) - MAX_DENIAL_ROWS:,} more denied calls "
                         "(the list is cut here; all of them are in `summary.json`).*"]
-        if summary.get("run_dir"):
-            out += ["", "Approve and run every denied call:", "",
-                    _fenced(f"agent-run replay {shlex.quote(str(summary['run_dir']))} --approve", "sh")]
+        if summary.get("replay"):
+            out += ["", "Approve and run every denied call:", "", _fenced(str(summary["replay"]), "sh")]
         out.append("")
 
     loop = summary.get("loop")

@@ -1,0 +1,160 @@
+"""Who is using a run directory or a workspace right now.
+
+A run holds `RUN_DIR/.lock` for as long as it runs; `resume`, `fork` and `replay` take the lock
+of the run they continue, so a run that is still going (or is being resumed already) cannot be
+continued twice. The file says who holds it — `{pid, hostname, boot_id, started, run_id}` — and the
+holder keeps an `flock` on it: the kernel drops that the moment the process dies, SIGKILL included,
+so liveness never rests on a pid (which containers reuse). A lock file left by a dead holder is
+taken over, and the takeover is recorded by the caller.
+
+A workspace is locked the same way, on the workspace directory itself (no file the agent could
+delete): one run at a time unless `--shared-workspace`; the holder's details are found in the
+runs directory's live `.lock` files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LOCK_NAME = ".lock"
+
+
+class LockHeld(Exception):
+    """Another live process holds the lock; `holder` is what its lock file says (may be empty)."""
+
+    def __init__(self, what: str, holder: dict[str, Any]) -> None:
+        self.what = what
+        self.holder = holder
+        super().__init__(f"{what} is in use by {describe_holder(holder)}")
+
+
+def describe_holder(holder: dict[str, Any]) -> str:
+    if not holder:
+        return "another agent-run process"
+    where = f" on {holder['hostname']}" if holder.get("hostname") and holder["hostname"] != socket.gethostname() else ""
+    run = f" (run {holder['run_id']})" if holder.get("run_id") else ""
+    return f"pid {holder.get('pid', '?')}{where}, started {holder.get('started', '?')}{run}"
+
+
+def boot_id() -> str:
+    """Tells two boots (or two machines) apart, where a pid means nothing."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
+
+
+def holder_info(run_id: str | None = None) -> dict[str, Any]:
+    info: dict[str, Any] = {"pid": os.getpid(), "hostname": socket.gethostname(), "boot_id": boot_id(),
+                            "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")}
+    if run_id:
+        info["run_id"] = run_id
+    return info
+
+
+def read_holder(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@dataclass
+class Lock:
+    path: Path
+    fd: int
+    taken_over: dict[str, Any] | None  # the dead holder's record, when its lock file was left behind
+
+    def release(self) -> None:
+        if self.fd < 0:
+            return
+        # Unlink while still holding the flock: a process that opens the path after this gets a new file.
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(self.fd), os.stat(self.path)):
+                os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        self.fd = -1
+
+
+def acquire(run_dir: Path, what: str, run_id: str | None = None) -> Lock:
+    """Take `run_dir/.lock` or raise LockHeld at once (never waits). Raises OSError when the
+    directory cannot hold a lock file (read-only)."""
+    path = run_dir / LOCK_NAME
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = read_holder(path)
+            os.close(fd)
+            raise LockHeld(what, holder) from None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the holder released (unlinked) it between our open and our flock: try the new file
+    previous = read_holder(path)
+    data = (json.dumps(holder_info(run_id), sort_keys=True) + "\n").encode("utf-8")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
+    return Lock(path, fd, previous or None)
+
+
+def is_locked(run_dir: Path) -> dict[str, Any] | None:
+    """The holder of a live lock on this run directory, else None (no lock, or a dead holder's file)."""
+    path = run_dir / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return read_holder(path)
+    finally:
+        os.close(fd)
+    return None
+
+
+@dataclass
+class WorkspaceLock:
+    fd: int
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+
+def lock_workspace(workspace: Path, runs_dir: Path) -> WorkspaceLock:
+    """An exclusive flock on the workspace directory; LockHeld naming the running run when taken."""
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LockHeld(f"workspace {workspace}", running_holder(runs_dir)) from None
+    return WorkspaceLock(fd)
+
+
+def running_holder(runs_dir: Path) -> dict[str, Any]:
+    """The newest run in runs_dir whose lock is live (who holds the workspace, most likely)."""
+    with contextlib.suppress(OSError):
+        for run_dir in sorted((p for p in runs_dir.iterdir() if p.is_dir()), reverse=True):
+            holder = is_locked(run_dir)
+            if holder is not None:
+                return holder
+    return {}

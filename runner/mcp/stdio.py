@@ -1,0 +1,159 @@
+"""The stdio transport: starts an MCP server process with exactly the argv and environment it is given.
+
+Only the pipe and the process live here; the protocol (framing into JSON-RPC messages, the session, the
+handshake) is the SDK's — lines are parsed with its message adapter and handed to its `Client` as
+`SessionMessage`s, the `Transport` shape the SDK accepts. The SDK's own `stdio_client` cannot be used
+because it merges part of the runner's environment (HOME, USER, SHELL, TERM…) into the server's, and the
+sandbox wrap must decide the whole environment; it also hides the process id, which a hard kill on
+interrupt needs.
+
+Differences from the SDK's reader, on purpose: a stdout line that is not JSON-RPC is logged to the
+server's stderr log and dropped (servers that print a banner still work, and the start error can quote
+it), and a line over MAX_LINE ends the connection instead of growing memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import IO
+
+import anyio
+import mcp_types
+from anyio.abc import Process
+from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.message import SessionMessage
+
+MAX_LINE = 32 * 1024 * 1024
+STDIN_GRACE_S = 1.0  # after stdin closes, the spec's polite way to ask a server to exit
+TERM_GRACE_S = 1.0  # after SIGTERM to the process group, before SIGKILL
+REAP_S = 1.0
+
+
+@dataclass
+class ProcessState:
+    """What the transport learned about its process, read by the client from its own thread."""
+
+    pid: int | None = None
+    returncode: int | None = None
+    eof: bool = False  # the server closed its stdout by itself (exited), before any shutdown of ours
+    exited: bool = False  # ... and the reader has seen the process go (returncode is final)
+    shutting_down: bool = False
+    garbage: list[str] = field(default_factory=list)  # first non-JSON-RPC stdout lines, for error messages
+    on_exit: Callable[[], None] | None = None
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group now, from any thread; no-op once the process is known to be gone."""
+        if self.pid is None or self.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport(argv: list[str], env: dict[str, str], cwd: str | None, stderr: IO[bytes],
+                          state: ProcessState) -> AsyncIterator[tuple[object, object]]:
+    """Spawn `argv` (new session, so the group can be killed as one) and yield the SDK's stream pair."""
+    process: Process = await anyio.open_process(argv, env=env, cwd=cwd, stderr=stderr, start_new_session=True)
+    state.pid = process.pid
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    def note(text: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            stderr.write(f"[agent-run] {text}\n".encode(errors="replace"))
+            stderr.flush()
+
+    async def reader() -> None:
+        assert process.stdout is not None
+        buffer = b""
+        try:
+            async with read_writer:
+                async for chunk in process.stdout:
+                    buffer += chunk
+                    if len(buffer) > MAX_LINE and b"\n" not in buffer:
+                        note(f"stdout line longer than {MAX_LINE} bytes: connection closed")
+                        state.garbage.append(f"<a line over {MAX_LINE} bytes>")
+                        return
+                    *lines, buffer = buffer.split(b"\n")
+                    for raw in lines:
+                        line = raw.decode("utf-8", errors="replace").strip()
+                        if not line:
+                            continue
+                        try:
+                            message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        except ValueError:
+                            if len(state.garbage) < 5:
+                                state.garbage.append(line[:200])
+                            note(f"ignored stdout line that is not JSON-RPC: {line[:200]!r}")
+                            continue
+                        await read_writer.send(SessionMessage(message))
+                # Set before read_writer closes: the session's "connection closed" must find it.
+                state.eof = not state.shutting_down
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            pass
+        finally:
+            if not state.shutting_down:
+                await _wait_exit(process, REAP_S)
+                state.returncode = process.returncode
+                state.exited = True
+                if state.on_exit is not None:
+                    state.on_exit()
+
+    async def writer() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_reader:
+                async for message in write_reader:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_writer.aclose()  # the server stopped reading: pending requests must not wait forever
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            state.shutting_down = True
+            with anyio.CancelScope(shield=True):
+                await _stop(process, state)
+                for stream in (read_stream, write_stream, read_writer, write_reader):
+                    await stream.aclose()
+            tg.cancel_scope.cancel()
+
+
+async def _stop(process: Process, state: ProcessState) -> None:
+    """Close stdin, give the server STDIN_GRACE_S to exit, then SIGTERM and SIGKILL its whole group."""
+    if process.stdin is not None:
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdin.aclose()
+    if not await _wait_exit(process, STDIN_GRACE_S):
+        await terminate_posix_process_tree(process, TERM_GRACE_S)
+        await _wait_exit(process, REAP_S)
+    else:
+        # The leader is gone; children it left in its group are not.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    state.returncode = process.returncode
+    if process.stdout is not None:
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await process.stdout.aclose()
+    # The asyncio transport otherwise stays open (and warns at GC) while a child holds a pipe end.
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    close = getattr(transport, "close", None)
+    if callable(close):
+        with contextlib.suppress(PermissionError, RuntimeError):
+            close()
+
+
+async def _wait_exit(process: Process, timeout: float) -> bool:
+    """Poll returncode: asyncio's wait() also waits for pipe EOF, which a grandchild can hold off forever."""
+    with anyio.move_on_after(timeout):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
+    return process.returncode is not None

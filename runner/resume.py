@@ -1,0 +1,275 @@
+"""`agent-run resume` and `agent-run fork`: a recorded run's conversation, continued in a new run.
+
+The new run starts from the old run's conversation exactly as it was sent (runner/conversation.py),
+with the old run's recorded `tools` array, so its first request extends the old run's last one
+byte for byte and the provider's prompt cache holds. Then one user message says why the old run
+stopped (which loop, which budget, which denials; a fork: from which turn) and, if given, the
+person's MESSAGE. Budgets are fresh; the policy is the one given now, by default the old run's own
+snapshot (checked: sealed, or matching the hash its `run_started` recorded). The workspace must be
+in the state the run left it (runner/workstate.py). The old run is locked while it is continued
+and is never rewritten: only its append-only `continuations.jsonl` names the runs that continued it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.conversation import Conversation, ConversationError, rebuild, recorded_tools
+from runner.events import UserMessage
+from runner.integrity import TamperError, verify
+from runner.jsonutil import canonical, file_sha256
+from runner.loop import run_loop
+from runner.outcome import Status, UsageError
+from runner.policy.jsonc import PolicyError
+from runner.policy.limits import HARD_LIMIT
+from runner.policy.load import load_policy, parse_approval, policy_from_snapshot, resolve_policy_path
+from runner.policy.model import Policy
+from runner.recorder import Recording, RunOutcome, early_failure, record
+from runner.rundir import default_runs_dir, iter_events, portable, workspace_of
+from runner.session import OWN_OUTPUTS, RunOptions, conclude, prepare, settings_for
+from runner.settings import policy_layer
+from runner.task import parse_task
+from runner.trust import load_env_files
+from runner.workstate import WorkspaceMismatch, check
+
+CONTINUATIONS = "continuations.jsonl"
+
+
+@dataclass
+class ContinueOptions:
+    run: RunOptions  # the run options given now (`task` unused)
+    source: str | None  # RUN_DIR; None with `last`
+    kind: str = "resume"  # resume | fork
+    last: bool = False
+    message: str | None = None  # "-": read from stdin
+    at: int | None = None  # fork: keep turns 1..at
+    force: bool = False
+    apply_changes: bool = False
+    results: dict[str, str] = field(default_factory=dict)  # replay --continue: approved results by call id
+    extra: dict[str, Any] = field(default_factory=dict)  # more summary keys (replay_of, approved_calls)
+
+
+@dataclass
+class Source:
+    run_dir: Path
+    events: list[dict[str, Any]]
+    started: dict[str, Any]
+    summary: dict[str, Any] | None  # None: killed before its summary
+    sealed: bool
+
+    @property
+    def status(self) -> str:
+        return str(self.summary.get("status")) if self.summary else "killed"
+
+
+def execute_continue(opts: ContinueOptions) -> RunOutcome:
+    try:
+        source = load_source(locate(opts))
+        workspace = choose_workspace(opts.run.workspace, source)
+        message = read_message(opts.message)
+        if opts.kind == "fork" and opts.at is not None:
+            done = max((e["turn"] for e in source.events if e.get("type") == "model_response"), default=0)
+            if not 1 <= opts.at <= done:
+                raise UsageError(f"--at {opts.at}: {source.run_dir.name} has turns 1..{done}")
+        conversation = rebuild(source.run_dir, source.events, opts.at, opts.results)
+        tools = recorded_tools(source.run_dir)
+        policy = choose_policy(opts.run, source, workspace)
+        warning = None if opts.force else check(workspace, source.run_dir, apply=opts.apply_changes)
+    except (UsageError, ConversationError, WorkspaceMismatch) as exc:
+        reason = exc.reason if isinstance(exc, UsageError) else str(exc)
+        return early_failure(f"cannot {opts.kind} {opts.source or 'the last run'}: {reason}")
+    if warning:
+        print(f"agent-run: warning: {warning}", file=sys.stderr)
+    runs_dir = (Path(opts.run.runs_dir).expanduser().resolve() if opts.run.runs_dir else source.run_dir.parent)
+    home = workspace_of(source.run_dir) or workspace
+
+    def body(rec: Recording) -> tuple[Status, str | None]:
+        return _continue(opts, rec, source, conversation, tools, policy, message, home)
+
+    return record(workspace, runs_dir, opts.run.verbosity, body, opts.run.stream_events,
+                  shared_workspace=opts.run.shared_workspace, continues=source.run_dir, home=home)
+
+
+def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversation: Conversation,
+              tools: list[dict[str, Any]] | None, policy: Policy, message: str | None, home: Path) -> tuple[Status,
+                                                                                                           str | None]:
+    text = (source.run_dir / "task.md").read_text(encoding="utf-8")
+    (rec.run_dir / "task.md").write_text(text, encoding="utf-8")
+    task = parse_task(text, str(source.run_dir / "task.md"), "task")
+    origin = {"run_id": source.started["run_id"], "run_dir": portable(source.run_dir, home), "kind": opts.kind,
+              "at_turn": conversation.last_turn, "status": source.status}
+    rec.extra.update(title=(source.summary or {}).get("title") or task.title, resumed_from=origin,
+                     task_file=(source.summary or {}).get("task_file") or "-", **opts.extra)
+    files = load_env_files(opts.run.env_files)
+    lower = {**policy_layer(policy.sections), "model": source.started.get("model")}
+    settings = settings_for(opts.run.cli_settings, files.paths, lower)
+    agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
+                    readable=lineage(source), resumed_from=origin)
+    _append_continuation(source.run_dir, rec, origin)
+    turn = conversation.last_turn + 1
+    note = stop_note(source, opts.kind, conversation, message)
+    rec.emit(UserMessage(turn=turn, reason=opts.kind, content=note))
+    if conversation.masked is not None:
+        # The log kept `[REDACTED:kind]` where the original prompt had a secret: from this message on,
+        # the resumed prompt differs from the one the provider cached.
+        rec.extra["prompt_cache_break"] = {"message_index": conversation.masked,
+                                           "reason": "a masked secret in the history"}
+    messages = [*conversation.messages, {"role": "user", "content": note}]
+    result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, turn, context=agent.context,
+                      tools=agent.tools, previous=conversation.last_prompt, snapshot=agent.context.snapshot)
+    return conclude(rec, task, agent, result)
+
+
+def locate(opts: ContinueOptions) -> Path:
+    if opts.last:
+        workspace = Path(opts.run.workspace or os.getcwd()).expanduser().resolve()
+        runs = Path(opts.run.runs_dir).expanduser().resolve() if opts.run.runs_dir else default_runs_dir(workspace)
+        found = sorted((p for p in runs.glob("*/events.jsonl")), key=lambda p: p.parent.name)
+        if not found:
+            raise UsageError(f"--last: no runs in {runs}")
+        return found[-1].parent
+    if not opts.source:
+        raise UsageError("name the run directory to continue, or pass --last")
+    path = Path(opts.source).expanduser()
+    if not path.is_dir() and opts.run.workspace:
+        path = Path(opts.run.workspace).expanduser() / opts.source
+    if not (path / "events.jsonl").is_file():
+        raise UsageError(f"{opts.source} is not a run directory (no events.jsonl)")
+    return path.resolve()
+
+
+def load_source(run_dir: Path) -> Source:
+    """The run, verified: a sealed run must verify whole; a killed one's log must chain up to its last line."""
+    try:
+        sealed = verify(run_dir)
+    except FileNotFoundError as exc:
+        raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
+    except TamperError as exc:
+        raise UsageError(f"refusing to continue it: {exc}") from None
+    events = list(iter_events(run_dir / "events.jsonl"))
+    started = next((e for e in events if e.get("type") == "run_started"), None)
+    if started is None:
+        raise UsageError(f"{run_dir}: the run never started (no run_started event)")
+    summary = None
+    if sealed is not None:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    return Source(run_dir, events, started, summary, sealed is not None)
+
+
+def choose_workspace(given: str | None, source: Source) -> Path:
+    """--workspace; else the workspace the run recorded, if it is here; else the one the run directory sits in
+    (WORKSPACE/.agent-run/runs/ID, as unpacked from an artifact); else the current directory."""
+    if given:
+        path = Path(given).expanduser().resolve()
+    else:
+        recorded = Path(source.started.get("workspace") or "")
+        path = (recorded if recorded.is_absolute() and recorded.is_dir()
+                else workspace_of(source.run_dir) or Path.cwd()).resolve()
+    if not path.is_dir():
+        raise UsageError(f"workspace {path} is not a directory")
+    return path
+
+
+def choose_policy(opts: RunOptions, source: Source, workspace: Path) -> Policy:
+    """--policy (a file or a shipped name) beats the run's own policy.json, which is used only when it
+    verifies: sealed, or — a killed run — equal to the hash its run_started recorded."""
+    approvals = [parse_approval(a, i) for i, a in enumerate(opts.approvals)] if opts.approvals else []
+    try:
+        if opts.policy:
+            policy = load_policy(opts.policy)
+        else:
+            snapshot = source.run_dir / "policy.json"
+            recorded = source.started.get("policy_sha256")
+            if not source.sealed and (recorded is None or file_sha256(snapshot) != recorded):
+                raise UsageError(f"{source.run_dir.name} was killed before its summary and its policy snapshot "
+                                 "cannot be checked; name the policy with --policy")
+            policy = policy_from_snapshot(json.loads(snapshot.read_text(encoding="utf-8")), source.started["policy"])
+            policy.rules = [r for r in policy.rules if r.source not in (HARD_LIMIT, OWN_OUTPUTS, "--approve")]
+            _warn_if_changed(policy, source.started["policy"], workspace)
+        if approvals:
+            policy = policy.with_rules(approvals)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
+    return policy.with_mode(opts.mode) if opts.mode else policy
+
+
+def _warn_if_changed(snapshot: Policy, path: str, workspace: Path) -> None:
+    try:
+        current = load_policy(str(resolve_policy_path(path)))
+    except (PolicyError, OSError, FileNotFoundError):
+        return
+    mine = [(r.domain, r.pattern.raw, r.decision) for r in snapshot.rules if r.source in snapshot.files]
+    theirs = [(r.domain, r.pattern.raw, r.decision) for r in current.rules if r.source in current.files]
+    if mine != theirs or current.mode != snapshot.mode:
+        print(f"agent-run: warning: {portable(path, workspace)} changed since the run; continuing under the run's "
+              "snapshot of it (pass --policy to use the file as it is now)", file=sys.stderr)
+
+
+def read_message(message: str | None) -> str | None:
+    if message != "-":
+        return message
+    try:
+        return sys.stdin.buffer.read().decode("utf-8").strip() or None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the message on stdin is not UTF-8 text (byte {exc.start})") from None
+
+
+def lineage(source: Source) -> tuple[Path, ...]:
+    """The run and the runs it continued (their spill files are named in the conversation)."""
+    out, started, seen = [source.run_dir], source.started, {source.run_dir}
+    while isinstance(started.get("resumed_from"), dict):
+        parent = source.run_dir.parent / str(started["resumed_from"].get("run_id"))
+        if parent in seen or not (parent / "events.jsonl").is_file():
+            break
+        seen.add(parent)
+        out.append(parent)
+        started = next((e for e in iter_events(parent / "events.jsonl") if e.get("type") == "run_started"), {})
+    return tuple(out)
+
+
+def _append_continuation(run_dir: Path, rec: Recording, origin: dict[str, Any]) -> None:
+    """One line in the old run's continuations.jsonl; the old run's sealed files are never touched."""
+    line = canonical({"run_id": rec.run_id, "run_dir": portable(rec.run_dir, rec.home or rec.workspace),
+                      "kind": origin["kind"], "at_turn": origin["at_turn"],
+                      "ts": dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")})
+    try:
+        with open(run_dir / CONTINUATIONS, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    except OSError as exc:  # a read-only artifact: the new run still names its origin
+        print(f"agent-run: warning: cannot record the continuation in {run_dir}: {exc.strerror or exc}",
+              file=sys.stderr)
+
+
+def stop_note(source: Source, kind: str, conversation: Conversation, message: str | None) -> str:
+    """The user message that opens the continuation: why the run stopped, then the person's message."""
+    summary = source.summary or {}
+    reason = summary.get("reason") or ""
+    turn = conversation.last_turn
+    if kind == "fork":
+        head = (f"[agent-run: this conversation was forked from run {source.started['run_id']} after turn {turn}; "
+                "it goes on from here in a new run.]")
+    elif source.status == "killed":
+        head = (f"[agent-run: the run was killed after turn {turn} and left no summary. It is resumed now; check "
+                "the state of what you were doing before you go on.]")
+    elif source.status == "doom_loop":
+        loop = summary.get("loop") or {}
+        which = f" ({loop.get('detector')}, {loop.get('tool') or 'calls'})" if loop.get("detector") else ""
+        head = (f"[agent-run: the run was stopped by a loop guard{which}: {reason}. It is resumed now; do not repeat "
+                "those calls: try a different approach.]")
+    elif source.status == "denied":
+        denied = "; ".join(str(d.get("target") or d.get("tool")) for d in (summary.get("denials") or [])[:5])
+        head = (f"[agent-run: the run ended with calls the policy denied ({denied}). It is resumed now under the "
+                "policy given for this run; a denied call is still denied unless it was approved.]")
+    elif source.status == "success":
+        head = "[agent-run: the run had finished. It is resumed now with a follow-up.]"
+    else:
+        head = f"[agent-run: the run stopped ({source.status}: {reason}). It is resumed now with fresh budgets.]"
+    if conversation.unanswered:
+        head += f" [{len(conversation.unanswered)} call(s) of turn {turn} were not executed before it stopped.]"
+    return f"{head}\n\n{message}" if message else head

@@ -1,0 +1,79 @@
+"""A private copy of a git workspace for one run (`--isolate worktree`, `batch -j N`).
+
+`WORKSPACE/.agent-run/worktrees/<name>` is a local clone of the repository (objects hard-linked,
+so it costs little), checked out at the workspace's HEAD, with the workspace's uncommitted changes
+to tracked files applied on top. It is a clone rather than `git worktree add` on purpose: nothing
+is written into the workspace's `.git`, the clone has a config of its own (no filter, hook or
+fsmonitor the workspace's config names can run), and it is self-contained, so the sandbox needs
+to show nothing outside it. Untracked files are not copied. Two runs in two worktrees never see
+each other's changes; each run's `changes.patch` is its own.
+
+Worktrees are kept after the run (its workspace, for `resume`); `agent-run cleanup` removes old ones.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from runner.report.git import HARDENING, SAFE_ENV, SafeGit, find_repo
+
+WORKTREES = Path(".agent-run") / "worktrees"
+
+
+class WorktreeError(Exception):
+    pass
+
+
+def worktrees_dir(workspace: Path) -> Path:
+    repo = find_repo(workspace)
+    return (repo.top if repo else workspace) / WORKTREES
+
+
+def create_worktree(workspace: Path, name: str) -> Path:
+    """The workspace's counterpart inside a new worktree (the same subdirectory, if the workspace is one)."""
+    repo = find_repo(workspace)
+    if repo is None:
+        raise WorktreeError(f"{workspace} is not in a git work tree: a worktree needs git (pass --shared-workspace "
+                            "to run in it as it is)")
+    source = SafeGit(workspace)
+    try:
+        head = source("rev-parse", "--verify", "-q", "HEAD").stdout.strip()
+        if not head:
+            raise WorktreeError(f"{repo.top} has no commit yet: a worktree starts from HEAD")
+        dirty = source("diff", "--binary", "--no-ext-diff", "--no-textconv", "HEAD", "--", ".",
+                       ":(exclude).agent-run").stdout
+    finally:
+        source.close()
+    dest = repo.top / WORKTREES / name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    ignore = repo.top / ".agent-run" / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n", encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="agent-run-wt-") as home:
+        env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", HOME=home, GIT_TERMINAL_PROMPT="0",
+                   GIT_ATTR_NOSYSTEM="1")
+
+        def git(*args: str, cwd: Path = dest, stdin: str | None = None) -> None:
+            done = subprocess.run(["git", *HARDENING, *args], cwd=cwd, env=env, input=stdin, capture_output=True,
+                                  text=True, timeout=300)
+            if done.returncode != 0:
+                raise WorktreeError(f"git {args[0]} failed: {done.stderr.strip()[-500:]}")
+
+        links = ("--no-hardlinks",) if _cross_device(repo.common_dir, dest.parent) else ()
+        git("-c", "protocol.file.allow=always", "clone", "--quiet", "--local", "--no-checkout", *links, str(repo.top),
+            str(dest), cwd=dest.parent)
+        git("checkout", "--quiet", "--detach", head)
+        if dirty:
+            git("apply", "--binary", "--whitespace=nowarn", "-", stdin=dirty)
+    return dest / workspace.resolve().relative_to(repo.top)
+
+
+def _cross_device(a: Path, b: Path) -> bool:
+    try:
+        return os.stat(a).st_dev != os.stat(b).st_dev
+    except OSError:
+        return True
