@@ -14,8 +14,10 @@ Worktrees are kept after the run (its workspace, for `resume`); `agent-run clean
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from runner.report.git import HARDENING, SAFE_ENV, SafeGit, find_repo
@@ -77,3 +79,20 @@ def _cross_device(a: Path, b: Path) -> bool:
         return os.stat(a).st_dev != os.stat(b).st_dev
     except OSError:
         return True
+
+
+def remove_older_worktrees(workspace: Path, max_age_s: float, *, dry_run: bool = False) -> list[Path]:
+    """Worktrees not touched for max_age_s (`agent-run cleanup`)."""
+    root = worktrees_dir(workspace)
+    cutoff = time.time() - max_age_s
+    removed = []
+    for tree in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            old = tree.stat().st_mtime < cutoff
+        except OSError:
+            continue
+        if old:
+            if not dry_run:
+                shutil.rmtree(tree, ignore_errors=True)
+            removed.append(tree)
+    return removed

@@ -28,6 +28,7 @@ from runner.events import (
     RunStarted,
     ToolCall,
     ToolResult,
+    UserMessage,
 )
 from runner.jsonutil import sha256_text
 from runner.model.base import assistant_message, usage_dict
@@ -61,7 +62,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 12
+    assert len(types_) == len(EVENTS) == 13
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -117,7 +118,8 @@ def examples(run_id: str) -> list[Event]:
         ModelRequest(turn=1, message_count=2, estimated_tokens=120, prompt_bytes=480, prompt_sha256=SHA,
                      stage="none", prefix_hash=SHA, extends_previous=False),
         ModelRequest(turn=9, message_count=12, estimated_tokens=9000, prompt_bytes=36000, prompt_sha256=SHA,
-                     stage="hard_clear", prefix_hash=SHA, extends_previous=True),
+                     stage="hard_clear", prefix_hash=SHA, extends_previous=False,
+                     snapshot={"path": "history/2.json", "sha256": SHA}),
         Compaction(turn=9, stage="hard_clear", before_tokens=9000, after_tokens=4000, cleared={"bash": 3},
                    summary=None, history=None),
         Compaction(turn=12, stage="summarize", before_tokens=12000, after_tokens=3000, cleared={},
@@ -162,6 +164,11 @@ def examples(run_id: str) -> list[Event]:
         RunInterrupted(signal="SIGTERM", during="start"),
         RunFinished(status="success", exit_code=0, reason=None, turns=2, tool_calls=1),
         RunFinished(status="interrupted", exit_code=130, reason="interrupted by SIGINT", turns=0, tool_calls=0),
+        UserMessage(turn=4, reason="resume", content="[agent-run: the run stopped …]\n\ngo on"),
+        RunStarted(version="0.1.0", model="gpt-4o-mini", policy="strict", mode="agent", workspace="/w",
+                   task_sha256=SHA, max_turns=50, timeout_s=1800.0, policy_sha256=SHA,
+                   resumed_from={"run_id": RUN_ID, "run_dir": ".agent-run/runs/" + RUN_ID, "kind": "fork",
+                                 "at_turn": 3, "status": "killed"}),
     ]
 
 

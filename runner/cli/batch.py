@@ -2,7 +2,14 @@
 
 Each task runs as its own `agent-run run` process (isolation: one task's crash or
 signal handling cannot take the others down). A signal to the batch is passed on
-to every running task, which each finish their run directory as usual.
+to every running task, which each finish their run directory as usual; tasks not
+started yet are not started.
+
+Parallel tasks must not share a working tree: each would list the others' edits as its own
+(`changed_files`, `changes.patch`), and a run locks its workspace against that. So with
+`-j N > 1` every task gets a worktree of its own (`run --isolate worktree`), which needs git;
+a non-git workspace is refused unless `--shared-workspace` says the sharing is wanted.
+See docs/batch.md.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -20,68 +28,213 @@ from typing import Any
 import click
 
 from runner.cli.output import case_of
+from runner.outcome import EXIT_CODES, Status
 from runner.report.junit import write_junit
+from runner.rundir import default_runs_dir, write_json
+
+USAGE_ERROR = EXIT_CODES[Status.USAGE_ERROR]  # a refusal is one
 
 
 @click.command("batch")
 @click.argument("tasks", nargs=-1, required=True, metavar="TASK...")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Tasks run at once.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tasks run at once. Above 1, each task runs in its own git worktree.")
 @click.option("--junit", metavar="PATH", help="One JUnit XML file with one testcase per task.")
+@click.option("--batch-json", metavar="PATH",
+              help="Where to write the batch's result (every task's run dir, status, exit code). "
+                   "[default: RUNS_DIR/batch.json]")
+@click.option("--output-format", type=click.Choice(["text", "json"]),
+              help="stdout: a table, or the batch.json object. [default: text]")
 @click.option("--policy", metavar="PATH|NAME")
 @click.option("--workspace", metavar="DIR")
+@click.option("--runs-dir", metavar="DIR", help="As `run --runs-dir`. [default: WORKSPACE/.agent-run/runs]")
 @click.option("--model", metavar="NAME")
 @click.option("--max-turns", type=click.IntRange(min=1))
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="As `run --max-tokens` (each task's own budget).")
 @click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD")
+@click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN",
+              help="As `run --approve`, for every task (repeatable).")
+@click.option("--mode", type=click.Choice(["agent", "full_access"]), help="As `run --mode`.")
 @click.option("--sandbox", type=click.Choice(["required", "auto", "off"]), help="As `run --sandbox`.")
 @click.option("--env-file", "env_files", multiple=True, metavar="PATH", help="As `run --env-file` (repeatable).")
-def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, policy: str | None, workspace: str | None,
-          model: str | None, max_turns: int | None, timeout: float | None, max_cost_usd: float | None,
-          sandbox: str | None, env_files: tuple[str, ...]) -> None:
-    """Run TASK... (each in its own run directory), print a table, exit with the worst code."""
+@click.option("--isolate", type=click.Choice(["worktree"]),
+              help="Each task in its own worktree even with -j 1 (with -j above 1 this is the default).")
+@click.option("--shared-workspace", is_flag=True,
+              help="Run parallel tasks in the workspace itself, sharing it (each sees the others' changes); "
+                   "needed for -j above 1 outside git.")
+def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str | None, output_format: str | None,
+          policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
+          max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
+          approvals: tuple[str, ...], mode: str | None, sandbox: str | None, env_files: tuple[str, ...],
+          isolate: str | None, shared_workspace: bool) -> None:
+    """Run TASK... (each in its own run directory), print a table, exit with the worst code.
+
+    \b
+    -j 1 runs the tasks one after another in the workspace itself. -j N above 1
+    runs each task in its own worktree under WORKSPACE/.agent-run/worktrees/, so
+    each run's changes.patch is its own; that needs a git workspace with a
+    commit, else the batch is refused (exit 2) unless --shared-workspace.
+    The result is also written to --batch-json as JSON:
+    {exit_code, tasks: [{task, run_dir, status, exit_code, duration_s, worktree, ...}]}.
+    See docs/batch.md.
+    """
+    env_format = os.environ.get("AGENT_RUN_OUTPUT_FORMAT")
+    fmt = output_format or (env_format if env_format in ("text", "json") else "text")
+    home = Path(workspace or os.getcwd()).expanduser().resolve()
+    isolation = _isolation(home, jobs, isolate, shared_workspace)
+    if isinstance(isolation, _Refusal):
+        _refuse(str(isolation), fmt)
+        return
+
     common: list[str] = []
-    for flag, value in (("--policy", policy), ("--workspace", workspace), ("--model", model),
-                        ("--max-turns", max_turns), ("--timeout", timeout), ("--max-cost-usd", max_cost_usd),
+    for flag, value in (("--policy", policy), ("--workspace", workspace), ("--runs-dir", runs_dir),
+                        ("--model", model), ("--max-turns", max_turns), ("--timeout", timeout),
+                        ("--max-tokens", max_tokens), ("--max-cost-usd", max_cost_usd), ("--mode", mode),
                         ("--sandbox", sandbox)):
         if value is not None:
             common += [flag, str(value)]
+    for approval in approvals:
+        common += ["--approve", approval]
     for env_file in env_files:
         common += ["--env-file", env_file]
+    if isolation == "worktree":
+        common += ["--isolate", "worktree"]
+    elif isolation == "shared":
+        common += ["--shared-workspace"]
+
+    summaries = _run_all(tasks, jobs, common)
+    worst = max(int(s.get("exit_code") or 0) for s in summaries)
+    result = {"exit_code": worst, "jobs": jobs, "isolation": isolation, "workspace": str(home),
+              "tasks": [_entry(t, s) for t, s in zip(tasks, summaries, strict=True)]}
+    runs_root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir(home)
+    out = Path(batch_json).expanduser() if batch_json else runs_root / "batch.json"
+    _write_result(out, result)
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        _print_table(tasks, summaries)
+        click.echo(f"agent-run: batch result: {out}", err=True)
+    if junit:
+        write_junit(junit, [case_of(s, t) for t, s in zip(tasks, summaries, strict=True)])
+    sys.exit(worst)
+
+
+class _Refusal(str):
+    """Why the batch will not start (exit 2)."""
+
+
+def _isolation(home: Path, jobs: int, isolate: str | None, shared: bool) -> str | _Refusal:
+    """How the tasks share the workspace: "worktree" (each its own), "shared" (all in it at once) or
+    "none" (one after another in it). Decided before any task starts, so a refusal runs nothing."""
+    if not home.is_dir():
+        return _Refusal(f"workspace {home} is not a directory")
+    if isolate and shared:
+        return _Refusal("--isolate worktree and --shared-workspace contradict each other: choose one")
+    if shared:
+        return "shared"
+    if isolate is None and jobs == 1:
+        return "none"
+    problem = _worktree_problem(home)
+    if problem is None:
+        return "worktree"
+    if isolate:
+        return _Refusal(f"--isolate worktree: {problem}")
+    return _Refusal(f"-j {jobs} runs tasks at once, each in its own worktree, but {problem}. Pass "
+                    "--shared-workspace to run them all in the workspace itself (each run then lists the "
+                    "others' changes as its own), or -j 1 to run them one after another")
+
+
+def _worktree_problem(home: Path) -> str | None:
+    """Why no worktree can be made of this workspace (runner/worktree.py would fail in every task), else None."""
+    from runner.report.git import SafeGit, find_repo
+
+    repo = find_repo(home)
+    if repo is None:
+        return f"{home} is not in a git work tree"
+    git = SafeGit(home)
+    try:
+        head = git("rev-parse", "--verify", "-q", "HEAD").stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"git could not read {repo.top} ({exc})"
+    finally:
+        git.close()
+    return None if head else f"{repo.top} has no commit yet (a worktree starts from HEAD)"
+
+
+def _refuse(reason: str, fmt: str) -> None:
+    if fmt == "json":  # a consumer of stdout gets an object either way, shaped like `run`'s usage error
+        click.echo(json.dumps({"status": "usage_error", "exit_code": USAGE_ERROR, "reason": reason, "tasks": []},
+                              indent=2, sort_keys=True, ensure_ascii=False))
+    click.echo(f"agent-run: usage_error (exit {USAGE_ERROR}): {reason}", err=True)
+    sys.exit(USAGE_ERROR)
+
+
+def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[str, Any]]:
+    """Every task's summary (what its `run --output-format json` printed), in the order of `tasks`."""
     children: set[subprocess.Popen[str]] = set()
     lock = threading.Lock()
+    stopped: list[int] = []  # the signal that stopped the batch: tasks still queued are not started
 
     def forward(signum: int, _frame: Any) -> None:
         with lock:
+            stopped.append(signum)
             for child in children:
                 if child.poll() is None:
                     child.send_signal(signum)
 
-    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-
     def run_one(task: str) -> dict[str, Any]:
         argv = [*_self_argv(), "run", "--output-format", "json", "-q", *common, task]
-        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 stdin=subprocess.DEVNULL)
+        started = time.monotonic()
         with lock:
+            if stopped:
+                return {"status": "not_started", "exit_code": 128 + stopped[0],
+                        "reason": f"the batch was stopped by {signal.Signals(stopped[0]).name} first"}
+            child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     stdin=subprocess.DEVNULL)
             children.add(child)
         out, err = child.communicate()
         with lock:
             children.discard(child)
+        # A child killed by a signal has a negative returncode; as a shell would, 128 + the signal.
+        code = child.returncode if child.returncode >= 0 else 128 - child.returncode
         try:
             summary = json.loads(out)
         except json.JSONDecodeError:
-            summary = {"status": "usage_error", "exit_code": child.returncode,
+            summary = {"status": "usage_error" if code == USAGE_ERROR else "failed", "exit_code": code,
                        "reason": (err.strip().splitlines() or ["no summary"])[-1]}
-        summary.setdefault("exit_code", child.returncode)
+        if not isinstance(summary, dict):
+            summary = {"status": "failed", "exit_code": code, "reason": "the run printed no summary object"}
+        summary.setdefault("exit_code", code)
+        summary.setdefault("duration_s", round(time.monotonic() - started, 3))
         return summary
 
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            summaries = list(pool.map(run_one, tasks))
+            return list(pool.map(run_one, tasks))
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
 
+
+def _entry(task: str, summary: dict[str, Any]) -> dict[str, Any]:
+    worktree = summary.get("worktree")
+    return {"task": task, "run_dir": summary.get("run_dir"), "run_id": summary.get("run_id"),
+            "status": summary.get("status"), "exit_code": summary.get("exit_code"),
+            "duration_s": summary.get("duration_s"), "turns": summary.get("turns"), "reason": summary.get("reason"),
+            "worktree": worktree.get("path") if isinstance(worktree, dict) else None}
+
+
+def _write_result(path: Path, result: dict[str, Any]) -> None:
+    try:  # atomically: a CI step reading it never sees half a file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, result)
+    except OSError as exc:  # the tasks have run: their outcome (the exit code) matters more than this file
+        click.echo(f"agent-run: warning: could not write {path}: {exc}", err=True)
+
+
+def _print_table(tasks: tuple[str, ...], summaries: list[dict[str, Any]]) -> None:
     rows = [(t, s.get("status", "?"), str(s.get("exit_code")), str(s.get("turns", "")),
              f"{s.get('duration_s', 0) or 0:.1f}s", s.get("run_dir") or s.get("reason") or "")
             for t, s in zip(tasks, summaries, strict=True)]
@@ -89,10 +242,6 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, policy: str | No
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
     for row in [header, *rows]:
         click.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5])
-    if junit:
-        write_junit(junit, [case_of(s, t) for t, s in zip(tasks, summaries, strict=True)])
-    worst = max(int(s.get("exit_code") or 0) for s in summaries)
-    sys.exit(worst)
 
 
 def _self_argv() -> list[str]:

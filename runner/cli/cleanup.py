@@ -31,7 +31,10 @@ def parse_age(text: str) -> float:
 @click.option("--spills-only", is_flag=True, help="Keep run directories; remove only old spill files.")
 @click.option("--dry-run", is_flag=True, help="List what would be removed.")
 def cleanup(workspace: str, runs_dir: str | None, older_than: str, spills_only: bool, dry_run: bool) -> None:
-    """Remove run directories (and spill files) older than AGE."""
+    """Remove run directories (and spill files) older than AGE.
+
+    Also removes worktrees (WORKSPACE/.agent-run/worktrees/) older than AGE; a run that is still going is
+    never removed."""
     try:
         age = parse_age(older_than)
     except ValueError as exc:
@@ -39,6 +42,10 @@ def cleanup(workspace: str, runs_dir: str | None, older_than: str, spills_only: 
         sys.exit(EXIT_CODES[Status.USAGE_ERROR])
     root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir(Path(workspace).resolve())
     removed = remove_older_than(root, age, spills_only=spills_only, dry_run=dry_run)
+    if not spills_only:
+        from runner.worktree import remove_older_worktrees
+
+        removed += remove_older_worktrees(Path(workspace).resolve(), age, dry_run=dry_run)
     for path in removed:
         click.echo(str(path))
     verb = "would remove" if dry_run else "removed"

@@ -50,8 +50,9 @@ def resume(run_dir: str | None, message: str | None, last: bool, force: bool, ap
 @run_options
 def fork(run_dir: str, message: str | None, at: int | None, force: bool, apply_changes: bool, **kw: Any) -> None:
     """Start a new run from RUN_DIR's conversation as it was at a turn, leaving RUN_DIR untouched: to try a
-    different instruction (MESSAGE) from the same point. Files are not rewound: the workspace is the one
-    the run left (checked as for `resume`)."""
+    different instruction (MESSAGE) from the same point.
+
+    Files are not rewound: the workspace is the one the run left (checked as for `resume`)."""
     opts, fmt = options_from("-", kw)
     cont = ContinueOptions(opts, run_dir, "fork", message=message, at=at, force=force, apply_changes=apply_changes)
     outcome, reporter = with_github(lambda: execute_continue(cont))

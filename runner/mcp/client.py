@@ -131,6 +131,10 @@ class McpServer:
         except McpStartError:
             self.close()
             raise
+        except BaseException:  # KeyboardInterrupt while waiting: leave no process behind
+            self.kill()
+            self.close(timeout_s=1.0)
+            raise
         return self
 
     def close(self, timeout_s: float = CLOSE_WAIT_S) -> None:
@@ -216,8 +220,15 @@ class McpServer:
             raise McpCallError(self.name, "closed", "the server is closed")
         started = time.monotonic()
         try:
-            with anyio.fail_after(timeout_s):
-                result = await client.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
+            try:
+                with anyio.fail_after(timeout_s):
+                    result = await client.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
+            except Exception:
+                if self._closed:  # close() pulled the connection from under the call
+                    raise McpCallError(self.name, "closed", f"the server was closed during tool '{tool}'") from None
+                raise
+        except McpCallError:
+            raise
         except TimeoutError:
             if self._death is not None:
                 raise McpCallError(self.name, self._death.kind, self._death.message) from None

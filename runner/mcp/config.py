@@ -103,7 +103,7 @@ def load_mcp_config(path: str | os.PathLike[str], environ: Mapping[str, str] | N
 
 
 def servers_from_mapping(obj: Any, source: str, environ: Mapping[str, str] | None = None, *,
-                         located: Located | None = None, path: JsonPath = ()) -> dict[str, ServerConfig]:
+                         located: Located | None = None, path: JsonPath = ("mcpServers",)) -> dict[str, ServerConfig]:
     """Servers from an already-parsed `mcpServers` object (e.g. the policy file's). Pass the file's `located`
     and the object's `path` in it for positioned errors; without them errors say `source: mcpServers.<name>`."""
     env = os.environ if environ is None else environ

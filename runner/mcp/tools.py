@@ -13,7 +13,7 @@ import hashlib
 import json
 import mimetypes
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,8 @@ def specs_for(servers: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for server, tools in _sorted_servers(servers):
         for tool in tools:
-            description = str(tool.get("description") or "").strip() or f"Tool '{tool['name']}' of MCP server '{server}'."
+            description = (str(tool.get("description") or "").strip()
+                           or f"Tool '{tool['name']}' of MCP server '{server}'.")
             if len(description) > MAX_DESCRIPTION:
                 description = description[: MAX_DESCRIPTION - 1] + "…"
             out.append({"type": "function", "function": {
@@ -105,6 +106,7 @@ _DROP = frozenset({"$schema", "$id", "$anchor", "$dynamicAnchor", "$dynamicRef",
 _SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas")
 _SCHEMA_ONE = ("additionalProperties", "unevaluatedProperties", "items", "additionalItems", "contains", "not",
                "if", "then", "else", "propertyNames", "unevaluatedItems", "contentSchema")
+_BOOL_OK = ("additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _TOP_FORBIDDEN = ("anyOf", "oneOf", "allOf", "enum", "not", "const", "if", "then", "else")
 MAX_DEPTH = 32
@@ -124,7 +126,8 @@ def sanitize_schema(schema: Any) -> dict[str, Any]:
     - Dropped everywhere: `$schema`, `$id`, `$anchor`, `$comment`, `$vocabulary`, dynamic/recursive refs,
       `examples`. Kept: `default`, `format` (any value), `title`, `description`, `enum`, `const`, bounds —
       they help the model and non-strict endpoints accept them.
-    - Boolean schemas become `{}` (true) or `{"not": {}}` (false); `required` keeps only unique strings.
+    - Boolean schemas become `{}` (true) or `{"not": {}}` (false), except as the value of
+      additionalProperties / unevaluatedProperties / additionalItems; `required` keeps only unique strings.
     - Deeper than 32 levels, or anything that is not a schema, becomes `{}`.
     """
     try:
@@ -162,6 +165,8 @@ def _walk(node: Any, root: dict[str, Any], depth: int, refs: tuple[str, ...]) ->
         elif key in _SCHEMA_ONE:
             if key == "items" and isinstance(value, list):  # draft-07 tuple form
                 out[key] = [_walk(v, root, depth + 1, refs) for v in value]
+            elif isinstance(value, bool) and key in _BOOL_OK:
+                out[key] = value  # `additionalProperties: false` is the idiom every endpoint knows
             elif isinstance(value, (dict, bool)):
                 out[key] = _walk(value, root, depth + 1, refs)
         elif key in _SCHEMA_LISTS:

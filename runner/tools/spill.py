@@ -196,7 +196,11 @@ def remove_older_than(runs_dir: Path, max_age_s: float, *, spills_only: bool, dr
     removed: list[Path] = []
     if not runs_dir.is_dir():
         return removed
+    from runner.lock import is_locked  # cleanup only
+
     for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
+        if is_locked(run) is not None:  # still running (or being resumed): never pulled from under it
+            continue
         if not spills_only and _mtime(run / "summary.json", run) < cutoff:
             if not dry_run:
                 shutil.rmtree(run, ignore_errors=True)

@@ -41,10 +41,11 @@ def test_batch_runs_each_task_and_exits_with_the_worst_code(fake, workspace, age
 
 
 def test_batch_in_parallel(fake, workspace, agent_run):
+    # Not a git workspace: parallel tasks share it only when told to (tests/cli/test_batch.py has worktrees).
     for i in range(3):
         (workspace / f"t{i}.md").write_text(f"task {i}\n")
     fake.add(reply("a"), reply("b"), reply("c"))
-    r = agent_run("batch", "-j", "3", "t0.md", "t1.md", "t2.md")
+    r = agent_run("batch", "-j", "3", "--shared-workspace", "t0.md", "t1.md", "t2.md")
     assert r.code == 0 and len(r.new_dirs) == 3
 
 

@@ -82,7 +82,7 @@ def test_ask_is_a_structured_denial_and_exit_3(fake, workspace, agent_run):
     assert err["domain"] == "bash" and err["target"] == "shell:echo hi"
     denial = r.summary["denials"][0]
     assert err["replay"] == denial["rerun"]
-    assert denial["replay"] == f"agent-run replay {r.run_dir} --call call_1_0 --approve"
+    assert denial["replay"] == f"agent-run replay .agent-run/runs/{r.run_dir.name} --call call_1_0 --approve"
     assert denial["call_id"] == "call_1_0" and denial["tool"] == "bash" and denial["target"] == "shell:echo hi"
     assert denial["rule"]["pattern"] == "shell:*"
     assert denial["approve"] == ["bash:shell:echo hi"]

@@ -54,7 +54,7 @@ def test_runs_list_and_show(fake, workspace, agent_run):
     assert [r[:2] + r[3:6] for r in requests] == [["1", "2", "200", "50", "10"], ["2", "5", "300", "100", "10"]]
     assert all(len(r) == 8 for r in requests)
     denial = second.summary["denials"][0]
-    assert denial["replay"] == f"agent-run replay {second.run_dir} --call call_2_1 --approve"
+    assert denial["replay"] == f"agent-run replay .agent-run/runs/{second.run_dir.name} --call call_2_1 --approve"
     assert f"    replay: {denial['replay']}" in out.splitlines()
     calls = _section(out, "tool calls (2)")
     assert calls[0] == ["1", "read", "path=notes.txt", "allow", "ok", "7"]  # "1\talpha"

@@ -21,6 +21,12 @@ chunked the way OpenAI chunks them. A request carrying a parameter named in
 `server.rejects` (e.g. `{"stream_options", "tool_choice"}`) gets HTTP 400 naming
 it, outside the script. When the script runs out, the server answers HTTP 400
 "script exhausted".
+
+Several clients at once (`batch -j N`) would otherwise take steps from the one script in
+whatever order their requests arrive: `server.route(marker, *steps)` gives the conversation
+whose user messages contain `marker` (e.g. a phrase of its task) a script of its own, with its
+own turn count; requests that match no marker take the main script as before. Markers are
+tried in the order they were added, and a routed script that runs out is "script exhausted" too.
 """
 
 from __future__ import annotations
@@ -104,6 +110,8 @@ class FakeOpenAI:
         self.rejects: set[str] = set()  # request parameters answered with HTTP 400 (servers that refuse them)
         self._lock = threading.Lock()
         self._turn = 0
+        # marker -> (its turn counter, its steps): a conversation's own script (see `route`)
+        self._routes: dict[str, tuple[list[int], list[Step]]] = {}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -134,6 +142,23 @@ class FakeOpenAI:
         self.script.extend(steps)
         return self
 
+    def route(self, marker: str, *steps: Step) -> FakeOpenAI:
+        """Steps for the requests whose user messages contain `marker`, in their order, whatever
+        other clients ask meanwhile."""
+        with self._lock:
+            self._routes.setdefault(marker, ([0], []))[1].extend(steps)
+        return self
+
+    def _queue(self, body: dict[str, Any]) -> tuple[list[int] | None, list[Step]]:
+        """The routed script this request belongs to (with its turn counter), else the main one."""
+        if self._routes:
+            said = "\n".join(_text(m.get("content")) for m in body.get("messages") or []
+                             if isinstance(m, dict) and m.get("role") == "user")
+            for marker, (turn, steps) in self._routes.items():
+                if marker in said:
+                    return turn, steps
+        return None, self.script
+
     # --- request handling ---------------------------------------------------
 
     def _next(self, body: dict[str, Any]) -> tuple[int, Step | None]:
@@ -146,10 +171,14 @@ class FakeOpenAI:
             if body.get("tool_choice") == "none":
                 self.compactions += 1
                 return self._turn, self.summary if isinstance(self.summary, Step) else reply(self.summary)
-            if not self.script:
+            counter, script = self._queue(body)
+            if not script:
                 return len(self.requests), None
-            self._turn += 1
-            return self._turn, self.script.pop(0)
+            if counter is None:
+                self._turn += 1
+                return self._turn, script.pop(0)
+            counter[0] += 1
+            return counter[0], script.pop(0)
 
     def _handle(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         if not h.path.endswith("/chat/completions"):
@@ -158,7 +187,8 @@ class FakeOpenAI:
         while step is not None and step.kind == "hang":
             time.sleep(step.seconds)
             with self._lock:
-                step = self.script.pop(0) if self.script else None
+                script = self._queue(body)[1]
+                step = script.pop(0) if script else None
         if step is None:
             return _send_json(h, 400, {"error": {"message": "fake server: script exhausted", "type": "test"}})
         if step.kind == "drop":
@@ -189,6 +219,15 @@ class FakeOpenAI:
         if usage:
             completion["usage"] = usage
         _send_json(h, 200, completion)
+
+
+def _text(content: Any) -> str:
+    """A message's text: a string, or the text parts of a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
 
 
 def _message(step: Step, turn: int) -> dict[str, Any]:

@@ -1,0 +1,33 @@
+"""Servers that break the protocol, for the client's failure paths. argv[1] picks one:
+
+garbage  — writes text that is not JSON-RPC to stdout, then waits on stdin
+silent   — reads stdin and never answers (not even initialize)
+exit     — writes an error to stderr and exits 2 at once
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    if mode == "garbage":
+        print("Hello! this is not JSON-RPC", flush=True)
+        for line in sys.stdin:
+            print(f"nonsense {len(line)}", flush=True)
+        return
+    if mode == "silent":
+        for _ in sys.stdin:
+            pass
+        time.sleep(60)  # stdin closed: still no answer; the client must kill us
+        return
+    if mode == "exit":
+        sys.stderr.write("fatal: missing API key EXAMPLE_TOKEN\n")
+        sys.exit(2)
+    raise SystemExit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main()

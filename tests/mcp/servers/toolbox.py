@@ -1,0 +1,96 @@
+"""A scripted MCP server for the client tests, on the SDK's own server API (MCPServer).
+
+stdio by default; `--http PORT --token T` serves the same tools over streamable HTTP on 127.0.0.1 and
+answers 401 unless `Authorization: Bearer T` is sent. `--marker FILE` writes the process environment's
+MARKER variable and the process id to FILE at start (the tests check the wrap hook and the env with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp_types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
+
+# A 1x1 transparent PNG.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+
+server = MCPServer("toolbox", version="1.2.3")
+
+
+@server.tool(description="Echo the text back, upper-cased.")
+def shout(text: str) -> str:
+    return text.upper()
+
+
+@server.tool(description="An image and an embedded text resource.")
+def picture() -> list:
+    resource = EmbeddedResource(resource=TextResourceContents(uri="file:///notes.txt", mime_type="text/plain",
+                                                              text="some notes"))
+    return [TextContent(text="here is a picture"), Image(data=PNG, format="png"), resource]
+
+
+@server.tool(description="Always fails the way a tool reports failure: isError.")
+def broken() -> CallToolResult:
+    return CallToolResult(content=[TextContent(text="the thing is broken")], is_error=True)
+
+
+@server.tool(description="Never returns.")
+def hang() -> str:
+    while True:
+        time.sleep(1)
+
+
+@server.tool(description="Kills its own server process mid-call.")
+def die() -> str:
+    sys.stderr.write("toolbox: dying on purpose\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@server.tool(description="The environment the server process sees.")
+def environment() -> str:
+    return json.dumps(dict(os.environ), sort_keys=True)
+
+
+def _http(port: int, token: str) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app()
+
+    async def guarded(scope, receive, send):  # an ASGI middleware: the header or 401
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != f"Bearer {token}".encode():
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--http", type=int)
+    parser.add_argument("--token", default="x")
+    parser.add_argument("--marker")
+    args = parser.parse_args()
+    if args.marker:
+        with open(args.marker, "w") as f:
+            json.dump({"marker": os.environ.get("MARKER"), "pid": os.getpid()}, f)
+    if args.http:
+        _http(args.http, args.token)
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()
