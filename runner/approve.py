@@ -18,10 +18,11 @@ from typing import Any
 
 from runner import __version__
 from runner.call import handle_call
+from runner.conversation import ConversationError, rebuild, recorded_tools
 from runner.events import RunStarted, ToolResult
 from runner.integrity import TamperError, verify
-from runner.jsonutil import canonical, sha256_text
-from runner.loop import Limits, initial_messages, run_loop
+from runner.jsonutil import sha256_text
+from runner.loop import Limits, run_loop
 from runner.mask import MARKER
 from runner.outcome import Status, UsageError
 from runner.policy.jsonc import PolicyError
@@ -29,7 +30,7 @@ from runner.policy.limits import HARD_LIMIT
 from runner.policy.load import load_policy, parse_approval, policy_from_snapshot
 from runner.policy.model import Policy
 from runner.recorder import Recording, RunOutcome, early_failure, record
-from runner.rundir import read_events
+from runner.rundir import read_events, workspace_of
 from runner.settings import policy_layer
 
 
@@ -41,9 +42,7 @@ class RecordedRun:
     task: str
     policy: Policy  # the snapshot, without its hard-limit rules (they are re-added last)
 
-    @property
-    def workspace(self) -> Path:
-        return Path(self.started["workspace"])
+    workspace: Path = Path()  # where it is replayed (runner.resume.choose_workspace)
 
     def denied(self) -> list[dict[str, Any]]:
         """Denied calls in order: the tool_call event plus its permission decision."""
@@ -85,6 +84,23 @@ def load_run(run_dir: Path, expect_hash: str | None = None, policy_spec: str | N
     return RecordedRun(run_dir, events, started, task, policy)
 
 
+def placed(run: RecordedRun, workspace: str | None, *, force: bool = False, apply: bool = False) -> RecordedRun:
+    """The run with the workspace it is replayed in, checked to be in the state the run left it
+    (runner/workstate.py) unless `force`."""
+    from runner.resume import Source, choose_workspace
+    from runner.workstate import WorkspaceMismatch, check
+
+    run.workspace = choose_workspace(workspace, Source(run.run_dir, run.events, run.started, None, True))
+    if not force:
+        try:
+            warning = check(run.workspace, run.run_dir, apply=apply)
+        except WorkspaceMismatch as exc:
+            raise UsageError(str(exc).replace("resume in", "replay in")) from None
+        if warning:
+            print(f"agent-run: warning: {warning}", file=sys.stderr)
+    return run
+
+
 def select(run: RecordedRun, call_ids: list[str]) -> list[dict[str, Any]]:
     denied = run.denied()
     if not call_ids:
@@ -121,11 +137,12 @@ def masked_refusal(masked: list[dict[str, Any]], others: int) -> str:
 
 def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: dict[str, Any],
            verbosity: int, sandbox: str | None = None, expect_hash: str | None = None,
-           policy_spec: str | None = None) -> RunOutcome:
+           policy_spec: str | None = None, workspace: str | None = None, force: bool = False,
+           apply_changes: bool = False) -> RunOutcome:
     from runner.session import budget_for, call_env, context_for, make_model, settings_for
 
     try:
-        run = load_run(run_dir, expect_hash, policy_spec)
+        run = placed(load_run(run_dir, expect_hash, policy_spec), workspace, force=force, apply=apply_changes)
         chosen = select(run, call_ids)
     except UsageError as exc:
         return early_failure(exc.reason)
@@ -173,36 +190,25 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
                 return Status.FAILED, f"{len(failed)} approved call(s) failed: " + ", ".join(
                     f"{r['call_id']} {r['error_type']}" for r in failed)
             return Status.SUCCESS, None
-        messages, last_turn = history(run, max(c["turn"] for c in chosen), results)
-        masked_at = next((i for i, m in enumerate(messages) if MARKER in canonical(m)), None)
-        if masked_at is not None:
+        try:
+            conversation = rebuild(run.run_dir, run.events, max(c["turn"] for c in chosen), results)
+            tools = recorded_tools(run.run_dir)
+        except ConversationError as exc:
+            return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
+        if conversation.masked is not None:
             # The log kept `[REDACTED:kind]` where the original prompt had a secret: from this message on,
             # the resumed prompt differs from the one the provider cached.
-            rec.extra["prompt_cache_break"] = {"message_index": masked_at, "reason": "a masked secret in the history"}
+            rec.extra["prompt_cache_break"] = {"message_index": conversation.masked,
+                                               "reason": "a masked secret in the history"}
         model = make_model(settings, deadline)
         limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,),
                         (budget.on_reply,))
-        result = run_loop(messages, model, env, limits, rec.emit, last_turn + 1,
-                          context=context_for(rec, policy, settings, model, env))
+        context = context_for(rec, policy, settings, model, env)
+        result = run_loop(conversation.messages, model, env, limits, rec.emit, conversation.last_turn + 1,
+                          context=context, tools=tools, previous=conversation.last_prompt,
+                          snapshot=context.snapshot)
         rec.answer = result.answer
         return rec.finished_status()
 
-    return record(run.workspace, run_dir.parent, verbosity, body)
-
-
-def history(run: RecordedRun, upto_turn: int, results: dict[str, str]) -> tuple[list[dict[str, Any]], int]:
-    """The recorded conversation through `upto_turn`, approved results in place of denials."""
-    contents = {e["call_id"]: e.get("content", "") for e in run.events if e["type"] == "tool_result"}
-    messages = initial_messages(run.task)
-    for e in run.events:
-        if e["type"] != "model_response" or e["turn"] > upto_turn:
-            continue
-        messages.append(e["message"])
-        for call in e["message"].get("tool_calls") or []:
-            cid = call.get("id", "")
-            content = results.get(cid, contents.get(cid))
-            if content is None:
-                content = canonical({"error": {"type": "IOError", "message": "this call was not executed: the "
-                                                                            "run ended before it"}})
-            messages.append({"role": "tool", "tool_call_id": cid, "content": content})
-    return messages, upto_turn
+    return record(run.workspace, run_dir.parent, verbosity, body, continues=run.run_dir,
+                  home=workspace_of(run.run_dir) or run.workspace)

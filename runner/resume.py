@@ -163,14 +163,19 @@ def load_source(run_dir: Path) -> Source:
 
 
 def choose_workspace(given: str | None, source: Source) -> Path:
-    """--workspace; else the workspace the run recorded, if it is here; else the one the run directory sits in
-    (WORKSPACE/.agent-run/runs/ID, as unpacked from an artifact); else the current directory."""
+    """--workspace; else the workspace the run directory sits in (WORKSPACE/.agent-run/runs/ID: a workspace
+    moved, or unpacked from an artifact, brings its runs along) unless the run worked in one of its
+    worktrees; else the workspace the run recorded, if it is here; else the current directory."""
     if given:
         path = Path(given).expanduser().resolve()
     else:
         recorded = Path(source.started.get("workspace") or "")
-        path = (recorded if recorded.is_absolute() and recorded.is_dir()
-                else workspace_of(source.run_dir) or Path.cwd()).resolve()
+        layout = workspace_of(source.run_dir)
+        own = recorded.is_absolute() and recorded.is_dir()
+        if layout is not None and not (own and recorded.resolve().is_relative_to(layout / ".agent-run" / "worktrees")):
+            path = layout
+        else:
+            path = recorded.resolve() if own else Path.cwd().resolve()
     if not path.is_dir():
         raise UsageError(f"workspace {path} is not a directory")
     return path

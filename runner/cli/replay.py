@@ -28,11 +28,17 @@ from runner.outcome import EXIT_CODES, Status, UsageError
 @click.option("--policy", "policy_spec", metavar="PATH|NAME",
               help="Decide under this policy instead of the run's snapshot (required for a run that was never "
                    "sealed).")
+@click.option("--workspace", metavar="DIR",
+              help="Where to run them. [default: the workspace the run directory sits in, else the recorded one]")
+@click.option("--force", is_flag=True, help="Run even if the workspace is not in the state the run left it in.")
+@click.option("--apply-changes", is_flag=True,
+              help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 @click.option("-q", "--quiet", is_flag=True)
 def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: bool, model: str | None,
                max_turns: int | None, timeout: float | None, sandbox: str | None, expect_hash: str | None,
-               policy_spec: str | None, output_format: str, quiet: bool) -> None:
+               policy_spec: str | None, workspace: str | None, force: bool, apply_changes: bool, output_format: str,
+               quiet: bool) -> None:
     """Execute the denied calls of RUN_DIR exactly as the model asked, under that run's policy
     with just those calls approved; record them in a new run directory."""
     run_dir = run_dir.resolve()
@@ -51,5 +57,6 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
     outcome, reporter = with_github(lambda: replay(run_dir, list(calls), resume=resume,
                                                    cli_settings={k: v for k, v in given.items() if v},
                                                    verbosity=0 if quiet else 1, sandbox=sandbox,
-                                                   expect_hash=expect_hash, policy_spec=policy_spec))
+                                                   expect_hash=expect_hash, policy_spec=policy_spec,
+                                                   workspace=workspace, force=force, apply_changes=apply_changes))
     finish(outcome, reporter, fmt=output_format, quiet=quiet)

@@ -25,8 +25,10 @@ _OPTIONS = frozenset({"timeout", "extra_headers", "extra_query", "extra_body"})
 
 
 def encode_body(body: dict[str, Any]) -> bytes:
-    """The JSON body, as the SDK itself would send it (UTF-8, compact separators)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    """The JSON body (UTF-8, compact separators), keys sorted: the same conversation is the same bytes
+    however its messages were built — live, or read back from a run directory by a resume."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                      sort_keys=True).encode("utf-8")
 
 
 def create_chat_completion(client: openai.OpenAI, **kwargs: Any) -> Any:

@@ -103,6 +103,7 @@ class FakeOpenAI:
     def __init__(self) -> None:
         self.script: list[Step] = []
         self.requests: list[dict[str, Any]] = []
+        self.raw_requests: list[bytes] = []
         # Compaction calls (tool_choice "none") are answered with this, outside the script;
         # an Step("error") here makes them fail instead.
         self.summary: str | Step = "[goal] the task. [progress] several steps done. [next] continue."
@@ -122,7 +123,9 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                data = self.rfile.read(length)
+                server.raw_requests.append(data)  # the bytes sent: prompt-cache (prefix) tests compare them
+                body = json.loads(data or b"{}")
                 server._handle(self, body)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
