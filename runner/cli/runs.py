@@ -109,6 +109,10 @@ def origin(summary: dict[str, Any]) -> str:
     if summary.get("replay_of"):
         kind = "resume" if (summary.get("turns") or 0) > 0 else "replay"
         return f"[{kind} of {summary['replay_of']}]"
+    resumed = summary.get("resumed_from")
+    if isinstance(resumed, dict):  # `agent-run resume` / `fork`
+        at = f" at turn {resumed.get('at_turn')}" if resumed.get("kind") == "fork" else ""
+        return f"[{resumed.get('kind')} of {resumed.get('run_id')}{at}]"
     model = str(summary.get("model") or "")
     if model.startswith("replay:"):
         return f"[model replay of {Path(model[len('replay:'):]).name}]"
@@ -125,7 +129,8 @@ def overview(run_dir: Path) -> dict[str, Any]:
     for e in iter_events(run_dir / "events.jsonl"):
         kind = e.get("type")
         if kind == "run_started":
-            out.update(model=e.get("model"), policy=e.get("policy"), replay_of=e.get("replay_of"))
+            out.update(model=e.get("model"), policy=e.get("policy"), replay_of=e.get("replay_of"),
+                       resumed_from=e.get("resumed_from"))
         elif kind == "model_response":
             out["turns"] = max(out["turns"], e.get("turn") or 0)
             for key in out["usage"]:
@@ -184,8 +189,16 @@ def account(run_dir: Path) -> dict[str, Any]:
             compactions.append({k: v for k, v in e.items() if k not in ("ts", "run_id", "type")})
     if isinstance(summary.get("denials"), list):
         denials = summary["denials"]
+    continued = [json.loads(line) for line in _lines(run_dir / "continuations.jsonl")]
     return {"run_dir": str(run_dir), "summary": summary, "denials": denials, "requests": requests,
-            "tool_calls": calls, "compactions": compactions}
+            "tool_calls": calls, "compactions": compactions, "continued_by": continued}
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except OSError:
+        return []
 
 
 def _denial(e: dict[str, Any]) -> dict[str, Any]:
@@ -219,6 +232,8 @@ def render(data: dict[str, Any]) -> list[str]:
         ("warnings", "; ".join(s.get("loop_warnings") or []) or None),
         ("changed", _changed(s)),
         ("run dir", data["run_dir"]),
+        ("from", origin(s) or None),
+        ("then", ", ".join(f"{c.get('kind')} {c.get('run_id')}" for c in data.get("continued_by") or []) or None),
     ]
     out += [f"  {name + ':':<10}{value}" for name, value in fields if value not in (None, "")]
 

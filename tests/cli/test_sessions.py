@@ -173,6 +173,10 @@ def test_fork_keeps_turns_up_to_n_and_leaves_the_original_untouched(fake, worksp
                                               "run_dir": f".agent-run/runs/{original.run_dir.name}",
                                               "status": "success"}
     assert files_of(original.run_dir) == kept  # nothing of the original was rewritten
+    shown = agent_run("runs", "show", str(original.run_dir))
+    assert f"then:     fork {forked.run_dir.name}" in shown.stdout
+    listed = agent_run("runs", "list")
+    assert f"[fork of {original.run_dir.name} at turn 1]" in listed.stdout
     bad = agent_run("fork", str(original.run_dir), "--at", "9")
     assert bad.code == 2 and "has turns 1..4" in bad.stderr
 
@@ -209,8 +213,11 @@ def test_a_changed_workspace_is_refused_and_apply_changes_resumes_a_fresh_checko
     applied = cli(["agent-run", "resume", ref, "--apply-changes"], laptop, fake)
     assert applied.returncode == 0, applied.stderr
     assert (laptop / "notes.txt").read_text() == "v2 by the agent\n"
+    replayed = agent_run("replay", str(first.run_dir), "--approve")  # a replay checks the workspace too
+    assert replayed.code == 2 and "not in the state" in replayed.stderr
+    fake.add(reply("going on regardless"))
     forced = agent_run("resume", str(first.run_dir), "--force")
-    assert forced.code != 2 or "not in the state" not in forced.stderr
+    assert forced.code == 0, forced.stderr
 
 
 def test_a_moved_run_directory_replays_and_resumes_with_the_commands_it_printed(fake, workspace, agent_run,
