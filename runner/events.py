@@ -129,6 +129,29 @@ class ToolResult(Event):
 
 
 @dataclass(frozen=True)
+class McpServerStarted(Event):
+    type: ClassVar[str] = "mcp_server_started"
+    server: str  # the name in the configuration
+    transport: str  # stdio | http
+    name: str | None  # what the server calls itself
+    version: str | None
+    tools: int
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class McpServerFailed(Event):
+    """A server that did not start, or stopped working during the run: the run goes on without it."""
+
+    type: ClassVar[str] = "mcp_server_failed"
+    server: str
+    phase: str  # start | call
+    kind: str  # spawn, timeout, crashed, protocol, rpc_error, closed, refused (the policy), config
+    message: str
+    required: bool
+
+
+@dataclass(frozen=True)
 class UserMessage(Event):
     """A user message the runner added to the conversation (why a resumed run was stopped, a nudge
     after an unusable answer): in the log, so the conversation can be rebuilt from it."""

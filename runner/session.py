@@ -67,6 +67,7 @@ class RunOptions:
     verbosity: int = 1
     isolate: str | None = None  # "worktree": run in a private copy of the workspace (runner/worktree.py)
     shared_workspace: bool = False  # run beside another run in the same workspace
+    mcp_configs: list[str] = field(default_factory=list)  # --mcp-config, in order
 
 
 def execute(opts: RunOptions) -> RunOutcome:
@@ -126,6 +127,11 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     directories the agent may read (their spill files); `started` are extra run_started fields."""
     rec.summary.policy = policy.path
     rec.summary.model = settings.model
+    servers = {}
+    if opts.mcp_configs or policy.sections.get("mcpServers") or files.environ().get("AGENT_RUN_MCP_CONFIG"):
+        from runner.mcp.runtime import configured  # the MCP SDK only for runs that use it
+
+        servers = configured(policy.sections.get("mcpServers"), policy.path, opts.mcp_configs, files.environ())
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings, opts.cli_settings)
     on_delta = None
@@ -140,6 +146,10 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     if isinstance(model, ReplayModel):  # policy.json is written by now (call_env)
         for why in model.differences(sha256_text(task.text), rec.run_dir / "policy.json"):
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
+    if servers:  # started inside the run's sandbox, before the first request; their tools after the core ones
+        from runner.mcp.runtime import start_all
+
+        env.registry = env.registry.with_tools(start_all(rec, env, servers, files.environ()).tools())
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))

@@ -40,6 +40,9 @@ _OPTIONS = [
     click.option("--env-file", "env_files", multiple=True, metavar="PATH",
                  help="Read settings (AGENT_RUN_*, OPENAI_*) from this dotenv file, below the environment "
                       "(repeatable; a later file wins). A workspace .env is never read by itself."),
+    click.option("--mcp-config", "mcp_configs", multiple=True, metavar="FILE",
+                 help="MCP servers as tools, from a {\"mcpServers\": …} file (repeatable; also AGENT_RUN_MCP_CONFIG). "
+                      "A workspace .mcp.json is never read by itself."),
     click.option("--shared-workspace", is_flag=True,
                  help="Run even while another run uses this workspace (each then sees the other's changes)."),
     click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]),
@@ -67,7 +70,7 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
                       approvals=list(kw["approvals"]), mode=kw["mode"], sandbox=kw["sandbox"],
                       env_files=list(kw["env_files"]), cli_settings={k: v for k, v in given.items() if v is not None},
                       verbosity=0 if kw["quiet"] else (2 if kw["verbose"] else 1), stream_events=fmt == "stream-json",
-                      shared_workspace=kw["shared_workspace"], **more)
+                      shared_workspace=kw["shared_workspace"], mcp_configs=list(kw["mcp_configs"]), **more)
     return opts, fmt
 
 

@@ -6,7 +6,7 @@
 
 `type` is `stdio` (the default when `command` is given) or `http` / `streamable-http`. Beyond that shape, two
 keys the runner itself defines: `"required": true` (a server that fails to start fails the run) and
-`"sandbox": {"network": "none" | "all" | {"allow": [...]}, "writable": [...]}` (stdio only).
+`"sandbox": {"network": "none" | "all" | {"allow": [...]}, "writable": [...], "readOnly": [...]}` (stdio only).
 
 `${VAR}` and `${VAR:-default}` are expanded in command, args, env, cwd, url and headers from the trusted job
 environment (never from the workspace); `:-` takes the default when the variable is unset or empty, as a
@@ -34,7 +34,7 @@ HTTP_TYPES = ("http", "streamable-http")
 _COMMON_KEYS = ("type", "required")
 _STDIO_KEYS = (*_COMMON_KEYS, "command", "args", "env", "cwd", "sandbox")
 _HTTP_KEYS = (*_COMMON_KEYS, "url", "headers")
-_SANDBOX_KEYS = ("network", "writable")
+_SANDBOX_KEYS = ("network", "writable", "readOnly")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 Transport = Literal["stdio", "http"]
@@ -241,11 +241,12 @@ def _sandbox(value: Any, fail: Any) -> dict[str, Any] | None:
             raise fail("'sandbox.network' must be \"none\", \"all\" or {\"allow\": [\"host\", ...]}",
                        ("sandbox", "network"))
         out["network"] = {"allow": list(net["allow"])} if isinstance(net, dict) else net
-    if "writable" in value:
-        writable = value["writable"]
-        if not isinstance(writable, list) or not all(isinstance(p, str) for p in writable):
-            raise fail("'sandbox.writable' must be an array of paths", ("sandbox", "writable"))
-        out["writable"] = list(writable)
+    for key in ("writable", "readOnly"):
+        if key in value:
+            paths = value[key]
+            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                raise fail(f"'sandbox.{key}' must be an array of paths", ("sandbox", key))
+            out[key] = list(paths)
     return out
 
 

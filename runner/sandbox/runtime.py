@@ -44,6 +44,7 @@ class Sandbox:
     private: Path | None = None  # the runner's own (proxy socket, git objects), never visible inside
     proxy: EgressProxy | None = None
     base: LayoutInput | None = None
+    extra_proxies: list[EgressProxy] = field(default_factory=list)
     _closed: bool = field(default=False, repr=False)
 
     def describe(self) -> dict[str, Any]:
@@ -52,26 +53,49 @@ class Sandbox:
                 "mechanism": self.probe.mechanism if self.active else None,
                 "network": self.config.describe_network() if self.active else "all", "reason": self.reason}
 
-    def wrap(self, argv: list[str], env: Mapping[str, str], *, layout: Layout | None = None) -> tuple[list[str],
-                                                                                                    dict[str, str]]:
+    def wrap(self, argv: list[str], env: Mapping[str, str], *, layout: Layout | None = None,
+             share_net: bool | None = None, proxy: EgressProxy | None = None) -> tuple[list[str], dict[str, str]]:
+        """`share_net` and `proxy` override the run's network for one process (an MCP server's own
+        `sandbox.network`): the host network, or an egress proxy of its own."""
         env = dict(env)
         if not self.active:
             return argv, env
         layout = layout or self.layout
+        share = self.config.network == "all" if share_net is None else share_net
+        proxy = None if share else (proxy or self.proxy)
         assert layout is not None and self.probe.bwrap is not None
         env.update(layout.env)
         for var in ("NO_PROXY", "no_proxy", *PROXY_VARS):
             env.pop(var, None)
         binds: list[tuple[str, str]] = []
         command = argv
-        if self.proxy is not None:
+        if proxy is not None:
             bridge = str(Path(__file__).with_name("bridge.py"))
-            binds = [(bridge, f"{INSIDE}/bridge.py"), (self.proxy.socket_path, f"{INSIDE}/proxy.sock")]
+            binds = [(bridge, f"{INSIDE}/bridge.py"), (proxy.socket_path, f"{INSIDE}/proxy.sock")]
             command = [_python(), "-I", "-S", f"{INSIDE}/bridge.py", str(PROXY_PORT), f"{INSIDE}/proxy.sock", "--",
                        *argv]
             env.update({var: f"http://127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS})
-        return bwrap_argv(self.probe.bwrap, layout, command, share_net=self.config.network == "all",
-                          binds=binds), env
+        return bwrap_argv(self.probe.bwrap, layout, command, share_net=share, binds=binds), env
+
+    def layout_with(self, readable: list[Path], writable: list[Path]) -> Layout | None:
+        """The run's layout plus more paths (an MCP server's `sandbox.readOnly` / `sandbox.writable`)."""
+        if not self.active or self.base is None:
+            return None
+        if not readable and not writable:
+            return self.layout
+        base = self.base
+        return build_layout(LayoutInput(
+            workspace=base.workspace, scratch=base.scratch, protected=base.protected,
+            readable=(*base.readable, *readable), writable=(*base.writable, *writable), environ=base.environ,
+            python_prefixes=base.python_prefixes))
+
+    def own_proxy(self, name: str, decide: Decide) -> EgressProxy | None:
+        """An egress proxy for one process, deciding its connections with `decide`; closed with the sandbox."""
+        if not self.active or self.private is None:
+            return None
+        proxy = EgressProxy(str(self.private / f"proxy-{name}.sock"), decide).start()
+        self.extra_proxies.append(proxy)
+        return proxy
 
     def readonly_layout(self, extra_ro: list[Path], extra_rw: list[Path]) -> Layout | None:
         """The runner's own helpers (git): the workspace read-only, plus what they need."""
@@ -86,8 +110,9 @@ class Sandbox:
         if self._closed:
             return
         self._closed = True
-        if self.proxy is not None:
-            self.proxy.close()
+        for proxy in [self.proxy, *self.extra_proxies]:
+            if proxy is not None:
+                proxy.close()
         for d in (self.scratch, self.private):
             if d is not None:
                 shutil.rmtree(d, ignore_errors=True)

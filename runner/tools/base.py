@@ -14,7 +14,7 @@ from runner.tools.truncate import Limits
 
 ERROR_TYPES = (
     "ToolNotAllowed", "ApprovalRequired", "PathTraversalBlocked", "FileTooLarge", "Timeout",
-    "ExitNonZero", "IOError", "InvalidArguments", "UnknownTool",
+    "ExitNonZero", "IOError", "InvalidArguments", "UnknownTool", "McpError",
 )
 
 

@@ -29,6 +29,10 @@ class Registry:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def with_tools(self, extra: list[Tool]) -> Registry:
+        """These tools, then `extra` (MCP tools, in their own stable order)."""
+        return Registry([*self._tools.values(), *extra])
+
     def specs(self) -> list[dict[str, Any]]:
         return [t.spec() for t in self._tools.values()]
 

@@ -1,0 +1,61 @@
+"""mcp__<server>__<tool>: one tool of a configured MCP server, as a model tool.
+
+Decided by the policy as domain `mcp`, target `mcp:<server>/<tool>` (the original names; the
+model-facing name is sanitised). Its result goes through the same truncation and spill path as
+every tool; images and resources become files under RUN_DIR/mcp/artifacts with a text reference.
+A result with `isError`, and a server that fails, hangs or answers garbage, is a structured
+`McpError` (with `kind`) the model can act on — never a traceback. A server that crashed or stopped
+speaking MCP is dropped for the rest of the run (runner/mcp/runtime.py records it once).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from runner.mcp.client import McpCallError
+from runner.mcp.tools import convert_result, sanitize_schema
+from runner.policy.model import Target
+from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+if TYPE_CHECKING:
+    from runner.mcp.runtime import McpRuntime
+
+DEFAULT_CALL_TIMEOUT_S = 120.0
+
+
+class McpTool(Tool):
+    domain = "mcp"
+
+    def __init__(self, model_name: str, server: str, tool: dict[str, Any], runtime: McpRuntime) -> None:
+        self.name = model_name  # type: ignore[misc]  # per instance: each MCP tool is its own
+        self.server = server
+        self.tool = str(tool["name"])
+        self.description = str(tool.get("description") or f"{self.tool} (MCP server {server})")  # type: ignore[misc]
+        self.schema = sanitize_schema(tool.get("inputSchema"))  # type: ignore[misc]
+        self.runtime = runtime
+
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        return [Target("mcp", f"mcp:{self.server}/{self.tool}")]
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        server = self.runtime.usable(self.server)
+        if server is None:
+            raise ToolError("McpError", f"MCP server '{self.server}' is not available in this run: "
+                            f"{self.runtime.why_down(self.server)}; do not call its tools again",
+                            kind="unavailable", server=self.server)
+        timeout = self.runtime.call_timeout_s
+        if ctx.deadline is not None:
+            timeout = min(timeout, max(ctx.deadline - time.monotonic(), 0.1))
+        try:
+            result = server.call(self.tool, args, timeout)
+        except McpCallError as exc:
+            self.runtime.call_failed(self.server, exc)
+            hint = "" if exc.kind in ("timeout", "rpc_error") else "; the server is gone for the rest of this run"
+            raise ToolError("McpError", f"{exc.message}{hint}", kind=exc.kind, server=self.server) from None
+        artifacts = (ctx.run_dir / "mcp" / "artifacts") if ctx.run_dir else None
+        text, details = convert_result(result, artifacts or "mcp-artifacts", ctx.call_id or "call")
+        if details.get("is_error"):
+            raise ToolError("McpError", text or f"{self.tool} failed (the server gave no message)",
+                            kind="tool_error", server=self.server)
+        return ToolOutput(text, {**details, "server": self.server, "tool": self.tool})
