@@ -11,6 +11,7 @@ approved results in place of the denials.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,13 @@ def load_run(run_dir: Path, expect_hash: str | None = None, policy_spec: str | N
     return RecordedRun(run_dir, events, started, task, policy)
 
 
+def _summary_of(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def placed(run: RecordedRun, workspace: str | None, *, force: bool = False, apply: bool = False) -> RecordedRun:
     """The run with the workspace it is replayed in, checked to be in the state the run left it
     (runner/workstate.py) unless `force`."""
@@ -138,8 +146,17 @@ def masked_refusal(masked: list[dict[str, Any]], others: int) -> str:
 def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: dict[str, Any],
            verbosity: int, sandbox: str | None = None, expect_hash: str | None = None,
            policy_spec: str | None = None, workspace: str | None = None, force: bool = False,
-           apply_changes: bool = False) -> RunOutcome:
-    from runner.session import budget_for, call_env, context_for, make_model, settings_for
+           apply_changes: bool = False, mcp_configs: list[str] | None = None) -> RunOutcome:
+    from runner.session import (
+        budget_for,
+        call_env,
+        context_for,
+        make_model,
+        mcp_servers,
+        recorded_mcp_configs,
+        settings_for,
+        start_mcp,
+    )
 
     try:
         run = placed(load_run(run_dir, expect_hash, policy_spec), workspace, force=force, apply=apply_changes)
@@ -163,7 +180,11 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         rec.summary.model = settings.model
         deadline = rec.started + settings.timeout
         budget = budget_for(rec, policy, settings)
+        summary = _summary_of(run.run_dir)
+        given = mcp_configs or recorded_mcp_configs(summary, rec.home or run.workspace)
+        servers = mcp_servers(rec, policy, given, dict(os.environ))
         env = call_env(rec, policy, settings, deadline, [], sandbox_mode=sandbox)
+        start_mcp(rec, env, servers, dict(os.environ), settings)
         (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
         rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                             workspace=str(run.workspace), task_sha256=sha256_text(run.task),

@@ -32,7 +32,7 @@ from runner.policy.load import load_policy, parse_approval, policy_from_snapshot
 from runner.policy.model import Policy
 from runner.recorder import Recording, RunOutcome, early_failure, record
 from runner.rundir import default_runs_dir, iter_events, portable, workspace_of
-from runner.session import OWN_OUTPUTS, RunOptions, conclude, prepare, settings_for
+from runner.session import OWN_OUTPUTS, RunOptions, conclude, prepare, recorded_mcp_configs, settings_for
 from runner.settings import policy_layer
 from runner.task import parse_task
 from runner.trust import load_env_files
@@ -109,6 +109,8 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
     files = load_env_files(opts.run.env_files)
     lower = {**policy_layer(policy.sections), "model": source.started.get("model")}
     settings = settings_for(opts.run.cli_settings, files.paths, lower)
+    if not opts.run.mcp_configs:  # the servers the run had, unless others are given now
+        opts.run.mcp_configs = recorded_mcp_configs(source.summary, home)
     agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
                     readable=lineage(source), resumed_from=origin)
     _append_continuation(source.run_dir, rec, origin)

@@ -127,11 +127,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     directories the agent may read (their spill files); `started` are extra run_started fields."""
     rec.summary.policy = policy.path
     rec.summary.model = settings.model
-    servers = {}
-    if opts.mcp_configs or policy.sections.get("mcpServers") or files.environ().get("AGENT_RUN_MCP_CONFIG"):
-        from runner.mcp.runtime import configured  # the MCP SDK only for runs that use it
-
-        servers = configured(policy.sections.get("mcpServers"), policy.path, opts.mcp_configs, files.environ())
+    servers = mcp_servers(rec, policy, opts.mcp_configs, files.environ())
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings, opts.cli_settings)
     on_delta = None
@@ -146,10 +142,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     if isinstance(model, ReplayModel):  # policy.json is written by now (call_env)
         for why in model.differences(sha256_text(task.text), rec.run_dir / "policy.json"):
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
-    if servers:  # started inside the run's sandbox, before the first request; their tools after the core ones
-        from runner.mcp.runtime import start_all
-
-        env.registry = env.registry.with_tools(start_all(rec, env, servers, files.environ()).tools())
+    start_mcp(rec, env, servers, files.environ(), settings)
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))
@@ -163,6 +156,36 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                         **started))
     limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,), (budget.on_reply,))
     return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools)
+
+
+def mcp_servers(rec: Recording, policy: Policy, given: list[str], environ: dict[str, str]) -> dict[str, Any]:
+    """The configured MCP servers (checked: a bad config is exit 2 before anything starts). The files given
+    are recorded (relative to the workspace), so `replay` and `resume` find the same servers."""
+    if not (given or policy.sections.get("mcpServers") or environ.get("AGENT_RUN_MCP_CONFIG")):
+        return {}
+    from runner.mcp.runtime import configured  # the MCP SDK only for runs that use it
+
+    if given:
+        rec.extra["mcp_configs"] = [portable(Path(p).expanduser(), rec.home or rec.workspace) for p in given]
+    return configured(policy.sections.get("mcpServers"), policy.path, given, environ)
+
+
+def start_mcp(rec: Recording, env: CallEnv, servers: dict[str, Any], environ: dict[str, str],
+              settings: Settings) -> None:
+    """Started inside the run's sandbox (call_env made it), before the first request; their tools go after
+    the core ones."""
+    if servers:
+        from runner.mcp.runtime import start_all
+
+        runtime = start_all(rec, env, servers, environ, settings.mcp_start_timeout_s)
+        runtime.call_timeout_s = settings.mcp_call_timeout_s
+        env.registry = env.registry.with_tools(runtime.tools())
+
+
+def recorded_mcp_configs(summary: dict[str, Any] | None, home: Path) -> list[str]:
+    """The --mcp-config files a run was given, for a replay or resume given none: as recorded (relative to
+    the workspace), where they still exist."""
+    return [str(home / p) for p in (summary or {}).get("mcp_configs") or [] if (home / p).is_file()]
 
 
 def conclude(rec: Recording, task: Task, agent: Agent, result: LoopResult) -> tuple[Status, str | None]:

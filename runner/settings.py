@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     retry_cap_s: float = Field(30.0, ge=0)
     request_timeout_s: float = Field(300.0, gt=0)
     bash_timeout_s: float = Field(120.0, gt=0)
+    mcp_start_timeout_s: float = Field(30.0, gt=0, description="an MCP server's start, until its tools are listed")
+    mcp_call_timeout_s: float = Field(120.0, gt=0, description="one MCP tool call")
     max_tokens: int | None = Field(None, ge=1, description="prompt + completion tokens, whole run")
     max_cost_usd: float | None = Field(None, gt=0)
     context_window: int | None = Field(None, ge=1, description="override the known-models table")

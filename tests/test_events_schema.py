@@ -27,6 +27,8 @@ from runner.events import (
     RunInterrupted,
     RunStarted,
     ToolCall,
+    McpServerFailed,
+    McpServerStarted,
     ToolResult,
     UserMessage,
 )
@@ -62,7 +64,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 13
+    assert len(types_) == len(EVENTS) == 15
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -165,6 +167,9 @@ def examples(run_id: str) -> list[Event]:
         RunFinished(status="success", exit_code=0, reason=None, turns=2, tool_calls=1),
         RunFinished(status="interrupted", exit_code=130, reason="interrupted by SIGINT", turns=0, tool_calls=0),
         UserMessage(turn=4, reason="resume", content="[agent-run: the run stopped …]\n\ngo on"),
+        McpServerStarted(server="time", transport="stdio", name="mcp-time", version="1.0", tools=2, duration_s=0.4),
+        McpServerFailed(server="web", phase="start", kind="refused", message="the policy does not allow it",
+                        required=False),
         RunStarted(version="0.1.0", model="gpt-4o-mini", policy="strict", mode="agent", workspace="/w",
                    task_sha256=SHA, max_turns=50, timeout_s=1800.0, policy_sha256=SHA,
                    resumed_from={"run_id": RUN_ID, "run_dir": ".agent-run/runs/" + RUN_ID, "kind": "fork",

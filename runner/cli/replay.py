@@ -33,12 +33,14 @@ from runner.outcome import EXIT_CODES, Status, UsageError
 @click.option("--force", is_flag=True, help="Run even if the workspace is not in the state the run left it in.")
 @click.option("--apply-changes", is_flag=True,
               help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
+@click.option("--mcp-config", "mcp_configs", multiple=True, metavar="FILE",
+              help="MCP servers, as `run --mcp-config`. [default: the files the run was given]")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 @click.option("-q", "--quiet", is_flag=True)
 def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: bool, model: str | None,
                max_turns: int | None, timeout: float | None, sandbox: str | None, expect_hash: str | None,
-               policy_spec: str | None, workspace: str | None, force: bool, apply_changes: bool, output_format: str,
-               quiet: bool) -> None:
+               policy_spec: str | None, workspace: str | None, force: bool, apply_changes: bool,
+               mcp_configs: tuple[str, ...], output_format: str, quiet: bool) -> None:
     """Execute the denied calls of RUN_DIR exactly as the model asked, under that run's policy
     with just those calls approved; record them in a new run directory."""
     run_dir = run_dir.resolve()
@@ -58,5 +60,6 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
                                                    cli_settings={k: v for k, v in given.items() if v},
                                                    verbosity=0 if quiet else 1, sandbox=sandbox,
                                                    expect_hash=expect_hash, policy_spec=policy_spec,
-                                                   workspace=workspace, force=force, apply_changes=apply_changes))
+                                                   workspace=workspace, force=force, apply_changes=apply_changes,
+                                                   mcp_configs=list(mcp_configs)))
     finish(outcome, reporter, fmt=output_format, quiet=quiet)
