@@ -17,6 +17,7 @@ before the first request. Its stderr is in RUN_DIR/mcp/<server>.log.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import shutil
@@ -118,6 +119,9 @@ def start_all(rec: Recording, env: CallEnv, configs: dict[str, ServerConfig], en
     logs = rec.run_dir / "mcp"
     for name in sorted(configs):
         config = configs[name]
+        if config.transport == "stdio":  # relative to the workspace, as inside the sandbox
+            cwd = rec.workspace / os.path.expanduser(config.cwd) if config.cwd else rec.workspace
+            config = dataclasses.replace(config, cwd=str(cwd))
         started = time.monotonic()
         try:
             _allowed(rec, env, config)
