@@ -58,6 +58,8 @@ USAGE_ERROR = EXIT_CODES[Status.USAGE_ERROR]  # a refusal is one
 @click.option("--mode", type=click.Choice(["agent", "full_access"]), help="As `run --mode`.")
 @click.option("--sandbox", type=click.Choice(["required", "auto", "off"]), help="As `run --sandbox`.")
 @click.option("--env-file", "env_files", multiple=True, metavar="PATH", help="As `run --env-file` (repeatable).")
+@click.option("--mcp-config", "mcp_configs", multiple=True, metavar="FILE",
+              help="As `run --mcp-config`, for every task (repeatable).")
 @click.option("--isolate", type=click.Choice(["worktree"]),
               help="Each task in its own worktree even with -j 1 (with -j above 1 this is the default).")
 @click.option("--shared-workspace", is_flag=True,
@@ -67,7 +69,7 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
           policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
           max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
           approvals: tuple[str, ...], mode: str | None, sandbox: str | None, env_files: tuple[str, ...],
-          isolate: str | None, shared_workspace: bool) -> None:
+          mcp_configs: tuple[str, ...], isolate: str | None, shared_workspace: bool) -> None:
     """Run TASK... (each in its own run directory), print a table, exit with the worst code.
 
     \b
@@ -98,6 +100,8 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
         common += ["--approve", approval]
     for env_file in env_files:
         common += ["--env-file", env_file]
+    for config in mcp_configs:
+        common += ["--mcp-config", config]
     if isolation == "worktree":
         common += ["--isolate", "worktree"]
     elif isolation == "shared":
