@@ -39,6 +39,7 @@ class RunStarted(Event):
     # `resume`/`fork`: {run_id, run_dir, kind, at_turn, status} of the run this one continues
     resumed_from: dict[str, Any] | None = None
     policy_sha256: str | None = None  # of policy.json as written: a killed run's snapshot is checked against it
+    model_params: dict[str, Any] | None = None  # temperature, top_p, max_output_tokens, seed, reasoning_effort set
 
 
 @dataclass(frozen=True)

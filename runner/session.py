@@ -38,7 +38,7 @@ from runner.report.changes import ChangeTracker
 from runner.report.git import SafeGit
 from runner.rundir import default_runs_dir, new_run_id, portable, write_atomic, write_json
 from runner.sandbox.session import start_sandbox
-from runner.settings import Settings, load_settings, policy_layer
+from runner.settings import Settings, load_settings, model_params, policy_layer
 from runner.task import Task, parse_task
 from runner.tools.readable import policy_decider
 from runner.tools.registry import core_tools
@@ -153,7 +153,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
                         sandbox=rec.ctx.sandbox.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
-                        **started))
+                        model_params=model_params(settings) or None, **started))
     limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,), (budget.on_reply,))
     return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools)
 
@@ -416,7 +416,7 @@ def make_model(settings: Settings, deadline: float,
     return OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url, stream=settings.stream,
                       max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
                       retry_cap_s=settings.retry_cap_s, request_timeout_s=settings.request_timeout_s,
-                      deadline=deadline, on_delta=on_delta)
+                      deadline=deadline, on_delta=on_delta, params=model_params(settings))
 
 
 def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Path) -> list[str]:

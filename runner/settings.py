@@ -36,6 +36,22 @@ class Settings(BaseSettings):
     max_tokens: int | None = Field(None, ge=1, description="prompt + completion tokens, whole run")
     max_cost_usd: float | None = Field(None, gt=0)
     context_window: int | None = Field(None, ge=1, description="override the known-models table")
+    # Sampling: sent only when set, and dropped for the run if the endpoint rejects one (runner/model/retry.py).
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    max_output_tokens: int | None = Field(None, ge=1, description="per request (max_tokens is the run's budget)")
+    seed: int | None = None
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+
+
+MODEL_KEYS = {"temperature": "temperature", "topP": "top_p", "maxOutputTokens": "max_output_tokens", "seed": "seed",
+              "reasoningEffort": "reasoning_effort"}
+MODEL_PARAMS = tuple(MODEL_KEYS.values())
+
+
+def model_params(settings: Settings) -> dict[str, Any]:
+    """The sampling parameters set, for the request and for run_started."""
+    return {k: getattr(settings, k) for k in MODEL_PARAMS if getattr(settings, k) is not None}
 
 
 def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
@@ -50,6 +66,9 @@ def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
         out["max_tokens"] = budget["maxTokens"]
     if "maxCostUsd" in budget:
         out["max_cost_usd"] = budget["maxCostUsd"]
+    for key, name in MODEL_KEYS.items():  # the policy's `model` section, camelCase
+        if key in sections.get("model", {}):
+            out[name] = sections["model"][key]
     if "contextWindow" in sections.get("compaction", {}):
         out["context_window"] = sections["compaction"]["contextWindow"]
     return out

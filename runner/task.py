@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 import yaml
@@ -35,6 +35,11 @@ class FrontMatter(pydantic.BaseModel):
     max_turns: int | None = pydantic.Field(None, ge=1)
     timeout: float | None = pydantic.Field(None, gt=0)
     policy: str | None = pydantic.Field(None, min_length=1)
+    temperature: float | None = pydantic.Field(None, ge=0, le=2)
+    top_p: float | None = pydantic.Field(None, gt=0, le=1)
+    max_output_tokens: int | None = pydantic.Field(None, ge=1)
+    seed: int | None = None
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
 
 
 @dataclass
@@ -75,8 +80,8 @@ def parse_task(raw: str, file: str, default_title: str) -> Task:
         raise UsageError(f"{file}:{line}: front matter {key!r}: {err['msg']}") from None
     if not body.strip():
         raise UsageError(f"{file}:{end + 1}: the task has front matter but no text")
-    overrides = {k: v for k, v in (("model", meta.model), ("max_turns", meta.max_turns), ("timeout", meta.timeout))
-                 if v is not None}
+    keys = ("model", "max_turns", "timeout", "temperature", "top_p", "max_output_tokens", "seed", "reasoning_effort")
+    overrides = {k: getattr(meta, k) for k in keys if getattr(meta, k) is not None}
     return Task(body, meta.title or _title_of(body, default_title), meta.check, overrides, meta.policy)
 
 

@@ -21,7 +21,7 @@ from runner.outcome import UsageError
 from runner.report.git import find_repo
 
 # Budgets front matter may only lower; anything else it sets is ignored when untrusted.
-NARROWING = ("max_turns", "timeout", "max_tokens", "max_cost_usd")
+NARROWING = ("max_turns", "timeout", "max_tokens", "max_cost_usd", "max_output_tokens")
 
 
 @dataclass(frozen=True)

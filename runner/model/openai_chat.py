@@ -33,8 +33,10 @@ from runner.outcome import BudgetExhausted, ModelError
 class OpenAIChat:
     def __init__(self, name: str, *, api_key: str | None, base_url: str | None, stream: bool,
                  max_retries: int, retry_base_s: float, retry_cap_s: float, request_timeout_s: float,
-                 deadline: float | None, on_delta: Callable[[int, str], None] | None = None) -> None:
+                 deadline: float | None, on_delta: Callable[[int, str], None] | None = None,
+                 params: dict[str, Any] | None = None) -> None:
         self.name = name
+        self.params = _request_params(params or {}, official=base_url is None)
         self.stream = stream
         # Streaming only: called with (turn, text) for each content delta of an answer, and (turn, "") when
         # the reply's stream ends (not for compaction calls).
@@ -126,6 +128,7 @@ class OpenAIChat:
             kwargs["tool_choice"] = tool_choice or "auto"
         if self.stream:
             kwargs["stream_options"] = {"include_usage": True}  # usage in a last chunk, where supported
+        kwargs.update(self.params)
         for name in self._refused:
             kwargs.pop(name, None)
         self._sent = {name for name in REFUSABLE if name in kwargs}
@@ -225,3 +228,12 @@ def _brief(exc: openai.APIStatusError) -> str:
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])[:300]
     return str(exc.message)[:300]
+
+
+def _request_params(params: dict[str, Any], *, official: bool) -> dict[str, Any]:
+    """Settings names to request fields. The output cap is `max_completion_tokens` on OpenAI's own API (its
+    reasoning models refuse `max_tokens`) and `max_tokens` elsewhere (what local servers read)."""
+    out = {k: v for k, v in params.items() if k != "max_output_tokens"}
+    if "max_output_tokens" in params:
+        out["max_completion_tokens" if official else "max_tokens"] = params["max_output_tokens"]
+    return out

@@ -8,7 +8,9 @@ import time
 import openai
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-REFUSABLE = ("stream_options", "tool_choice")  # optional request parameters some servers reject
+# Optional request parameters some servers reject: sent again without the one a 400/422 names.
+REFUSABLE = ("stream_options", "tool_choice", "temperature", "top_p", "max_completion_tokens", "max_tokens", "seed",
+             "reasoning_effort")
 
 
 class BadResponse(Exception):
