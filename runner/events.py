@@ -40,6 +40,8 @@ class RunStarted(Event):
     resumed_from: dict[str, Any] | None = None
     policy_sha256: str | None = None  # of policy.json as written: a killed run's snapshot is checked against it
     model_params: dict[str, Any] | None = None  # temperature, top_p, max_output_tokens, seed, reasoning_effort set
+    # what the system prompt holds beyond agent-run's own text: [{source, path, sha256, bytes, truncated}]
+    instructions: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from runner.events import Emit, ModelRequest, ModelResponse, UserMessage
 from runner.jsonutil import canonical, estimate_tokens, sha256_text, short
 from runner.model.base import ChatModel, ModelReply, text_tool_call
 from runner.outcome import BudgetExhausted, Failed
-from runner.prompt import SYSTEM_PROMPT
 
 
 @dataclass(frozen=True)
@@ -44,10 +43,6 @@ class LoopResult:
 def serialize_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
     """The bytes that identify a request's prompt (hashed into model_request)."""
     return canonical({"tools": tools, "messages": messages})
-
-
-def initial_messages(task: str) -> list[dict[str, Any]]:
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task}]
 
 
 Snapshot = Callable[[list[dict[str, Any]]], dict[str, str] | None]

@@ -21,8 +21,9 @@ from runner.events import ModelRequest, ModelResponse, RunStarted
 from runner.guards.budget import Budget
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
+from runner.instructions import InstructionsError, gather
 from runner.jsonutil import file_sha256, sha256_text
-from runner.loop import Limits, LoopResult, initial_messages, run_loop
+from runner.loop import Limits, LoopResult, run_loop
 from runner.model.base import ChatModel
 from runner.model.catalog import price_for, window_for
 from runner.model.replay import ReplayModel
@@ -68,6 +69,8 @@ class RunOptions:
     isolate: str | None = None  # "worktree": run in a private copy of the workspace (runner/worktree.py)
     shared_workspace: bool = False  # run beside another run in the same workspace
     mcp_configs: list[str] = field(default_factory=list)  # --mcp-config, in order
+    instructions: list[str] = field(default_factory=list)  # --instructions FILE, in order
+    append_system_prompt: list[str] = field(default_factory=list)  # --append-system-prompt TEXT, in order
 
 
 def execute(opts: RunOptions) -> RunOutcome:
@@ -101,9 +104,15 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
                      task_trusted=trusted)
     policy = _load_policy(opts, files, task.policy, trusted)
     settings = _settings(opts, files, policy, task.overrides, trusted, rec)
-    agent = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md")
-    result = run_loop(initial_messages(task.text), agent.model, agent.env, agent.limits, rec.emit,
-                      context=agent.context, snapshot=agent.context.snapshot)
+    try:
+        instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt)
+    except InstructionsError as exc:
+        raise UsageError(str(exc)) from None
+    agent = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md",
+                    instructions=instructions.records or None)
+    messages = [{"role": "system", "content": instructions.system_prompt()}, {"role": "user", "content": task.text}]
+    result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, context=agent.context,
+                      snapshot=agent.context.snapshot)
     return conclude(rec, task, agent, result)
 
 

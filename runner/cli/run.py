@@ -47,6 +47,10 @@ _OPTIONS = [
     click.option("--env-file", "env_files", multiple=True, metavar="PATH",
                  help="Read settings (AGENT_RUN_*, OPENAI_*) from this dotenv file, below the environment "
                       "(repeatable; a later file wins). A workspace .env is never read by itself."),
+    click.option("--instructions", "instructions", multiple=True, metavar="FILE",
+                 help="Add this file's text to the system prompt as the workflow's instructions (repeatable)."),
+    click.option("--append-system-prompt", "append_system_prompt", multiple=True, metavar="TEXT",
+                 help="Add TEXT to the system prompt (repeatable). The workspace's AGENTS.md is read by itself."),
     click.option("--mcp-config", "mcp_configs", multiple=True, metavar="FILE",
                  help="MCP servers as tools, from a {\"mcpServers\": …} file (repeatable; also AGENT_RUN_MCP_CONFIG). "
                       "A workspace .mcp.json is never read by itself."),
@@ -78,7 +82,9 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
                       approvals=list(kw["approvals"]), mode=kw["mode"], sandbox=kw["sandbox"],
                       env_files=list(kw["env_files"]), cli_settings={k: v for k, v in given.items() if v is not None},
                       verbosity=0 if kw["quiet"] else (2 if kw["verbose"] else 1), stream_events=fmt == "stream-json",
-                      shared_workspace=kw["shared_workspace"], mcp_configs=list(kw["mcp_configs"]), **more)
+                      shared_workspace=kw["shared_workspace"], mcp_configs=list(kw["mcp_configs"]),
+                      instructions=list(kw["instructions"]), append_system_prompt=list(kw["append_system_prompt"]),
+                      **more)
     return opts, fmt
 
 
