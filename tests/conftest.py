@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from tests.fakes.event_schema import run_event_logs, validate_events_file
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.zygote import Zygote, ZygoteError, script_interpreter
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -99,8 +101,34 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
+# Why a zygote: each `agent-run` process spends about 1.3 s of CPU importing (the openai SDK, pydantic-settings,
+# httpx, bs4, runner itself) before doing anything, and `agent_run` starts hundreds of them. So each pytest
+# worker starts one fork server (tests/fakes/zygote.py) that has imported all of that, and `agent_run`'s
+# invocations are forked from it: still one real OS process per invocation, running the real console script
+# with the real argv, environment, cwd, stdin/stdout/stderr and exit status (subprocess.run's own code,
+# timeouts included), talking real HTTP to the fake server. An environment that differs from the zygote's
+# in what the interpreter reads at startup (PYTHON*, LANG, LC_*, TZ, ...) gets the real executable instead.
+# AGENT_RUN_TEST_ZYGOTE=0 runs the real executable every time (the reference: the suite passes both ways).
+# Tests that need the executable itself (import boundaries, signals, startup time) call subprocess directly.
+@pytest.fixture(scope="session")
+def agent_run_zygote() -> Iterator[Zygote | None]:
+    """This worker's fork server for `agent_run`, or None when AGENT_RUN_TEST_ZYGOTE=0."""
+    argv = agent_run_argv()
+    if os.environ.get("AGENT_RUN_TEST_ZYGOTE", "1") == "0" or len(argv) != 1 or script_interpreter(argv[0]) is None:
+        yield None
+        return
+    try:
+        zygote = Zygote.start(argv[0], clean_env())
+    except ZygoteError as e:  # e.g. a dependency now reads the cwd on import: correct but slow, and said so
+        warnings.warn(f"agent_run uses the real executable: {e}", stacklevel=1)
+        yield None
+        return
+    yield zygote
+    zygote.close()
+
+
 @pytest.fixture
-def agent_run(fake: FakeOpenAI, workspace: Path):
+def agent_run(fake: FakeOpenAI, workspace: Path, agent_run_zygote: Zygote | None):
     """Run `agent-run ARGS` against the fake server, in the workspace; wait for it."""
 
     def run(*args: str, env: dict[str, str] | None = None, input: str | None = None,
@@ -109,8 +137,12 @@ def agent_run(fake: FakeOpenAI, workspace: Path):
                                 "AGENT_RUN_RETRY_BASE_S": "0.01", **(env or {})})
         runs_dir = workspace / ".agent-run" / "runs"
         before = _dirs(runs_dir)
-        proc = subprocess.run([*agent_run_argv(), *args], cwd=workspace, env=full_env, input=input or "",
-                              capture_output=True, text=True, timeout=timeout)
+        argv = [*agent_run_argv(), *args]
+        start = subprocess.run
+        if agent_run_zygote is not None and agent_run_zygote.serves(argv, full_env):
+            start = agent_run_zygote.run
+        proc = start(argv, cwd=workspace, env=full_env, input=input or "", capture_output=True, text=True,
+                     timeout=timeout)
         return Result(proc.returncode, proc.stdout, proc.stderr, runs_dir, sorted(_dirs(runs_dir) - before))
 
     return run

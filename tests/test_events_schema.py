@@ -18,6 +18,8 @@ from runner.events import (
     Compaction,
     Event,
     GuardWarning,
+    McpServerFailed,
+    McpServerStarted,
     ModelRequest,
     ModelResponse,
     ModelRetry,
@@ -27,8 +29,6 @@ from runner.events import (
     RunInterrupted,
     RunStarted,
     ToolCall,
-    McpServerFailed,
-    McpServerStarted,
     ToolResult,
     UserMessage,
 )

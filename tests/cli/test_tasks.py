@@ -49,7 +49,8 @@ def test_unknown_front_matter_key_says_what_was_meant(fake, workspace, agent_run
     assert "Extra inputs" not in r.stderr
     r = agent_run(_task(workspace, "---\nowner: me\n---\nbody\n"))
     assert r.code == 2 and r.summary["reason"] == (
-        "t.md:2: front matter: unknown key 'owner' (known keys: title, check, model, max_turns, timeout, policy)")
+        "t.md:2: front matter: unknown key 'owner' (known keys: title, check, model, max_turns, timeout, policy, "
+        "temperature, top_p, max_output_tokens, seed, reasoning_effort)")
     assert fake.requests == []
 
 
