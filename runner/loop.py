@@ -51,21 +51,28 @@ Snapshot = Callable[[list[dict[str, Any]]], dict[str, str] | None]
 def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, limits: Limits, emit: Emit,
              first_turn: int = 1, context: ContextManager | None = None, *,
              tools: list[dict[str, Any]] | None = None, previous: list[dict[str, Any]] | None = None,
-             snapshot: Snapshot | None = None) -> LoopResult:
+             snapshot: Snapshot | None = None, recite: Callable[[int, bool], str | None] | None = None) -> LoopResult:
     """Runs until the model answers without tool calls. `messages` is only appended to, except
     where the context manager prunes (in batches). A resumed conversation passes its history, the
     number of its next turn, the recorded `tools` array and the `previous` run's last prompt (which
     its first request must extend). `snapshot` keeps the messages as sent whenever they do not
-    simply extend this loop's previous request (runner/conversation.py rebuilds from them)."""
+    simply extend this loop's previous request (runner/conversation.py rebuilds from them). `recite` gives
+    text to append before a request (the plan, after a compaction or a long stretch; 003 P5)."""
     tools = env.registry.specs() if tools is None else tools
     names = [t["function"]["name"] for t in tools]
     sent: list[dict[str, Any]] | None = None  # this loop's previous request
     told: str | None = None  # what the previous final answer lacked, once the model has been told
     for turn in range(first_turn, first_turn + limits.max_turns):
         remaining = _remaining(limits)
+        compactions = (context.counts["hard_clear"] + context.counts["summarize"]) if context is not None else 0
         if context is not None:
             messages = context.prepare(messages, tools, turn, placeholder)
             context.bind(messages, tools)
+        recited = recite(turn, context is not None and context.counts["hard_clear"] + context.counts["summarize"]
+                         > compactions) if recite is not None and turn > first_turn else None
+        if recited:
+            emit(UserMessage(turn=turn, reason="recitation", content=recited))
+            messages.append({"role": "user", "content": recited})  # appended: the prefix stays as it was
         prompt = serialize_prompt(messages, tools)
         estimated = estimate_tokens(len(prompt))
         for check in limits.checks:

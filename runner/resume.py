@@ -114,6 +114,9 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
     agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
                     readable=lineage(source), resumed_from=origin)
     _append_continuation(source.run_dir, rec, origin)
+    todo = agent.env.registry.get("todo")
+    if todo is not None:  # the plan goes on with the conversation
+        todo.items = last_plan(source.events, conversation.last_turn)
     turn = conversation.last_turn + 1
     note = stop_note(source, opts.kind, conversation, message)
     rec.emit(UserMessage(turn=turn, reason=opts.kind, content=note))
@@ -124,8 +127,23 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
                                            "reason": "a masked secret in the history"}
     messages = [*conversation.messages, {"role": "user", "content": note}]
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, turn, context=agent.context,
-                      tools=agent.tools, previous=conversation.last_prompt, snapshot=agent.context.snapshot)
+                      tools=agent.tools, previous=conversation.last_prompt, snapshot=agent.context.snapshot,
+                      recite=agent.recite)
     return conclude(rec, task, agent, result)
+
+
+def last_plan(events: list[dict[str, Any]], upto_turn: int) -> list[dict[str, str]]:
+    """The todo list as the run left it (by turn `upto_turn`): the last todo call that succeeded."""
+    ok = {e.get("call_id") for e in events
+          if e.get("type") == "tool_result" and e.get("tool") == "todo" and e.get("ok")}
+    for e in reversed(events):
+        if e.get("type") == "tool_call" and e.get("tool") == "todo" and e.get("call_id") in ok \
+                and e.get("turn", 0) <= upto_turn:
+            try:
+                return list(json.loads(e["arguments"])["todos"])
+            except (ValueError, KeyError, TypeError):
+                return []
+    return []
 
 
 def locate(opts: ContinueOptions) -> Path:

@@ -112,7 +112,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
                     instructions=instructions.records or None)
     messages = [{"role": "system", "content": instructions.system_prompt()}, {"role": "user", "content": task.text}]
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, context=agent.context,
-                      snapshot=agent.context.snapshot)
+                      snapshot=agent.context.snapshot, recite=agent.recite)
     return conclude(rec, task, agent, result)
 
 
@@ -125,6 +125,7 @@ class Agent:
     limits: Limits
     context: ContextManager
     tools: list[dict[str, Any]]
+    recite: Any = None  # the todo tool's recitation hook, for run_loop
 
 
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
@@ -164,7 +165,11 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                         sandbox=rec.ctx.sandbox.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
                         model_params=model_params(settings) or None, **started))
     limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,), (budget.on_reply,))
-    return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools)
+    todo = env.registry.get("todo")
+    if todo is not None:  # the plan, for the people reading the run (summary.json, step summary)
+        rec.finishers.append(lambda data: data.update(todos=todo.items) if todo.items else None)
+    return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools,
+                 getattr(todo, "recite", None))
 
 
 def mcp_servers(rec: Recording, policy: Policy, given: list[str], environ: dict[str, str]) -> dict[str, Any]:

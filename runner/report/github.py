@@ -369,6 +369,12 @@ def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT, *, rece
         if not ok and isinstance(tail, str) and tail.strip():
             out += ["<details><summary>The check's output (its last lines)</summary>", "",
                     _fenced(_clip(tail, MAX_ANSWER_CHARS), "text"), "", "</details>", ""]
+    todos = [t for t in summary.get("todos") or [] if isinstance(t, Mapping)]
+    if todos:  # the plan the agent kept (todo): what it meant to do, and what it finished
+        marks = {"completed": "☑", "in_progress": "▶"}
+        out += [f"### Plan ({sum(t.get('status') == 'completed' for t in todos)}/{len(todos)} completed)", ""]
+        out += [f"- {marks.get(str(t.get('status')), '☐')} "
+                f"{code_span(_clip(str(t.get('content')), 300), in_table=False)}" for t in todos] + [""]
     changed = summary.get("changed_files")
     if isinstance(changed, list):
         out += [f"### Changed files ({len(changed)})", ""]

@@ -14,6 +14,7 @@ from runner.tools.list import List
 from runner.tools.memory_search import MemorySearch
 from runner.tools.move import Move
 from runner.tools.read import Read
+from runner.tools.todo import Todo
 from runner.tools.web_fetch import WebFetch
 from runner.tools.write import Write
 
@@ -39,4 +40,4 @@ class Registry:
 
 def core_tools() -> Registry:
     return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Delete(), Move(), Bash(), WebFetch(),
-                     MemorySearch()])
+                     MemorySearch(), Todo()])

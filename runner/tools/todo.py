@@ -1,0 +1,83 @@
+"""todo: the plan the agent keeps — a list of items, each pending, in_progress or completed.
+
+Each call replaces the whole list (Claude's TodoWrite, Codex's update_plan). The list lives in the
+run, not the workspace: it is decided like a read of the run's own directory (always allowed), its
+results are protected from pruning and carried into summaries (runner/context/prune.py), it is
+re-sent (recited, 003 P5) as an appended user message after a compaction and after RECITE_EVERY
+turns without an update, and it ends up in summary.json `todos` and the step summary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.policy.model import Target
+from runner.policy.targets import path_target
+from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+STATUSES = ("pending", "in_progress", "completed")
+MARKS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
+MAX_ITEMS = 50
+RECITE_EVERY = 8  # turns without an update or a recitation before the plan is re-sent
+
+
+class Todo(Tool):
+    name = "todo"
+    domain = "read"
+    description = (
+        "Keep your plan for this task: send the whole list each time (it replaces the previous one), each item "
+        "with its status: pending, in_progress (one at a time) or completed. Use it for tasks of several steps; "
+        "it is shown to the people reading the run, and re-sent to you after long stretches."
+    )
+    schema = {
+        "type": "object",
+        "properties": {
+            "todos": {
+                "type": "array", "maxItems": MAX_ITEMS,
+                "items": {
+                    "type": "object",
+                    "properties": {"content": {"type": "string", "minLength": 1},
+                                   "status": {"type": "string", "enum": list(STATUSES)}},
+                    "required": ["content", "status"], "additionalProperties": False,
+                },
+            },
+        },
+        "required": ["todos"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, str]] = []
+        self._since = 0  # turns since the plan was last written or recited
+
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        where = ctx.run_dir / "todos" if ctx.run_dir else ctx.workspace / ".agent-run"
+        return [Target("read", path_target(ctx.workspace, where))]
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        items = [{"content": str(i["content"]).strip(), "status": str(i["status"])} for i in args["todos"]]
+        busy = sum(i["status"] == "in_progress" for i in items)
+        if busy > 1:
+            raise ToolError("InvalidArguments", f"{busy} items are in_progress: mark one at a time")
+        self.items = items
+        self._since = 0
+        return ToolOutput(render(items), {"items": len(items),
+                                          "completed": sum(i["status"] == "completed" for i in items)})
+
+    def recite(self, turn: int, compacted: bool) -> str | None:
+        """Before a request: the plan to re-send (appended), after a compaction or a long stretch; else None."""
+        if not self.items:
+            return None
+        self._since += 1
+        if not compacted and self._since <= RECITE_EVERY:
+            return None
+        self._since = 0
+        return f"[agent-run: your plan so far (todo)]\n{render(self.items)}"
+
+
+def render(items: list[dict[str, str]]) -> str:
+    if not items:
+        return "(the plan is empty)"
+    done = sum(i["status"] == "completed" for i in items)
+    lines = [f"{MARKS[i['status']]} {i['content']}" for i in items]
+    return "\n".join(lines) + f"\n({done}/{len(items)} completed)"
