@@ -37,6 +37,12 @@ class Instructions:
     repository: list[tuple[str, str]] = field(default_factory=list)  # (path relative to the workspace, text)
     records: list[dict[str, Any]] = field(default_factory=list)  # for run_started
 
+    def add_trusted(self, label: str, text: str, path: str | None = None) -> None:
+        self.trusted.append((label, text))
+        raw = text.encode("utf-8")
+        self.records.append({"source": label, "path": path, "sha256": _sha(raw), "bytes": len(raw),
+                             "truncated": False})
+
     def system_prompt(self) -> str:
         parts = [SYSTEM_PROMPT]
         for label, text in self.trusted:

@@ -22,7 +22,7 @@ from typing import Any
 from runner.jsonutil import canonical
 
 GENESIS = "0" * 64
-SEALED_FILES = ("task.md", "policy.json", "changes.patch", "tools.json", "workspace.json")
+SEALED_FILES = ("task.md", "policy.json", "changes.patch", "tools.json", "workspace.json", "output.json")
 
 
 class TamperError(ValueError):

@@ -51,13 +51,16 @@ Snapshot = Callable[[list[dict[str, Any]]], dict[str, str] | None]
 def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, limits: Limits, emit: Emit,
              first_turn: int = 1, context: ContextManager | None = None, *,
              tools: list[dict[str, Any]] | None = None, previous: list[dict[str, Any]] | None = None,
-             snapshot: Snapshot | None = None, recite: Callable[[int, bool], str | None] | None = None) -> LoopResult:
+             snapshot: Snapshot | None = None, recite: Callable[[int, bool], str | None] | None = None,
+             check_answer: Callable[[str], str | None] | None = None) -> LoopResult:
     """Runs until the model answers without tool calls. `messages` is only appended to, except
     where the context manager prunes (in batches). A resumed conversation passes its history, the
     number of its next turn, the recorded `tools` array and the `previous` run's last prompt (which
     its first request must extend). `snapshot` keeps the messages as sent whenever they do not
     simply extend this loop's previous request (runner/conversation.py rebuilds from them). `recite` gives
-    text to append before a request (the plan, after a compaction or a long stretch; 003 P5)."""
+    text to append before a request (the plan, after a compaction or a long stretch; 003 P5).
+    `check_answer` returns what to tell the model when a final answer is not acceptable (--output-schema),
+    None when it is; it raises to end the run."""
     tools = env.registry.specs() if tools is None else tools
     names = [t["function"]["name"] for t in tools]
     sent: list[dict[str, Any]] | None = None  # this loop's previous request
@@ -99,7 +102,13 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
                 raise Failed(f"the model's final answer was cut off (finish_reason={reply.finish_reason})")
             lacking = unusable_answer(reply.message.get("content"), names)
             if lacking is None:
-                return LoopResult(answer=reply.message.get("content") or "", turns=turn)
+                answer = reply.message.get("content") or ""
+                retry = check_answer(answer) if check_answer is not None else None
+                if retry is None:
+                    return LoopResult(answer=answer, turns=turn)
+                emit(UserMessage(turn=turn, reason="output_schema", content=retry))
+                messages.append({"role": "user", "content": retry})  # appended: the prefix stays as it was
+                continue
             if told is not None:
                 raise Failed(f"the model's final answer {lacking[0]}, again after being told")
             told = lacking[0]

@@ -71,6 +71,7 @@ class RunOptions:
     mcp_configs: list[str] = field(default_factory=list)  # --mcp-config, in order
     instructions: list[str] = field(default_factory=list)  # --instructions FILE, in order
     append_system_prompt: list[str] = field(default_factory=list)  # --append-system-prompt TEXT, in order
+    output_schema: str | None = None  # --output-schema FILE
 
 
 def execute(opts: RunOptions) -> RunOutcome:
@@ -108,11 +109,21 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
         instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt)
     except InstructionsError as exc:
         raise UsageError(str(exc)) from None
+    schema = None
+    if opts.output_schema:
+        from runner.output_schema import OutputSchema
+
+        schema = OutputSchema(opts.output_schema)
+        instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema)
     agent = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md",
                     instructions=instructions.records or None)
     messages = [{"role": "system", "content": instructions.system_prompt()}, {"role": "user", "content": task.text}]
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, context=agent.context,
-                      snapshot=agent.context.snapshot, recite=agent.recite)
+                      snapshot=agent.context.snapshot, recite=agent.recite,
+                      check_answer=schema.check if schema else None)
+    if schema is not None:  # the validated object: summary `output`, output.json (sealed), stdout in text mode
+        rec.extra["output"] = schema.value
+        write_json(rec.run_dir / "output.json", schema.value)
     return conclude(rec, task, agent, result)
 
 

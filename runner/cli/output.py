@@ -49,6 +49,8 @@ def finish(outcome: RunOutcome, reporter: GitHubReporter, *, fmt: str, quiet: bo
         # A usage error has no run: the keys a consumer relies on are there all the same (runner/schemas).
         result = {"run_id": None, "answer": None, "usage": {}, "denials": [], **summary, "type": "result"}
         click.echo(json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    elif fmt == "text" and summary.get("output") is not None:  # --output-schema: stdout is the JSON value
+        click.echo(json.dumps(summary["output"], ensure_ascii=False))
     elif fmt == "text" and summary.get("answer"):
         click.echo(summary["answer"])
     sys.stdout.flush()

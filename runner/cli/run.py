@@ -91,15 +91,18 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
 @click.command("run")
 @click.argument("task", metavar="TASK")
 @run_options
+@click.option("--output-schema", metavar="FILE",
+              help="The final answer must be a JSON value valid against this JSON Schema (repaired up to twice, "
+                   "else exit 1); it is printed on stdout, in summary.json `output` and output.json.")
 @click.option("--isolate", type=click.Choice(["worktree"]),
               help="Run in a private copy of the (git) workspace under WORKSPACE/.agent-run/worktrees/.")
-def run(task: str, isolate: str | None, **kw: Any) -> None:
+def run(task: str, output_schema: str | None, isolate: str | None, **kw: Any) -> None:
     """Run TASK (a Markdown file, or - for stdin) headless.
 
     \b
     Exit codes: 0 success, 1 failed, 2 usage/config error, 3 denied,
     4 doom_loop, 5 budget_exhausted, 6 model_error, 130/143 interrupted.
     """
-    opts, fmt = options_from(task, kw, isolate=isolate)
+    opts, fmt = options_from(task, kw, isolate=isolate, output_schema=output_schema)
     outcome, reporter = with_github(lambda: execute(opts))
     finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"], task_file=task)

@@ -184,6 +184,7 @@ def output_values(summary: Mapping[str, Any]) -> dict[str, str]:
         "sandbox": sandbox_text(summary.get("sandbox")),
         "events-sha256": str((summary.get("integrity") or {}).get("sha256") or ""),
         "summary-json": compact_summary_json(summary),
+        "output": json.dumps(summary["output"], ensure_ascii=False) if summary.get("output") is not None else "",
     }
 
 

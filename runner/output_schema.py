@@ -1,0 +1,74 @@
+"""`--output-schema FILE`: a final answer that is a JSON object valid against a JSON Schema.
+
+The schema is the workflow's (trusted): its text goes into the system prompt once, as an
+instruction (the prefix stays fixed). The final answer is parsed (a ```json fence around it is
+fine) and validated; an invalid one gets the errors back as a user message, appended, and the model
+tries again — MAX_REPAIRS times, then the run fails (exit 1) with the errors. A valid answer is
+summary.json `output`, the file `output.json` (sealed), the action output `output`, and stdout in
+text mode. `response_format: json_schema` is not used: grammar-constrained servers lose tool calling
+under it, and a schema that must hold only for the last turn cannot be put on every request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from runner.outcome import Failed, UsageError
+
+MAX_REPAIRS = 2
+MAX_ERRORS_SHOWN = 5
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.S)
+
+
+class OutputSchema:
+    def __init__(self, path: str) -> None:
+        import jsonschema  # only runs that ask for it
+
+        try:
+            self.text = Path(path).expanduser().read_text(encoding="utf-8")
+            self.schema = json.loads(self.text)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read --output-schema {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}:{exc.lineno}:{exc.colno}: --output-schema is not JSON: {exc.msg}") from None
+        try:
+            validator = jsonschema.validators.validator_for(self.schema)
+            validator.check_schema(self.schema)
+        except jsonschema.SchemaError as exc:
+            raise UsageError(f"{path}: --output-schema is not a valid JSON Schema: {exc.message}") from None
+        self.validator = validator(self.schema)
+        self.repairs = 0
+        self.value: Any = None
+
+    def instructions(self) -> str:
+        return ("When the task is done, your final answer (the reply without tool calls) must be exactly one JSON "
+                "value, with no other text, that validates against this JSON Schema:\n\n```json\n"
+                f"{self.text.strip()}\n```")
+
+    def check(self, answer: str) -> str | None:
+        """None when the answer is valid (kept in `value`); else what the model is told. Raises Failed after
+        MAX_REPAIRS attempts."""
+        errors = self.errors(answer)
+        if not errors:
+            return None
+        if self.repairs >= MAX_REPAIRS:
+            raise Failed(f"the final answer does not match --output-schema after {MAX_REPAIRS} repairs: "
+                         + "; ".join(errors[:MAX_ERRORS_SHOWN]), output_errors=errors[:MAX_ERRORS_SHOWN])
+        self.repairs += 1
+        return ("[agent-run: your final answer does not match the required JSON Schema:\n"
+                + "\n".join(f"- {e}" for e in errors[:MAX_ERRORS_SHOWN])
+                + "\nReply again with only the corrected JSON value.]")
+
+    def errors(self, answer: str) -> list[str]:
+        fenced = _FENCE.match(answer or "")
+        try:
+            value = json.loads(fenced.group(1) if fenced else answer)
+        except json.JSONDecodeError as exc:
+            return [f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
+        found = sorted(self.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if not found:
+            self.value = value
+        return [f"{'/'.join(str(p) for p in e.absolute_path) or '(the value)'}: {e.message}" for e in found]
