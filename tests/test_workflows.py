@@ -63,13 +63,14 @@ def test_action_inputs_and_outputs():
     action = load(ACTION)
     inputs = action["inputs"]
     assert {"task", "policy", "model", "api-key", "base-url", "max-turns", "timeout", "max-cost-usd", "junit",
-            "upload-artifact", "fail-on-denied", "version", "sandbox", "sandbox-fallback"} <= set(inputs)
+            "upload-artifact", "fail-on-denied", "version", "sandbox", "sandbox-fallback", "mcp-config",
+            "output-schema"} <= set(inputs)
     assert inputs["sandbox"]["default"] == "required" and inputs["sandbox-fallback"]["default"] == "true"
     assert inputs["policy"]["default"] == "default"
     assert inputs["upload-artifact"]["default"] == "true" and inputs["fail-on-denied"]["default"] == "true"
     assert {name: o["value"] for name, o in action["outputs"].items()} == {
         name: f"${{{{ steps.run.outputs.{name} }}}}"
-        for name in ("status", "exit-code", "run-dir", "denials", "sandbox", "events-sha256", "summary-json")}
+        for name in ("status", "exit-code", "run-dir", "denials", "sandbox", "events-sha256", "output", "summary-json")}
 
 
 def test_action_runs_agent_run_with_exec_and_uploads_always():
