@@ -72,6 +72,7 @@ class CallEnv:
     before_edit: Callable[[list[Path]], None] | None = None  # sees files before an edit-domain call changes them
     admit: Callable[[str], str] | None = None  # context stage 1: may trim a result before it is first sent
     home: Path | None = None  # where printed commands are run from (the workspace; a worktree run's origin)
+    restrict: Any = None  # runner.skills.Restriction: the loaded skill's allowed-tools
 
 
 def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> str:
@@ -83,7 +84,11 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
     denied = False
     try:
         tool, args = parse_call(name, raw_args, env.registry)
-        decision, denial = decide_and_record(env, call_id, name, tool.domain, tool.targets(args, env.ctx), emit)
+        targets = tool.targets(args, env.ctx)
+        why = env.restrict.refuses(name, targets) if env.restrict is not None else None
+        if why is not None:  # a loaded skill's allowed-tools: narrows, before (never instead of) the policy
+            raise ToolError("ToolNotAllowed", f"{why}; call `skill` again to change skills", skill=env.restrict.skill)
+        decision, denial = decide_and_record(env, call_id, name, tool.domain, targets, emit)
         if denial is not None:
             denied = True
             raise _denial_error(decision, denial)

@@ -72,6 +72,7 @@ class RunOptions:
     instructions: list[str] = field(default_factory=list)  # --instructions FILE, in order
     append_system_prompt: list[str] = field(default_factory=list)  # --append-system-prompt TEXT, in order
     output_schema: str | None = None  # --output-schema FILE
+    skills: list[str] = field(default_factory=list)  # --skills DIR, in order
 
 
 def execute(opts: RunOptions) -> RunOutcome:
@@ -115,8 +116,19 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
 
         schema = OutputSchema(opts.output_schema)
         instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema)
+    skills = load_skills(rec, opts, instructions)
     agent = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md",
+                    readable=tuple(Path(d).expanduser().resolve() for d in opts.skills),
                     instructions=instructions.records or None)
+    if skills:
+        from runner.skills import Restriction
+        from runner.tools.skill import SkillTool
+
+        agent.env.restrict = Restriction()
+        tool = SkillTool(skills, agent.env.restrict)
+        agent.env.registry = agent.env.registry.with_tools([tool])
+        agent.tools.append(tool.spec())
+        write_json(rec.run_dir / "tools.json", agent.tools)
     messages = [{"role": "system", "content": instructions.system_prompt()}, {"role": "user", "content": task.text}]
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, context=agent.context,
                       snapshot=agent.context.snapshot, recite=agent.recite,
@@ -181,6 +193,20 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
         rec.finishers.append(lambda data: data.update(todos=todo.items) if todo.items else None)
     return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools,
                  getattr(todo, "recite", None))
+
+
+def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any]:
+    """Skills from --skills and the workspace; their index goes into the system prompt (runner/skills.py)."""
+    from runner.skills import discover, index
+
+    skills, warnings = discover(rec.workspace, opts.skills)
+    for warning in warnings:
+        print(f"agent-run: warning: skill skipped: {warning}", file=sys.stderr)
+    if skills:
+        instructions.add_trusted("skills", index(skills))
+        rec.extra["skills"] = [{"name": s.name, "path": portable(s.directory, rec.workspace), "trusted": s.trusted}
+                               for s in skills]
+    return skills
 
 
 def mcp_servers(rec: Recording, policy: Policy, given: list[str], environ: dict[str, str]) -> dict[str, Any]:

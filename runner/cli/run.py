@@ -51,6 +51,9 @@ _OPTIONS = [
                  help="Add this file's text to the system prompt as the workflow's instructions (repeatable)."),
     click.option("--append-system-prompt", "append_system_prompt", multiple=True, metavar="TEXT",
                  help="Add TEXT to the system prompt (repeatable). The workspace's AGENTS.md is read by itself."),
+    click.option("--skills", "skills", multiple=True, metavar="DIR",
+                 help="Skills from DIR/*/SKILL.md (repeatable), besides the workspace's .agents/skills and "
+                      ".claude/skills."),
     click.option("--mcp-config", "mcp_configs", multiple=True, metavar="FILE",
                  help="MCP servers as tools, from a {\"mcpServers\": …} file (repeatable; also AGENT_RUN_MCP_CONFIG). "
                       "A workspace .mcp.json is never read by itself."),
@@ -84,6 +87,7 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
                       verbosity=0 if kw["quiet"] else (2 if kw["verbose"] else 1), stream_events=fmt == "stream-json",
                       shared_workspace=kw["shared_workspace"], mcp_configs=list(kw["mcp_configs"]),
                       instructions=list(kw["instructions"]), append_system_prompt=list(kw["append_system_prompt"]),
+                      skills=list(kw["skills"]),
                       **more)
     return opts, fmt
 
