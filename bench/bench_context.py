@@ -10,7 +10,9 @@ every turn) simulated on the same outputs:
   previous request, in 128-token blocks, for prompts of 1024+ tokens (as providers do);
 - the number of summarize steps.
 
-    python bench/bench_context.py [--turns 80] [--window 32768]
+    python bench/bench_context.py [--turns 80] [--window 32768] [--agents-md 4096]
+
+`--agents-md N` puts an AGENTS.md of N bytes in the workspace (project instructions in the fixed prefix).
 """
 
 from __future__ import annotations
@@ -95,10 +97,14 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=80)
     parser.add_argument("--window", type=int, default=32768)
+    parser.add_argument("--agents-md", type=int, default=0, metavar="BYTES", help="an AGENTS.md of this size")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAI() as server:
         ws = Path(tmp)
         (ws / "task.md").write_text("Collect the random blocks, one per turn.\n")
+        if args.agents_md:
+            line = "- Keep each change small; run the tests before you finish; prefer the standard library.\n"
+            (ws / "AGENTS.md").write_text((line * (args.agents_md // len(line) + 1))[: args.agents_md])
         server.add(*[reply(calls=[("bash", {"command": f"head -c 6000 /dev/urandom | base64 -w 100; echo turn{i}"})])
                      for i in range(args.turns)], reply("done"))
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="bench")
@@ -112,7 +118,9 @@ def main() -> int:
         ours = measure(server.requests)
         conversation, ends = unpruned(Path(summary["run_dir"]), server.requests[0])
         naive = measure(sliding_window(conversation, ends, server.requests[0].get("tools") or [], args.window))
-    print(f"context benchmark: {args.turns} turns, 8 KB results, window {args.window:,} tokens; exit {proc.returncode}")
+    extra = f", AGENTS.md {args.agents_md:,} bytes" if args.agents_md else ""
+    print(f"context benchmark: {args.turns} turns, 8 KB results, window {args.window:,} tokens{extra}; "
+          f"exit {proc.returncode}")
     print(f"{'':24}{'agent-run':>14}{'sliding window':>16}")
     rows = [("requests", "requests", "{:,.0f}"), ("largest request (tok)", "largest", "{:,.0f}"),
             ("prompt tokens", "prompt_tokens", "{:,.0f}"), ("cached tokens", "cached_tokens", "{:,.0f}"),
