@@ -45,3 +45,17 @@ def test_a_resumed_run_keeps_the_plan(fake, workspace, agent_run):
     fake.add(reply("finished"))
     resumed = agent_run("resume", str(first.run_dir))
     assert resumed.code == 0 and resumed.summary["todos"] == PLAN
+
+
+def test_the_plan_survives_compaction(fake, workspace, agent_run):
+    from tests.cli.test_context import _turns
+
+    fake.add(reply(calls=[("todo", {"todos": PLAN})]), *_turns(30, thinking=6000))
+    r = agent_run("--context-window", "40000", "--approve", "bash:shell:*", "task.md", timeout=120)
+    assert r.code == 0, r.summary
+    compacted = {e["turn"] for e in r.of_type("compaction")}
+    recited = {e["turn"] for e in r.of_type("user_message") if e["reason"] == "recitation"}
+    assert compacted and compacted <= recited  # re-sent after every compaction
+    last = fake.requests[-1]["messages"]
+    assert any("[>] fix the bug" in str(m.get("content")) for m in last)  # still in the context at the end
+    assert r.summary["todos"] == PLAN
