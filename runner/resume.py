@@ -114,6 +114,14 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
     agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
                     readable=lineage(source), resumed_from=origin)
     _append_continuation(source.run_dir, rec, origin)
+    if any(t.get("function", {}).get("name") == "skill" for t in agent.tools or []):
+        # The recorded index is in the prompt; its calls are served by the skills found now.
+        from runner.skills import Restriction, discover
+        from runner.tools.skill import SkillTool
+
+        skills, _ = discover(rec.workspace, opts.run.skills)
+        agent.env.restrict = Restriction()
+        agent.env.registry = agent.env.registry.with_tools([SkillTool(skills, agent.env.restrict)])
     todo = agent.env.registry.get("todo")
     if todo is not None:  # the plan goes on with the conversation
         todo.items = last_plan(source.events, conversation.last_turn)

@@ -66,3 +66,15 @@ def test_skills_from_a_trusted_directory_and_none_without_skills(fake, workspace
     assert r.code == 0, r.stderr
     assert "ruff check --output-format concise" in _result(fake, 2)
     assert all(s["trusted"] for s in r.summary["skills"])
+
+
+def test_a_resumed_run_can_still_load_skills(fake, workspace, agent_run):
+    _install(workspace)
+    fake.add(reply(calls=[("list", {})]))
+    first = agent_run("--max-turns", "1", "task.md")
+    assert first.code == 5
+    fake.add(reply(calls=[("skill", {"name": "lint-fix"})]), reply("ok"))
+    resumed = agent_run("resume", str(first.run_dir))
+    assert resumed.code == 0, resumed.stderr
+    assert "# Skill: lint-fix" in _result(fake, -1)
+    assert fake.requests[-1]["tools"] == fake.requests[0]["tools"]
