@@ -111,17 +111,15 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
     settings = settings_for(opts.run.cli_settings, files.paths, lower)
     if not opts.run.mcp_configs:  # the servers the run had, unless others are given now
         opts.run.mcp_configs = recorded_mcp_configs(source.summary, home)
-    agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
-                    readable=lineage(source), resumed_from=origin)
-    _append_continuation(source.run_dir, rec, origin)
-    if any(t.get("function", {}).get("name") == "skill" for t in agent.tools or []):
+    skills = None
+    if any(t.get("function", {}).get("name") == "skill" for t in tools or []):
         # The recorded index is in the prompt; its calls are served by the skills found now.
-        from runner.skills import Restriction, discover
-        from runner.tools.skill import SkillTool
+        from runner.skills import discover
 
-        skills, _ = discover(rec.workspace, opts.run.skills)
-        agent.env.restrict = Restriction()
-        agent.env.registry = agent.env.registry.with_tools([SkillTool(skills, agent.env.restrict)])
+        skills = discover(rec.workspace, opts.run.skills)[0]
+    agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
+                    readable=lineage(source), skills=skills, resumed_from=origin)
+    _append_continuation(source.run_dir, rec, origin)
     todo = agent.env.registry.get("todo")
     if todo is not None:  # the plan goes on with the conversation
         todo.items = last_plan(source.events, conversation.last_turn)
@@ -222,7 +220,12 @@ def choose_policy(opts: RunOptions, source: Source, workspace: Path) -> Policy:
             if not source.sealed and (recorded is None or file_sha256(snapshot) != recorded):
                 raise UsageError(f"{source.run_dir.name} was killed before its summary and its policy snapshot "
                                  "cannot be checked; name the policy with --policy")
-            policy = policy_from_snapshot(json.loads(snapshot.read_text(encoding="utf-8")), source.started["policy"])
+            try:
+                data = json.loads(snapshot.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise UsageError(f"{snapshot}: cannot read the run's policy snapshot ({exc}); name the policy with "
+                                 "--policy") from None
+            policy = policy_from_snapshot(data, source.started["policy"])
             policy.rules = [r for r in policy.rules if r.source not in (HARD_LIMIT, OWN_OUTPUTS, "--approve")]
             _warn_if_changed(policy, source.started["policy"], workspace)
         if approvals:

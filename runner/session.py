@@ -118,17 +118,8 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
         instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema)
     skills = load_skills(rec, opts, instructions)
     agent = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md",
-                    readable=tuple(Path(d).expanduser().resolve() for d in opts.skills),
+                    readable=tuple(Path(d).expanduser().resolve() for d in opts.skills), skills=skills or None,
                     instructions=instructions.records or None)
-    if skills:
-        from runner.skills import Restriction
-        from runner.tools.skill import SkillTool
-
-        agent.env.restrict = Restriction()
-        tool = SkillTool(skills, agent.env.restrict)
-        agent.env.registry = agent.env.registry.with_tools([tool])
-        agent.tools.append(tool.spec())
-        write_json(rec.run_dir / "tools.json", agent.tools)
     messages = [{"role": "system", "content": instructions.system_prompt()}, {"role": "user", "content": task.text}]
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, context=agent.context,
                       snapshot=agent.context.snapshot, recite=agent.recite,
@@ -153,11 +144,12 @@ class Agent:
 
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
             task_path: Path, *, tools: list[dict[str, Any]] | None = None, readable: tuple[Path, ...] = (),
-            **started: Any) -> Agent:
+            skills: list[Any] | None = None, **started: Any) -> Agent:
     """Budgets, the model, the call hooks (policy, guards, sandbox), change tracking and `run_started`:
     everything between a run's settings and its loop, the same for `run`, `resume` and `fork`.
     `tools` is a recorded tools array (a continued run keeps its prefix); `readable` are earlier runs'
-    directories the agent may read (their spill files); `started` are extra run_started fields."""
+    directories the agent may read (their spill files); `skills` (runner/skills.py), when given, get the
+    `skill` tool and its allowed-tools restriction; `started` are extra run_started fields."""
     rec.summary.policy = policy.path
     rec.summary.model = settings.model
     servers = mcp_servers(rec, policy, opts.mcp_configs, files.environ())
@@ -176,6 +168,12 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
         for why in model.differences(sha256_text(task.text), rec.run_dir / "policy.json"):
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
     start_mcp(rec, env, servers, files.environ(), settings)
+    if skills is not None:
+        from runner.skills import Restriction
+        from runner.tools.skill import SkillTool
+
+        env.restrict = Restriction()
+        env.registry = env.registry.with_tools([SkillTool(skills, env.restrict)])
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from runner.mask import MARKER
-from runner.report.git import HARDENING, SAFE_ENV
+from runner.report.git import HARDENING, isolated_env
 
 SHOWN = 5  # differences named in a refusal; the rest are counted
 
@@ -104,12 +103,16 @@ def apply_patch(workspace: Path, run_dir: Path) -> None:
     if not patch.is_file():
         raise WorkspaceMismatch(f"{run_dir.name} has no changes.patch to apply")
     with tempfile.TemporaryDirectory(prefix="agent-run-apply-") as tmp:
-        env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
-        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", HOME=tmp, GIT_ATTR_NOSYSTEM="1")
-        subprocess.run(["git", "init", "-q", "--bare", f"{tmp}/repo"], env=env, capture_output=True, check=True)
-        env.update(GIT_DIR=f"{tmp}/repo", GIT_WORK_TREE=str(workspace))
-        done = subprocess.run(["git", *HARDENING, "apply", "--binary", "--whitespace=nowarn", str(patch.resolve())],
-                              cwd=workspace, env=env, capture_output=True, text=True)
+        env = isolated_env(tmp)
+        try:
+            subprocess.run(["git", "init", "-q", "--bare", f"{tmp}/repo"], env=env, capture_output=True, check=True,
+                           timeout=60)
+            env.update(GIT_DIR=f"{tmp}/repo", GIT_WORK_TREE=str(workspace))
+            done = subprocess.run(["git", *HARDENING, "apply", "--binary", "--whitespace=nowarn",
+                                   str(patch.resolve())], cwd=workspace, env=env, capture_output=True, text=True,
+                                  timeout=300)
+        except (OSError, subprocess.SubprocessError) as exc:  # no git, or one that hangs: a refusal, not a crash
+            raise WorkspaceMismatch(f"cannot apply {run_dir.name}/changes.patch: {exc}") from None
     if done.returncode != 0:
         raise WorkspaceMismatch(f"cannot apply {run_dir.name}/changes.patch to {workspace}: "
                                 f"{done.stderr.strip()[-400:]} (is this a fresh checkout of the run's base?)")

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from runner.report.git import HARDENING, SAFE_ENV, SafeGit, find_repo
+from runner.report.git import HARDENING, SafeGit, find_repo, isolated_env
 
 WORKTREES = Path(".agent-run") / "worktrees"
 
@@ -55,13 +55,14 @@ def create_worktree(workspace: Path, name: str) -> Path:
     if not ignore.exists():
         ignore.write_text("*\n", encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="agent-run-wt-") as home:
-        env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
-        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", HOME=home, GIT_TERMINAL_PROMPT="0",
-                   GIT_ATTR_NOSYSTEM="1")
+        env = isolated_env(home)
 
         def git(*args: str, cwd: Path = dest, stdin: str | None = None) -> None:
-            done = subprocess.run(["git", *HARDENING, *args], cwd=cwd, env=env, input=stdin, capture_output=True,
-                                  text=True, timeout=300)
+            try:
+                done = subprocess.run(["git", *HARDENING, *args], cwd=cwd, env=env, input=stdin, capture_output=True,
+                                      text=True, timeout=300)
+            except (OSError, subprocess.SubprocessError) as exc:  # no git, or one that hangs: a refusal, not a crash
+                raise WorktreeError(f"git {args[0]} failed: {exc}") from None
             if done.returncode != 0:
                 raise WorktreeError(f"git {args[0]} failed: {done.stderr.strip()[-500:]}")
 

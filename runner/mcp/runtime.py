@@ -36,6 +36,7 @@ from runner.outcome import UsageError
 from runner.policy.decide import decide
 from runner.policy.jsonc import PolicyError
 from runner.policy.model import Target
+from runner.sandbox.layout import toolchain_root
 from runner.sandbox.proxy import Verdict
 from runner.tools.mcp import DEFAULT_CALL_TIMEOUT_S, McpTool
 
@@ -123,10 +124,12 @@ def start_all(rec: Recording, env: CallEnv, configs: dict[str, ServerConfig], en
             cwd = rec.workspace / os.path.expanduser(config.cwd) if config.cwd else rec.workspace
             config = dataclasses.replace(config, cwd=str(cwd))
         started = time.monotonic()
+        # Never past the run's --timeout: what is left of it bounds each start (then the first request ends it).
+        left = rec.ctx.deadline - started if rec.ctx.deadline is not None else timeout_s
         try:
             _allowed(rec, env, config)
             server = McpServer(config, wrap=_wrapper(rec, env, config), log_path=logs / f"{name}.log",
-                               start_timeout_s=timeout_s, base_env=_base_env(environ),
+                               start_timeout_s=min(timeout_s, max(left, 0.1)), base_env=_base_env(environ),
                                client_name="agent-run").start()
         except McpError as exc:
             _failed(runtime, config, exc.kind, exc.message)
@@ -207,16 +210,19 @@ def env_path(rec: Recording, config: ServerConfig) -> str:
 
 
 def command_prefixes(command: str, path: str) -> list[Path]:
-    """The install prefix of a server's command (a venv, a node install), and of what it links to, read-only:
-    configuring a server is saying it may run. `/usr` and the like are visible anyway."""
+    """The install a server's command belongs to (a venv, a node install, and what its interpreter links to),
+    read-only: configuring a server is saying it may run. The sandbox's own rule decides how much that is
+    (runner/sandbox/layout.py toolchain_root: never $HOME, ~/.local or ~/.config whole)."""
     found = shutil.which(command, path=path) if command else None
     if found is None:
         return []
-    out = []
-    for exe in (Path(found).absolute(), Path(os.path.realpath(found))):
-        prefix = exe.parent.parent if exe.parent.name == "bin" else exe.parent
-        if str(prefix) not in ("/", "/usr", "/usr/local") and prefix not in out:
-            out.append(prefix)
+    home = os.path.normpath(os.environ.get("HOME") or "/root")
+    out: list[Path] = []
+    for exe in (os.path.abspath(found), os.path.realpath(found)):
+        root = toolchain_root(os.path.dirname(exe), home)
+        if root and not any(root == d or root.startswith(d + "/") for d in ("/usr", "/bin", "/sbin")) \
+                and Path(root) not in out:
+            out.append(Path(root))
     return out
 
 

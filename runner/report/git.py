@@ -29,6 +29,15 @@ HARDENING = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 
+def isolated_env(home: str) -> dict[str, str]:
+    """The environment of a git the runner runs for itself: no system or global config, no prompts, a HOME
+    of its own (so no ~/.gitconfig either)."""
+    env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", GIT_PAGER="cat", PAGER="cat",
+               GIT_TERMINAL_PROMPT="0", HOME=home, GIT_ATTR_NOSYSTEM="1")
+    return env
+
+
 @dataclass(frozen=True)
 class Repo:
     git_dir: Path
@@ -65,10 +74,8 @@ class SafeGit:
         self.repo = find_repo(workspace)
         self.private = Path(tempfile.mkdtemp(prefix="agent-run-git-"))
         (self.private / "objects").mkdir()
-        self.env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
-        self.env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", GIT_PAGER="cat", PAGER="cat",
-                        GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", HOME=str(self.private),
-                        GIT_ATTR_NOSYSTEM="1", GIT_NO_REPLACE_OBJECTS="1")
+        self.env = isolated_env(str(self.private))
+        self.env.update(GIT_OPTIONAL_LOCKS="0", GIT_NO_REPLACE_OBJECTS="1")
         if self.repo is not None:
             index = self.private / "index"
             with contextlib.suppress(OSError):

@@ -118,7 +118,7 @@ def _toolchain_roots(environ: Mapping[str, str], home: str) -> list[str]:
     for entry in environ.get("PATH", "").split(os.pathsep):
         entry = os.path.normpath(entry) if entry.startswith("/") else ""
         if entry and not any(_inside(entry, d) for d in ("/usr", "/bin", "/sbin")):
-            roots.append(_toolchain_root(entry, home))
+            roots.append(toolchain_root(entry, home))
     return roots
 
 
@@ -126,7 +126,7 @@ def _toolchain_roots(environ: Mapping[str, str], home: str) -> list[str]:
 _SHARED_HOME_DIRS = (".local", ".config", ".cache", ".var", "bin")
 
 
-def _toolchain_root(path: str, home: str) -> str:
+def toolchain_root(path: str, home: str) -> str:
     """The install a PATH entry belongs to: `~/.pyenv/shims` needs all of `~/.pyenv`, while
     `~/.local/bin` is only itself (not `~/.local/share` and its keyrings). "" when nothing."""
     if path == "/" or _inside(home, path):
