@@ -72,7 +72,8 @@ class CallEnv:
     before_edit: Callable[[list[Path]], None] | None = None  # sees files before an edit-domain call changes them
     admit: Callable[[str], str] | None = None  # context stage 1: may trim a result before it is first sent
     home: Path | None = None  # where printed commands are run from (the workspace; a worktree run's origin)
-    restrict: Any = None  # runner.skills.Restriction: the loaded skill's allowed-tools
+    # runner.skills.Restriction (the loaded skill's allowed-tools), or a subagent's runner.subagents.delegate.AllOf
+    restrict: Any = None
 
 
 def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> str:
@@ -87,7 +88,7 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
         targets = tool.targets(args, env.ctx)
         why = env.restrict.refuses(name, targets) if env.restrict is not None else None
         if why is not None:  # a loaded skill's allowed-tools: narrows, before (never instead of) the policy
-            raise ToolError("ToolNotAllowed", f"{why}; call `skill` again to change skills", skill=env.restrict.skill)
+            raise ToolError("ToolNotAllowed", why, **env.restrict.fields())
         decision, denial = decide_and_record(env, call_id, name, tool.domain, targets, emit)
         if denial is not None:
             denied = True

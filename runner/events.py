@@ -17,9 +17,27 @@ class Event:
     type: ClassVar[str] = "event"
     # The field holding what the model sent or received, for which a masked log records `redacted`.
     content_field: ClassVar[str | None] = None
+    # Which agent emitted it: None for the run's own; a subagent's {id, name, parent_call_id, depth}
+    # (set once by `tag`, before any consumer sees the event; every record carries it).
+    agent: ClassVar[dict[str, Any] | None] = None
 
     def fields(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def tag(event: Event, agent: dict[str, Any]) -> Event:
+    """The event as a subagent's. An event already tagged keeps its agent (a grandchild's events pass
+    through its parent's emit on the way to the log)."""
+    if event.agent is None:
+        object.__setattr__(event, "agent", agent)  # frozen: set once here, never changed after
+    return event
+
+
+def agent_id(event: Event) -> str:
+    return event.agent["id"] if event.agent else MAIN
+
+
+MAIN = "main"  # the run's own agent, in summaries (its events carry `agent: null`)
 
 
 @dataclass(frozen=True)
@@ -208,6 +226,38 @@ class NetworkRequest(Event):
     port: int
     decision: str  # allow | deny | auto_approved
     rule: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class SubagentStarted(Event):
+    """A `task` call's child agent, before its first request (runner/subagents/): tagged with its own agent."""
+
+    type: ClassVar[str] = "subagent_started"
+    call_id: str  # the parent's `task` call
+    name: str  # the profile
+    description: str  # the parent's short description of the subtask
+    profile: str  # where the profile came from: a path relative to the workspace, or "builtin"
+    trusted: bool  # from --agents or the policy (else repository content)
+    model: str
+    mode: str  # the child's effective mode: never wider than the parent's
+    tools: list[str]  # the tools it is offered, in order
+    tools_sha256: str  # of its tools array (history/agents/<id>.tools.json)
+    max_turns: int
+    timeout_s: float | None
+
+
+@dataclass(frozen=True)
+class SubagentFinished(Event):
+    """A child agent's end: its answer went back to the parent as the `task` result, or an error did."""
+
+    type: ClassVar[str] = "subagent_finished"
+    call_id: str
+    status: str  # success | doom_loop | max_turns | timeout | failed
+    reason: str | None
+    turns: int
+    tool_calls: int
+    usage: dict[str, int]
+    duration_s: float
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,10 @@ class Instructions:
         self.records.append({"source": label, "path": path, "sha256": _sha(raw), "bytes": len(raw),
                              "truncated": False})
 
-    def system_prompt(self) -> str:
+    def system_prompt(self, leave_out: tuple[str, ...] = ()) -> str:
+        """`leave_out`: trusted parts (by label) a subagent does not get, such as `--output-schema`."""
         parts = [SYSTEM_PROMPT]
-        for label, text in self.trusted:
+        for label, text in (t for t in self.trusted if t[0] not in leave_out):
             parts.append(f"\n# Instructions ({label})\n\n{text.strip()}\n")
         if self.repository:
             parts.append(

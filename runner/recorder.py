@@ -53,6 +53,9 @@ class Recording:
     extra: dict[str, Any] = field(default_factory=dict)  # more keys for summary.json
     finishers: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)  # amend the summary
     closers: list[Callable[[], None]] = field(default_factory=list)  # after the summary is built (sandbox)
+    # (CallEnv, Emit) of the subagent running now, innermost last: what the egress proxy decides and records
+    # a connection under (runner/sandbox/session.py); empty while the run's own agent acts.
+    callers: list[Any] = field(default_factory=list)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def emit(self, event: Event) -> None:

@@ -101,7 +101,7 @@ class EventLog:
             return
         self.seq += 1
         record = {"seq": self.seq, "ts": utc_now(), "run_id": self.run_id, "type": event.type, "prev": self.head,
-                  **event.fields()}
+                  "agent": event.agent, **event.fields()}
         if self._masker is not None:
             record = self._masker.mask_record(record, event.content_field)
         line = canonical(record) + "\n"

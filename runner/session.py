@@ -73,6 +73,7 @@ class RunOptions:
     append_system_prompt: list[str] = field(default_factory=list)  # --append-system-prompt TEXT, in order
     output_schema: str | None = None  # --output-schema FILE
     skills: list[str] = field(default_factory=list)  # --skills DIR, in order
+    agents: list[str] = field(default_factory=list)  # --agents DIR: trusted subagent profiles, in order
 
 
 def execute(opts: RunOptions) -> RunOutcome:
@@ -119,6 +120,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     skills = load_skills(rec, opts, instructions)
     agent = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md",
                     readable=tuple(Path(d).expanduser().resolve() for d in opts.skills), skills=skills or None,
+                    child_prompt=instructions.system_prompt(leave_out=("--output-schema",)),
                     instructions=instructions.records or None)
     messages = [{"role": "system", "content": instructions.system_prompt()}, {"role": "user", "content": task.text}]
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, context=agent.context,
@@ -144,12 +146,13 @@ class Agent:
 
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
             task_path: Path, *, tools: list[dict[str, Any]] | None = None, readable: tuple[Path, ...] = (),
-            skills: list[Any] | None = None, **started: Any) -> Agent:
+            skills: list[Any] | None = None, child_prompt: str | None = None, **started: Any) -> Agent:
     """Budgets, the model, the call hooks (policy, guards, sandbox), change tracking and `run_started`:
     everything between a run's settings and its loop, the same for `run`, `resume` and `fork`.
     `tools` is a recorded tools array (a continued run keeps its prefix); `readable` are earlier runs'
     directories the agent may read (their spill files); `skills` (runner/skills.py), when given, get the
-    `skill` tool and its allowed-tools restriction; `started` are extra run_started fields."""
+    `skill` tool and its allowed-tools restriction; `child_prompt` is a subagent's system prompt before its
+    profile (None: agent-run's own and the workspace's AGENTS.md); `started` are extra run_started fields."""
     rec.summary.policy = policy.path
     rec.summary.model = settings.model
     servers = mcp_servers(rec, policy, opts.mcp_configs, files.environ())
@@ -174,6 +177,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
 
         env.restrict = Restriction()
         env.registry = env.registry.with_tools([SkillTool(skills, env.restrict)])
+    turns = subagents(rec, env, settings, policy, budget, opts.agents, child_prompt, model)
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))
@@ -185,12 +189,31 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
                         sandbox=rec.ctx.sandbox.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
                         model_params=model_params(settings) or None, **started))
-    limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,), (budget.on_reply,))
+    limits = Limits(settings.max_turns, deadline, settings.timeout,
+                    (budget.before_request,) + ((turns,) if turns else ()), (budget.on_reply,))
     todo = env.registry.get("todo")
     if todo is not None:  # the plan, for the people reading the run (summary.json, step summary)
         rec.finishers.append(lambda data: data.update(todos=todo.items) if todo.items else None)
     return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools,
                  getattr(todo, "recite", None))
+
+
+def subagents(rec: Recording, env: CallEnv, settings: Settings, policy: Policy, budget: Budget, dirs: list[str],
+              child_prompt: str | None, model: ChatModel) -> Any:
+    """The `task` tool (runner/subagents/), unless subagents are off or the model is a recorded one (its
+    replies are the parent's only). Returns the run-wide turns check, or None."""
+    if settings.subagent_max_depth < 1 or isinstance(model, ReplayModel):
+        return None
+    from runner.subagents.delegate import attach
+
+    if child_prompt is None:
+        try:
+            child_prompt = gather(rec.workspace, [], []).system_prompt()
+        except InstructionsError:
+            from runner.prompt import SYSTEM_PROMPT
+
+            child_prompt = SYSTEM_PROMPT
+    return attach(rec, env, settings, policy, budget, dirs, child_prompt)
 
 
 def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any]:

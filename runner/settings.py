@@ -34,6 +34,11 @@ class Settings(BaseSettings):
     mcp_start_timeout_s: float = Field(30.0, gt=0, description="an MCP server's start, until its tools are listed")
     mcp_call_timeout_s: float = Field(120.0, gt=0, description="one MCP tool call")
     max_tokens: int | None = Field(None, ge=1, description="prompt + completion tokens, whole run")
+    # Subagents (`task`, docs/subagents.md): depth 0 offers no `task` tool; 1, a child cannot delegate.
+    subagent_max_depth: int = Field(1, ge=0, le=3)
+    subagent_max_calls: int = Field(8, ge=0, description="task calls per run, every depth together")
+    subagent_max_turns: int = Field(30, ge=1, description="a child's turns when its profile sets none")
+    subagent_timeout_s: float = Field(300.0, gt=0, description="one child's wall clock (within the run's)")
     max_cost_usd: float | None = Field(None, gt=0)
     context_window: int | None = Field(None, ge=1, description="override the known-models table")
     # Sampling: sent only when set, and dropped for the run if the endpoint rejects one (runner/model/retry.py).
@@ -47,6 +52,8 @@ class Settings(BaseSettings):
 MODEL_KEYS = {"temperature": "temperature", "topP": "top_p", "maxOutputTokens": "max_output_tokens", "seed": "seed",
               "reasoningEffort": "reasoning_effort"}
 MODEL_PARAMS = tuple(MODEL_KEYS.values())
+SUBAGENT_KEYS = {"maxDepth": "subagent_max_depth", "maxCalls": "subagent_max_calls", "maxTurns": "subagent_max_turns",
+                 "timeoutSeconds": "subagent_timeout_s"}
 
 
 def model_params(settings: Settings) -> dict[str, Any]:
@@ -55,7 +62,7 @@ def model_params(settings: Settings) -> dict[str, Any]:
 
 
 def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
-    """The settings a policy file may set (`budget`, `compaction.contextWindow`)."""
+    """The settings a policy file may set (`budget`, `model`, `subagents`, `compaction.contextWindow`)."""
     budget = sections.get("budget", {})
     out: dict[str, Any] = {}
     if "maxTurns" in budget:
@@ -69,6 +76,9 @@ def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
     for key, name in MODEL_KEYS.items():  # the policy's `model` section, camelCase
         if key in sections.get("model", {}):
             out[name] = sections["model"][key]
+    for key, name in SUBAGENT_KEYS.items():
+        if key in sections.get("subagents", {}):
+            out[name] = sections["subagents"][key]
     if "contextWindow" in sections.get("compaction", {}):
         out["context_window"] = sections["compaction"]["contextWindow"]
     return out

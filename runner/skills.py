@@ -54,13 +54,18 @@ class Restriction:
     skill: str | None = None
     allowed: tuple[tuple[str, str | None], ...] | None = None
     patterns: dict[str, Any] = field(default_factory=dict)
+    profile: bool = False  # a subagent profile's `tools` (fixed for the child's life), not a skill's
+
+    def fields(self) -> dict[str, Any]:
+        """What a refusal's error carries besides its message."""
+        return {"profile": self.skill} if self.profile else {"skill": self.skill}
 
     def set(self, skill: Skill) -> None:
         self.skill, self.allowed = skill.name, skill.allowed
 
     def refuses(self, tool: str, targets: list[Target]) -> str | None:
         """Why the call is outside the skill's allowed-tools, or None. `skill` itself is always allowed."""
-        if self.allowed is None or tool == "skill":
+        if self.allowed is None or (tool == "skill" and not self.profile):
             return None
         for name, pattern in self.allowed:
             if name != tool:
@@ -72,7 +77,9 @@ class Restriction:
             if shell and all(compiled.matches(t) for t in shell):
                 return None
         listed = ", ".join(n + (f"({p})" if p else "") for n, p in self.allowed)
-        return f"the skill '{self.skill}' allows only: {listed}"
+        if self.profile:
+            return f"your profile '{self.skill}' allows only: {listed}"
+        return f"the skill '{self.skill}' allows only: {listed}; call `skill` again to change skills"
 
 
 def parse_allowed(value: Any, where: str) -> tuple[tuple[str, str | None], ...] | None:

@@ -28,9 +28,12 @@ from runner.events import (
     RunFinished,
     RunInterrupted,
     RunStarted,
+    SubagentFinished,
+    SubagentStarted,
     ToolCall,
     ToolResult,
     UserMessage,
+    tag,
 )
 from runner.jsonutil import sha256_text
 from runner.model.base import assistant_message, usage_dict
@@ -41,10 +44,11 @@ from runner.tools.base import ERROR_TYPES
 from tests.fakes.event_schema import event_error, load_schema, validate_events_file
 
 SCHEMA = load_schema()
-COMMON = {"seq", "ts", "run_id", "type", "prev"}
+COMMON = {"seq", "ts", "run_id", "type", "prev", "agent"}
 EVENTS = sorted((cls for _, cls in inspect.getmembers(events_module, inspect.isclass)
                  if issubclass(cls, Event) and cls is not Event), key=lambda cls: cls.__name__)
 RUN_ID = "20250102T030405123456Z-0a1b2c"
+CHILD = {"id": "a1", "name": "reviewer", "parent_call_id": "call_1", "depth": 1}
 SHA = sha256_text("x")
 
 
@@ -54,7 +58,7 @@ def definition(type_: str) -> dict[str, Any]:
 
 def record(event: Event, seq: int = 1) -> dict[str, Any]:
     return json.loads(json.dumps({"seq": seq, "ts": utc_now(), "run_id": RUN_ID, "type": event.type,
-                                  "prev": "0" * 64, **event.fields()}))
+                                  "prev": "0" * 64, "agent": event.agent, **event.fields()}))
 
 
 def test_schema_is_valid_draft_2020_12():
@@ -64,7 +68,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 15
+    assert len(types_) == len(EVENTS) == 17
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -174,6 +178,12 @@ def examples(run_id: str) -> list[Event]:
                    task_sha256=SHA, max_turns=50, timeout_s=1800.0, policy_sha256=SHA,
                    resumed_from={"run_id": RUN_ID, "run_dir": ".agent-run/runs/" + RUN_ID, "kind": "fork",
                                  "at_turn": 3, "status": "killed"}),
+        tag(SubagentStarted(call_id="call_1", name="reviewer", description="review the diff",
+                            profile=".agents/agents/reviewer.md", trusted=False, model="gpt-4o-mini", mode="agent",
+                            tools=["read", "grep"], tools_sha256=SHA, max_turns=10, timeout_s=300.0), CHILD),
+        tag(ToolCall(turn=1, call_id="call_9", tool="read", arguments='{"path": "a.txt"}'), CHILD),
+        tag(SubagentFinished(call_id="call_1", status="doom_loop", reason="the same call 3 times", turns=4,
+                             tool_calls=3, usage=usage_dict(None), duration_s=1.5), CHILD),
     ]
 
 

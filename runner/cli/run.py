@@ -54,6 +54,9 @@ _OPTIONS = [
     click.option("--skills", "skills", multiple=True, metavar="DIR",
                  help="Skills from DIR/*/SKILL.md (repeatable), besides the workspace's .agents/skills and "
                       ".claude/skills."),
+    click.option("--agents", "agents", multiple=True, metavar="DIR",
+                 help="Subagent profiles from DIR/*.md (repeatable; trusted), before the workspace's .agents/agents "
+                      "and .claude/agents."),
     click.option("--mcp-config", "mcp_configs", multiple=True, metavar="FILE",
                  help="MCP servers as tools, from a {\"mcpServers\": …} file (repeatable; also AGENT_RUN_MCP_CONFIG). "
                       "A workspace .mcp.json is never read by itself."),
@@ -87,7 +90,7 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
                       verbosity=0 if kw["quiet"] else (2 if kw["verbose"] else 1), stream_events=fmt == "stream-json",
                       shared_workspace=kw["shared_workspace"], mcp_configs=list(kw["mcp_configs"]),
                       instructions=list(kw["instructions"]), append_system_prompt=list(kw["append_system_prompt"]),
-                      skills=list(kw["skills"]),
+                      skills=list(kw["skills"]), agents=list(kw["agents"]),
                       **more)
     return opts, fmt
 

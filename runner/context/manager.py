@@ -78,6 +78,7 @@ class ContextManager:
     stage: str = "none"
     spill: Callable[[str], str | None] | None = None  # keeps a full result, returns where
     masker: Any = None  # runner.mask.Masker: the snapshot is a log surface, secrets masked like the rest
+    root: Path | None = None  # what snapshot paths are relative to (the run dir); None: history_dir's parent
     _bound: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
     _summary_floor: int | None = None  # no summary below this many tokens (back-off after one that fell short)
     _stored: dict[str, str] = field(default_factory=dict)  # sha256 of a message -> its stored (masked) blob
@@ -215,7 +216,8 @@ class ContextManager:
         if where is None or self.history_dir is None:
             return None
         path = Path(where)
-        return {"path": f"{self.history_dir.name}/{path.name}", "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        rel = path.relative_to(self.root).as_posix() if self.root else f"{self.history_dir.name}/{path.name}"
+        return {"path": rel, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
     def _snapshot(self, messages: list[dict[str, Any]]) -> str | None:
         """The history as sent, before a summary: `history/<n>.json` lists the messages in order as

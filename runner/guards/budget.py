@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.events import Event, ModelResponse
+from runner.events import Event, ModelResponse, agent_id
 from runner.model.base import ModelReply
 from runner.model.catalog import Price
 from runner.outcome import BudgetExhausted
@@ -35,12 +35,21 @@ class Budget:
         self.prompt = self.cached = self.completion = 0
         self.estimated = False  # some figures are the runner's estimate, not the server's
         self.warnings: list[str] = []
+        self.prices: dict[str, Price | None] = {}  # a subagent on another model: its price, by agent id
+        self.costs: dict[str, float] = {}  # by agent id (`main` for the run's own)
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, ModelResponse):
-            self.prompt += int(event.usage.get("prompt_tokens", 0) or 0)
-            self.cached += int(event.usage.get("cached_tokens", 0) or 0)
-            self.completion += int(event.usage.get("completion_tokens", 0) or 0)
+            prompt = int(event.usage.get("prompt_tokens", 0) or 0)
+            cached = int(event.usage.get("cached_tokens", 0) or 0)
+            completion = int(event.usage.get("completion_tokens", 0) or 0)
+            self.prompt += prompt
+            self.cached += cached
+            self.completion += completion
+            who = agent_id(event)
+            price = self.prices.get(who, self.price)
+            if price is not None:
+                self.costs[who] = self.costs.get(who, 0.0) + price.cost(prompt, cached, completion)
 
     def on_reply(self, reply: ModelReply, estimated_prompt: int) -> None:
         if reply.estimated:
@@ -62,7 +71,7 @@ class Budget:
 
     @property
     def cost_usd(self) -> float:
-        return self.price.cost(self.prompt, self.cached, self.completion) if self.price else 0.0
+        return sum(self.costs.values())
 
     def before_request(self, estimated_prompt_tokens: int) -> None:
         """Raise if the next request (its prompt, estimated) would pass a budget."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.events import Event, GuardWarning, ModelResponse, PermissionDecision, ToolCall
+from runner.events import MAIN, Event, GuardWarning, ModelResponse, PermissionDecision, ToolCall, agent_id
 
 
 class SummaryBuilder:
@@ -21,16 +21,24 @@ class SummaryBuilder:
         self.loop_warnings: list[str] = []
         self._calls: dict[str, str] = {}
         self._arguments: dict[str, str] = {}  # call_id → the call's raw arguments, for a denial's `command`
+        # Per agent (`main`, then subagents a1, a2, …): turns, tool_calls, usage. `turns` above is the run's own
+        # agent's (its conversation's length); tool_calls and usage above are every agent's together.
+        self.agents: dict[str, dict[str, Any]] = {MAIN: _counts()}
 
     def __call__(self, event: Event) -> None:
+        counts = self.agents.setdefault(agent_id(event), _counts())
         if isinstance(event, ModelResponse):
-            self.turns = max(self.turns, event.turn)
+            if event.agent is None:
+                self.turns = max(self.turns, event.turn)
+            counts["turns"] = max(counts["turns"], event.turn)
             for key in self.usage:
                 self.usage[key] += int(event.usage.get(key, 0) or 0)
+                counts["usage"][key] += int(event.usage.get(key, 0) or 0)
         elif isinstance(event, GuardWarning):
             self.loop_warnings.append(event.message)
         elif isinstance(event, ToolCall):
             self.tool_calls += 1
+            counts["tool_calls"] += 1
             self._arguments[event.call_id] = event.arguments
         elif isinstance(event, PermissionDecision) and event.decision == "deny":
             deciding = next((t for t in event.targets if t["decision"] == event.policy_decision), event.targets[0])
@@ -39,6 +47,7 @@ class SummaryBuilder:
                 "target": deciding["target"], "decision": event.policy_decision,
                 "rule": event.rule, "approve": event.approve, "replay": event.replay, "rerun": event.rerun,
                 "command": _command(event.tool, self._arguments.get(event.call_id)),
+                **({"agent": event.agent} if event.agent else {}),
             })
 
     def build(self, *, status: str, exit_code: int, reason: str | None, duration_s: float,
@@ -49,6 +58,10 @@ class SummaryBuilder:
             "usage": dict(self.usage), "duration_s": round(duration_s, 3), "model": self.model,
             "policy": self.policy, "answer": answer, "loop_warnings": list(self.loop_warnings),
         }
+
+
+def _counts() -> dict[str, Any]:
+    return {"turns": 0, "tool_calls": 0, "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}}
 
 
 def _command(tool: str, arguments: str | None) -> str | None:

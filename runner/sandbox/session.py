@@ -60,10 +60,11 @@ def _net_decider(rec: Recording, env: CallEnv):
 
     def decide(host: str, port: int) -> Verdict:
         target = Target("network", net_target(host, port))
-        call_id, tool = env.ctx.call_id or "sandbox", env.ctx.call_tool or "bash"
-        decision, _denial = decide_and_record(env, call_id, tool, "network", [target], rec.emit)
+        acting, emit = rec.callers[-1] if rec.callers else (env, rec.emit)  # a subagent's command: its own
+        call_id, tool = acting.ctx.call_id or "sandbox", acting.ctx.call_tool or "bash"
+        decision, _denial = decide_and_record(acting, call_id, tool, "network", [target], emit)
         rule = decision.deciding.rule
-        rec.emit(NetworkRequest(call_id=call_id, host=host, port=port, decision=decision.effective,
+        emit(NetworkRequest(call_id=call_id, host=host, port=port, decision=decision.effective,
                                 rule=rule.describe() if rule else None))
         return net_verdict(decision)
 

@@ -14,7 +14,7 @@ from runner.tools.truncate import Limits
 
 ERROR_TYPES = (
     "ToolNotAllowed", "ApprovalRequired", "PathTraversalBlocked", "FileTooLarge", "Timeout",
-    "ExitNonZero", "IOError", "InvalidArguments", "UnknownTool", "McpError",
+    "ExitNonZero", "IOError", "InvalidArguments", "UnknownTool", "McpError", "SubagentFailed",
 )
 
 

@@ -27,6 +27,10 @@ class Registry:
         return self._tools.get(name)
 
     @property
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    @property
     def names(self) -> list[str]:
         return list(self._tools)
 

@@ -1,0 +1,1 @@
+"""Subagents: the `task` tool and the child agents it runs (docs/subagents.md)."""

@@ -1,0 +1,373 @@
+"""A `task` call's child agent: its own loop, in-process, with a fresh conversation — and never more
+rights than its parent (docs/subagents.md).
+
+No escalation, by construction:
+- the child's policy is its parent's (approvals, hard limits, a narrowing task policy and all), in the
+  parent's mode or narrower: a profile's `mode` can drop `full_access`, never add it;
+- its tools are picked from its parent's (a profile's `tools` filters them and narrows `bash` to the
+  patterns it names); `task` itself only below the depth limit;
+- its processes run in the run's sandbox, its files are the run's workspace (changes tracked alike).
+
+Shared with the run: the token and cost budgets, the turns (every agent's requests count against
+`--max-turns`), the wall clock (a child also has its own, `subagents.timeoutSeconds`), the denial
+guard (a denial in a child is a denial of the run: summary, exit 3, a replay that works). Its own: a
+doom-loop guard, its `max_turns`, its plan (`todo`), its context (compaction, history snapshots in
+history/agents/<id>/). A child stopped by its own guard or limit returns a structured error
+(`SubagentFailed`) to the parent, which can act on it; only the run's own limits end the run.
+
+Every event of the child goes to the run's events.jsonl with `agent: {id, name, parent_call_id, depth}`.
+Children run one at a time; the seam for running several at once is `Delegation.run` (each child has its
+own CallEnv, context and emit already; what is shared is locked or per-agent).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runner.call import CallEnv, authorize_within
+from runner.context.manager import ContextConfig, ContextManager
+from runner.events import MAIN, Emit, ModelRequest, ModelResponse, SubagentFinished, SubagentStarted, tag
+from runner.guards.denials import DenialGuard
+from runner.guards.loops import LoopConfig, LoopGuard
+from runner.jsonutil import canonical, sha256_text, short
+from runner.loop import Limits, LoopResult, run_loop
+from runner.model.catalog import price_for, window_for
+from runner.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, UsageError
+from runner.rundir import portable, write_atomic
+from runner.skills import Restriction
+from runner.subagents.profiles import Profile
+from runner.subagents.tool import TaskTool
+from runner.tools.base import ToolContext, ToolError, ToolOutput
+from runner.tools.readable import policy_decider
+from runner.tools.registry import Registry
+from runner.tools.spill import keep
+from runner.tools.todo import Todo
+
+SUBAGENT_PROMPT = """
+# You are a subagent
+
+Another agent (your parent) delegated one subtask to you: the user message is its request, and all you \
+know of it. Work on it with your tools, under the same permission policy as your parent, then answer in \
+plain text with what your parent needs — findings with file paths, what you changed, what is left undone. \
+Your final answer is all your parent sees of your work; you cannot ask it questions.
+"""
+
+
+class TurnCounter:
+    """The run's turns, every agent's together: `--max-turns` is one budget for the run."""
+
+    def __init__(self, max_turns: int) -> None:
+        self.max_turns = max_turns
+        self.used = 0
+
+    def on_event(self, event: Any) -> None:
+        if isinstance(event, ModelRequest):
+            self.used += 1
+
+    def before_request(self, _estimated: int) -> None:
+        if self.used >= self.max_turns:
+            raise BudgetExhausted(f"max turns reached ({self.max_turns}, subagents' turns included) before the "
+                                  "model finished",
+                                  budget={"name": "max_turns", "limit": self.max_turns, "used": self.used})
+
+
+@dataclass
+class Shared:
+    """One per run: what every agent's delegation shares."""
+
+    rec: Any  # runner.recorder.Recording
+    settings: Any  # runner.settings.Settings
+    policy_sections: dict[str, Any]
+    profiles: dict[str, Profile]
+    budget: Any  # runner.guards.budget.Budget
+    turns: TurnCounter
+    denials: DenialGuard
+    prompt: str  # a child's system prompt before its profile: agent-run's text and the project's instructions
+    models: tuple[str, ...]  # models a repository profile may name (policy subagents.models)
+    calls: int = 0  # task calls run so far, every depth
+    records: list[dict[str, Any]] = field(default_factory=list)  # summary.json `agents`, children in order
+
+    def run_checks(self) -> tuple[Any, ...]:
+        return (_run_level(self.budget.before_request), _run_level(self.turns.before_request))
+
+
+@dataclass
+class Delegation:
+    """What one agent's `task` calls need: the shared run, and the calling agent's own hooks."""
+
+    shared: Shared
+    env: CallEnv  # the calling agent's
+    emit: Emit
+    depth: int  # the calling agent's: 0 for the run's own
+
+    def run(self, profile: Profile, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        shared, settings, rec = self.shared, self.shared.settings, self.shared.rec
+        if shared.calls >= settings.subagent_max_calls:
+            raise ToolError("SubagentFailed", f"this run's subagent limit is reached ({settings.subagent_max_calls} "
+                            "task calls, subagents.maxCalls): do the rest yourself", status="limit")
+        model_name, note = self._model_for(profile)
+        price = price_for(model_name, shared.policy_sections.get("budget", {}).get("prices"))
+        if settings.max_cost_usd is not None and price is None and model_name != settings.model:
+            raise ToolError("SubagentFailed", f"profile {profile.name!r} runs on {model_name}, which has no price: "
+                            "--max-cost-usd cannot be kept (add it to the policy's budget.prices)", status="refused")
+        shared.calls += 1
+        aid = f"a{len(shared.records) + 1}"
+        info = {"id": aid, "name": profile.name, "parent_call_id": ctx.call_id, "depth": self.depth + 1}
+        parent_emit = self.emit
+
+        def emit(event: Any) -> None:
+            parent_emit(tag(event, info))
+
+        started = time.monotonic()
+        run_deadline = rec.ctx.deadline
+        deadline = started + settings.subagent_timeout_s
+        deadline = min(deadline, run_deadline) if run_deadline is not None else deadline
+        policy = self.env.policy
+        if policy.mode == "full_access" and profile.mode == "agent":
+            policy = policy.with_mode("agent")  # narrower: `ask` is a denial again (never the other way)
+        child_ctx = dataclasses.replace(ctx, deadline=deadline, call_id="", call_tool="",
+                                        decide=policy_decider(policy))
+        registry, todo, restrict = self._registry(profile)
+        loops = LoopGuard(LoopConfig.from_policy(shared.policy_sections.get("doomLoop", {})))
+        env = CallEnv(registry, policy, child_ctx, self.env.run_id, self.env.run_dir, self.env.rerun_base,
+                      [shared.denials, loops], before_edit=self.env.before_edit, home=self.env.home,
+                      restrict=restrict)
+        child_ctx.authorize = lambda targets: authorize_within(env, emit, targets)
+        if any(isinstance(t, TaskTool) for t in registry.tools):
+            grandchild = Delegation(shared, env, emit, self.depth + 1)
+            env.registry = Registry([TaskTool(shared.profiles, grandchild) if isinstance(t, TaskTool) else t
+                                     for t in registry.tools])
+        tools = env.registry.specs()
+        history = rec.run_dir / "history" / "agents" / aid
+        history.mkdir(parents=True, exist_ok=True)
+        # What replaying into the child sends (verified against subagent_started.tools_sha256).
+        write_atomic(history.parent / f"{aid}.tools.json", canonical(tools))
+        shared.budget.prices[aid] = price
+        model = _make_model(settings, model_name, deadline)
+        context = _context(rec, shared.policy_sections, settings, model_name, model, tools, emit, history, aid)
+        env.admit = context.admit_bound
+        max_turns = profile.max_turns or settings.subagent_max_turns
+        record = {"id": aid, "name": profile.name, "parent_call_id": ctx.call_id, "depth": self.depth + 1,
+                  "model": model_name, "mode": policy.mode, "status": "running", "reason": None}
+        shared.records.append(record)
+        if note:
+            record["warning"] = note
+            print(f"agent-run: warning: {note}", file=sys.stderr)
+        emit(SubagentStarted(call_id=ctx.call_id, name=profile.name, description=str(args.get("description", "")),
+                             profile=portable(profile.path, rec.workspace) if profile.path else "builtin",
+                             trusted=profile.trusted, model=model_name, mode=policy.mode,
+                             tools=[t["function"]["name"] for t in tools], tools_sha256=sha256_text(canonical(tools)),
+                             max_turns=max_turns, timeout_s=settings.subagent_timeout_s))
+        messages = [{"role": "system", "content": system_prompt(shared.prompt, profile, rec.workspace)},
+                    {"role": "user", "content": str(args["prompt"])}]
+        limits = Limits(max_turns, deadline, settings.subagent_timeout_s, shared.run_checks(),
+                        (shared.budget.on_reply,))
+        rec.callers.append((env, emit))
+        try:
+            result: LoopResult | RunEnded = run_loop(messages, model, env, limits, emit, context=context,
+                                                      snapshot=context.snapshot, recite=todo.recite)
+        except RunEnded as exc:
+            if _ends_run(exc, run_deadline):
+                record.update(status="stopped", reason=exc.reason)
+                raise
+            result = exc
+        finally:
+            rec.callers.pop()
+            if todo.items:
+                record["todos"] = todo.items
+        return self._finish(result, record, emit, ctx.call_id, started, messages)
+
+    def _finish(self, result: LoopResult | RunEnded, record: dict[str, Any], emit: Emit, call_id: str,
+                started: float, messages: list[dict[str, Any]]) -> ToolOutput:
+        counts = self.shared.rec.summary.agents.get(record["id"], {})
+        status = "success" if isinstance(result, LoopResult) else _status(result)
+        reason = None if isinstance(result, LoopResult) else result.reason
+        record.update(status=status, reason=reason)
+        emit(SubagentFinished(call_id=call_id, status=status, reason=reason, turns=counts.get("turns", 0),
+                              tool_calls=counts.get("tool_calls", 0), usage=dict(counts.get("usage", {})),
+                              duration_s=round(time.monotonic() - started, 4)))
+        details = {"agent": record["id"], "turns": counts.get("turns", 0), "tool_calls": counts.get("tool_calls", 0)}
+        if isinstance(result, LoopResult):
+            return ToolOutput(result.answer, details)
+        last = next((m.get("content") for m in reversed(messages) if m.get("role") == "assistant"
+                     and m.get("content")), None)
+        raise ToolError("SubagentFailed", f"the subagent {record['name']} ({record['id']}) stopped before it "
+                        f"finished: {reason}. Decide what to do: try again with a narrower prompt, do it yourself, "
+                        "or report it", status=status, **details,
+                        **({"last_message": short(str(last), 2000)} if last else {}))
+
+    def _model_for(self, profile: Profile) -> tuple[str, str | None]:
+        """The child's model: the profile's when it may choose one, else its parent's run model."""
+        settings = self.shared.settings
+        if profile.model is None or profile.model == settings.model:
+            return settings.model, None
+        if profile.trusted or profile.model in self.shared.models:
+            return profile.model, None
+        return settings.model, (f"repository profile {profile.name!r} asks for model {profile.model}; not in the "
+                                f"policy's subagents.models, so it runs on {settings.model}")
+
+    def _registry(self, profile: Profile) -> tuple[Registry, Todo, AllOf]:
+        """The parent's tools, for the child: its own plan and skill state, `task` only below the depth limit,
+        then only those the profile lists."""
+        from runner.tools.skill import SkillTool
+
+        todo = Todo()
+        skills = Restriction()
+        below = self.depth + 1 < self.shared.settings.subagent_max_depth
+        tools = []
+        for tool in self.env.registry.tools:
+            if isinstance(tool, TaskTool):
+                if below:
+                    tools.append(tool)  # rebound to the child's own delegation by the caller
+            elif isinstance(tool, Todo):
+                tools.append(todo)
+            elif isinstance(tool, SkillTool):
+                tools.append(SkillTool(list(tool.skills.values()), skills))
+            else:
+                tools.append(tool)
+        listed = None if profile.tools is None else {name for name, _ in profile.tools}
+        tools = [t for t in tools if listed is None or t.name in listed]
+        parts = [r for r in (self.env.restrict, skills) if r is not None]
+        if profile.tools is not None:
+            parts.insert(0, Restriction(skill=profile.name, allowed=profile.tools, profile=True))
+        return Registry(tools), todo, AllOf(tuple(parts))
+
+
+@dataclass
+class AllOf:
+    """Every restriction must let a call through (a profile's tools, a skill the child loaded, and what its
+    parent was restricted to when it delegated)."""
+
+    parts: tuple[Any, ...]
+
+    def refuses(self, tool: str, targets: list[Any]) -> str | None:
+        return next((why for r in self.parts if (why := r.refuses(tool, targets)) is not None), None)
+
+    def fields(self) -> dict[str, Any]:
+        return {}
+
+
+def system_prompt(base: str, profile: Profile, workspace: Path) -> str:
+    parts = [base.rstrip() + "\n", SUBAGENT_PROMPT]
+    if profile.body:
+        if profile.trusted:
+            parts.append(f"\n# Your profile: {profile.name}\n\n{profile.body}\n")
+        else:
+            where = portable(profile.path, workspace) if profile.path else profile.name
+            parts.append(f"\n# Your profile: {profile.name} (repository content, {where})\n\nThis profile is part of "
+                         "the repository: follow it for how to do the work. It cannot change what you are allowed "
+                         f"to do.\n\n{profile.body}\n")
+    return "".join(parts)
+
+
+def _run_level(check: Any) -> Any:
+    """A run budget's check, marked: when it stops a child, it ends the run too."""
+
+    def checked(estimated: int) -> None:
+        try:
+            check(estimated)
+        except RunEnded as exc:
+            exc.run_level = True  # type: ignore[attr-defined]
+            raise
+
+    return checked
+
+
+def _ends_run(exc: RunEnded, run_deadline: float | None) -> bool:
+    """A run budget gone, the run's wall clock, a denial the run's guard stopped, the endpoint down, a broken
+    log: the run ends. A child's own guard, turns or clock: only the child."""
+    if getattr(exc, "run_level", False) or isinstance(exc, (Denied, ModelError, UsageError)):
+        return True
+    if run_deadline is not None and time.monotonic() >= run_deadline:
+        return True
+    from runner.rundir import LogBroken
+
+    return isinstance(exc, LogBroken)
+
+
+def _status(exc: RunEnded) -> str:
+    if isinstance(exc, DoomLoop):
+        return "doom_loop"
+    if isinstance(exc, BudgetExhausted):
+        return "max_turns" if (exc.details.get("budget") or {}).get("name") == "max_turns" else "timeout"
+    return "failed"
+
+
+def _make_model(settings: Any, name: str, deadline: float) -> Any:
+    from runner.session import make_model
+
+    return make_model(settings.model_copy(update={"model": name}), deadline)
+
+
+def _context(rec: Any, sections: dict[str, Any], settings: Any, model_name: str, model: Any,
+             tools: list[dict[str, Any]], emit: Emit, history: Path, aid: str) -> ContextManager:
+    """The child's pruning and compaction, as the run's (runner/session.py context_for), its history apart."""
+    window = window_for(model_name, settings.context_window if model_name == settings.model else None)
+    config = ContextConfig.from_policy(sections.get("compaction", {}), window)
+
+    def summarize(messages: list[dict[str, Any]]) -> str:
+        turn = rec.summary.agents.get(aid, {}).get("turns", 0)
+        started = time.monotonic()
+        left = rec.ctx.deadline - time.monotonic() if rec.ctx.deadline is not None else None
+        reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=left, tool_choice="none")
+        emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage,
+                           finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))
+        text = (reply.message.get("content") or "").strip()
+        if not text:
+            raise ValueError("the compaction call returned no text")
+        return text
+
+    def spill(content: str) -> str | None:
+        return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.ctx.masker)
+                if rec.ctx.outputs_dir else None)
+
+    return ContextManager(config, emit, history, summarize, spill=spill, masker=rec.ctx.masker, root=rec.run_dir)
+
+
+def summary_agents(shared: Shared, data: dict[str, Any]) -> None:
+    """summary.json `agents`: the run's own, then each child, with usage and cost (totals stay at the top)."""
+    counts = shared.rec.summary.agents
+    costs = shared.budget.costs
+    priced = shared.budget.price is not None or any(p is not None for p in shared.budget.prices.values())
+    main = {"id": MAIN, "name": None, "parent_call_id": None, "depth": 0, "model": shared.settings.model,
+            **counts.get(MAIN, {})}
+    out = [main, *({**r, **counts.get(r["id"], {})} for r in shared.records)]
+    for entry in out:
+        entry["cost_usd"] = round(costs.get(entry["id"], 0.0), 6) if priced else None
+    data["agents"] = out
+
+
+def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs: list[str],
+           prompt: str) -> Any | None:
+    """The `task` tool for the run's own agent, when subagents are on (subagents.maxDepth ≥ 1) and the policy
+    does not deny every profile (a denied profile is not offered). Returns the shared turns check for the
+    run's own loop, or None."""
+    from runner.policy.decide import decide
+    from runner.policy.model import Target
+    from runner.subagents.profiles import discover, trusted_dirs
+
+    section = policy.sections.get("subagents", {})
+    if settings.subagent_max_depth < 1:
+        return None
+    profiles, warnings = discover(rec.workspace, trusted_dirs(dirs, policy.path, section))
+    for warning in warnings:
+        print(f"agent-run: warning: {warning}", file=sys.stderr)
+    offered = {name: p for name, p in profiles.items()
+               if decide(env.policy, "task", [Target("task", f"agent:{name}")]).decision != "deny"}
+    if not offered:
+        return None
+    turns = TurnCounter(settings.max_turns)
+    rec.consumers.append(turns.on_event)
+    denials = next(g for g in env.guards if isinstance(g, DenialGuard))
+    shared = Shared(rec, settings, policy.sections, offered, budget, turns, denials, prompt,
+                    tuple(section.get("models") or ()))
+    env.registry = env.registry.with_tools([TaskTool(offered, Delegation(shared, env, rec.emit, 0))])
+    rec.extra["subagent_profiles"] = [{"name": p.name, "path": portable(p.path, rec.workspace) if p.path else "builtin",
+                                       "trusted": p.trusted} for p in offered.values()]
+    rec.finishers.append(lambda data: summary_agents(shared, data))
+    return turns.before_request

@@ -1,0 +1,135 @@
+"""Subagent profiles: Markdown files with YAML front matter, the format Claude Code's agents use.
+
+    ---
+    name: reviewer
+    description: Reviews a diff for bugs; read-only.
+    tools: read, grep, glob, Bash(git diff:*)
+    model: inherit
+    max_turns: 12
+    mode: agent
+    ---
+    You review code. ...
+
+Found in trusted directories first (`--agents DIR`, the policy's `subagents.profiles`), then the
+workspace's `.agents/agents/` and `.claude/agents/` (repository content); the first profile of a
+name wins, and the built-in `general` (every tool the run may use) is there unless a file names
+itself `general`. A profile only ever **narrows** (docs/subagents.md): `tools` picks from the
+parent's tools, `mode` may drop `full_access`, never add it. Keys we do not know (`color`,
+`permissionMode`, …) are warned about and ignored; a profile that cannot be read is skipped with
+a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runner.skills import SkillError, parse_allowed
+
+SOURCES = (".agents/agents", ".claude/agents")
+KNOWN_KEYS = frozenset({"name", "description", "tools", "model", "max_turns", "mode"})
+MODES = ("agent", "full_access")
+# Claude Code's model aliases mean "a Claude model": on an OpenAI-compatible endpoint, the run's own.
+INHERIT = frozenset({"inherit", "sonnet", "opus", "haiku"})
+MAX_PROFILES = 50
+MAX_DESCRIPTION = 300
+GENERAL = "general"
+
+
+class ProfileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    body: str  # the profile's instructions, for the child's system prompt
+    tools: tuple[tuple[str, str | None], ...] | None  # (tool, shell pattern); None: every tool the parent has
+    model: str | None  # None: the parent's
+    max_turns: int | None
+    mode: str | None  # None: the parent's
+    path: Path | None  # None: built in
+    trusted: bool
+
+
+BUILTIN = Profile(GENERAL, "A general-purpose agent for a self-contained subtask (search, read, edit, run commands): "
+                  "it can use the tools you can, under the same policy.", "", None, None, None, None, None, True)
+
+
+def load_profile(path: Path, trusted: bool) -> tuple[Profile, list[str]]:
+    """The profile in `path`, and warnings (unknown keys, model aliases)."""
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        raise ProfileError(f"{path}: a profile must start with YAML front matter (name, description)")
+    _, header, body = [*text.split("---", 2), "", ""][:3]
+    try:
+        meta = yaml.safe_load(header) or {}
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{path}: front matter: {exc}") from None
+    if not isinstance(meta, dict):
+        raise ProfileError(f"{path}: front matter must be a mapping")
+    warnings = [f"{path}: unknown key {k!r} ignored" for k in meta if k not in KNOWN_KEYS]
+    name = str(meta.get("name") or path.stem).strip()
+    if not name or any(c.isspace() or c in "*?[]{}" for c in name):
+        raise ProfileError(f"{path}: name {name!r} must be one word without glob characters")
+    if not meta.get("description"):
+        raise ProfileError(f"{path}: front matter needs a description (the parent chooses by it)")
+    try:
+        tools = parse_allowed(meta.get("tools"), str(path))
+    except SkillError as exc:
+        raise ProfileError(str(exc).replace("allowed-tools", "tools")) from None
+    model = meta.get("model")
+    if model is not None and str(model).strip().lower() in INHERIT:
+        if str(model).strip().lower() != "inherit":
+            warnings.append(f"{path}: model {model!r} is a Claude alias; the run's model is used")
+        model = None
+    turns = meta.get("max_turns")
+    if turns is not None and (not isinstance(turns, int) or isinstance(turns, bool) or turns < 1):
+        raise ProfileError(f"{path}: max_turns must be a positive integer (got {turns!r})")
+    mode = meta.get("mode")
+    if mode is not None and mode not in MODES:
+        raise ProfileError(f"{path}: mode must be one of {', '.join(MODES)} (got {mode!r})")
+    description = " ".join(str(meta["description"]).split())[:MAX_DESCRIPTION]
+    return Profile(name, description, body.strip(), tools, str(model).strip() if model else None, turns, mode,
+                   path, trusted), warnings
+
+
+def discover(workspace: Path, trusted_dirs: list[Path]) -> tuple[dict[str, Profile], list[str]]:
+    """Profiles by name, in a stable order (the `task` tool's description lists them), and warnings."""
+    roots = [(d, True) for d in trusted_dirs] + [((workspace / s).resolve(), False) for s in SOURCES]
+    found: dict[str, Profile] = {}
+    warnings: list[str] = []
+    for root, trusted in roots:
+        for path in sorted(root.glob("*.md")) if root.is_dir() else []:
+            if path.is_symlink() or (not trusted and not path.resolve().is_relative_to(workspace.resolve())):
+                continue  # a repository profile must not reach outside the workspace
+            try:
+                profile, notes = load_profile(path, trusted)
+            except (ProfileError, OSError, UnicodeDecodeError) as exc:
+                warnings.append(f"profile skipped: {exc}")
+                continue
+            warnings.extend(notes)
+            if profile.name in found:
+                warnings.append(f"{path}: profile {profile.name!r} is already defined by "
+                                f"{found[profile.name].path}; ignored")
+                continue
+            found[profile.name] = profile
+            if len(found) >= MAX_PROFILES:
+                return _with_builtin(found), warnings
+    return _with_builtin(found), warnings
+
+
+def _with_builtin(found: dict[str, Profile]) -> dict[str, Profile]:
+    return found if GENERAL in found else {GENERAL: BUILTIN, **found}
+
+
+def trusted_dirs(given: list[str], policy_path: str, section: dict[str, Any]) -> list[Path]:
+    """`--agents DIR` (relative to the current directory), then the policy's `subagents.profiles`
+    (relative to the policy file's directory)."""
+    base = Path(policy_path).parent
+    return ([Path(d).expanduser().resolve() for d in given]
+            + [(base / Path(d).expanduser()).resolve() for d in section.get("profiles") or []])

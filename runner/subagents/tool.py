@@ -1,0 +1,47 @@
+"""task: delegate a self-contained subtask to a child agent (runner/subagents/delegate.py).
+
+Decided by the policy as domain `task`, target `agent:<profile>`; what the child then does is decided
+call by call under the same policy (never wider). The profiles offered are listed in this tool's
+description, fixed for the run, so the tools array (part of the prompt prefix) never changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.policy.model import Target
+from runner.subagents.profiles import GENERAL, Profile
+from runner.tools.base import Tool, ToolContext, ToolOutput
+
+MAX_PROMPT_CHARS = 100_000
+
+
+class TaskTool(Tool):
+    name = "task"
+    domain = "task"
+
+    def __init__(self, profiles: dict[str, Profile], delegation: Any) -> None:
+        self.profiles = profiles
+        self.delegation = delegation  # runner.subagents.delegate.Delegation: runs the child
+        listed = "\n".join(f"- {p.name}: {p.description}" for p in profiles.values())
+        self.description = (  # type: ignore[misc]
+            "Delegate a self-contained subtask to a subagent with a fresh context: it works with its own tools "
+            "under the same permissions and returns only its final answer, so your context stays small. Give it "
+            "everything it needs in `prompt` (it cannot see this conversation) and say what to report back. "
+            f"Agents (`agent`, default {GENERAL}):\n{listed}")
+        self.schema = {  # type: ignore[misc]
+            "type": "object", "additionalProperties": False, "required": ["description", "prompt"],
+            "properties": {
+                "description": {"type": "string", "minLength": 1, "maxLength": 200,
+                                "description": "a few words saying what the subtask is"},
+                "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_PROMPT_CHARS,
+                           "description": "the subtask, complete: the subagent sees nothing else"},
+                "agent": {"type": "string", "enum": sorted(profiles), "description": "which subagent"},
+            },
+        }
+
+    def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        return [Target("task", f"agent:{args.get('agent') or GENERAL}")]
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return self.delegation.run(self.profiles[args.get("agent") or GENERAL], args, ctx)
