@@ -10,6 +10,7 @@ approved results in place of the denials.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 from runner import __version__
 from runner.call import handle_call
 from runner.conversation import ConversationError, rebuild, recorded_tools
-from runner.events import RunStarted, ToolResult
+from runner.events import RunStarted, ToolResult, call_ref, tag
 from runner.integrity import TamperError, verify
 from runner.jsonutil import sha256_text
 from runner.loop import Limits, run_loop
@@ -46,10 +47,12 @@ class RecordedRun:
     workspace: Path = Path()  # where it is replayed (runner.resume.choose_workspace)
 
     def denied(self) -> list[dict[str, Any]]:
-        """Denied calls in order: the tool_call event plus its permission decision."""
-        calls = {e["call_id"]: e for e in self.events if e["type"] == "tool_call"}
-        return [{**calls[d["call_id"]], "decision": d} for d in self.events
-                if d["type"] == "permission_decision" and d["decision"] == "deny" and d["call_id"] in calls]
+        """Denied calls in order: the tool_call event plus its permission decision, and `ref`, the call as
+        `--call` names it (a subagent's prefixed with its agent id: call ids repeat across conversations)."""
+        calls = {call_ref(e.get("agent"), e["call_id"]): e for e in self.events if e["type"] == "tool_call"}
+        refs = ((d, call_ref(d.get("agent"), d["call_id"])) for d in self.events
+                if d["type"] == "permission_decision" and d["decision"] == "deny")
+        return [{**calls[ref], "decision": d, "ref": ref} for d, ref in refs if ref in calls]
 
 
 def load_run(run_dir: Path, expect_hash: str | None = None, policy_spec: str | None = None) -> RecordedRun:
@@ -113,12 +116,12 @@ def select(run: RecordedRun, call_ids: list[str]) -> list[dict[str, Any]]:
     denied = run.denied()
     if not call_ids:
         return denied
-    known = {d["call_id"] for d in denied}
+    known = {d["ref"] for d in denied}
     unknown = [c for c in call_ids if c not in known]
     if unknown:
         raise UsageError(f"not a denied call of {run.run_dir.name}: {', '.join(unknown)} "
                          f"(denied: {', '.join(sorted(known)) or 'none'})")
-    return [d for d in denied if d["call_id"] in call_ids]
+    return [d for d in denied if d["ref"] in call_ids]
 
 
 def describe_call(call: dict[str, Any]) -> str:
@@ -135,7 +138,7 @@ def describe_call(call: dict[str, Any]) -> str:
 def masked_refusal(masked: list[dict[str, Any]], others: int) -> str:
     """Why calls whose recorded arguments hold `[REDACTED:kind]` cannot be replayed: the log masked a secret
     the model sent, so the exact call is not on record, and running the masked text is not what was denied."""
-    ids = ", ".join(c["call_id"] for c in masked)
+    ids = ", ".join(c["ref"] for c in masked)
     kinds = sorted({k for c in masked for k in (c.get("redacted") or {}).get("kinds") or []}) or ["…"]
     what = " (" + ", ".join(f"{MARKER}{k}]" for k in kinds) + ")"
     rest = f"; replay the other {others} with --call" if others else ""
@@ -156,6 +159,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         recorded_mcp_configs,
         settings_for,
         start_mcp,
+        subagents,
+        trusted_profile_dirs,
     )
 
     try:
@@ -174,7 +179,7 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
                                                                   for p in c["decision"].get("approve") or [])]
         policy = run.policy.with_rules(approvals)
         rec.summary.policy = policy.path
-        rec.extra.update(replay_of=run.started["run_id"], approved_calls=[c["call_id"] for c in chosen])
+        rec.extra.update(replay_of=run.started["run_id"], approved_calls=[c["ref"] for c in chosen])
         lower = {**policy_layer(policy.sections), "model": run.started.get("model")}
         settings = settings_for(cli_settings, (), lower)
         rec.summary.model = settings.model
@@ -185,23 +190,29 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         servers = mcp_servers(rec, policy, given, dict(os.environ))
         env = call_env(rec, policy, settings, deadline, [], sandbox_mode=sandbox)
         start_mcp(rec, env, servers, dict(os.environ), settings)
+        # The task tool (an approved `task` call runs its child; --continue goes on inside a child).
+        dirs = trusted_profile_dirs(summary, rec.home or run.workspace)
+        turns = subagents(rec, env, settings, policy, budget, dirs, None)
         (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
         rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                             workspace=str(run.workspace), task_sha256=sha256_text(run.task),
                             max_turns=settings.max_turns, timeout_s=settings.timeout,
-                            replay_of=run.started["run_id"], approved_calls=[c["call_id"] for c in chosen],
+                            replay_of=run.started["run_id"], approved_calls=[c["ref"] for c in chosen],
                             sandbox=rec.ctx.sandbox.describe()))
         outcomes: list[dict[str, Any]] = []
         rec.consumers.append(lambda e: outcomes.append({
-            "call_id": e.call_id, "tool": e.tool, "ok": e.ok, "error_type": e.error_type, "bytes": e.bytes,
-            "sha256": e.sha256}) if isinstance(e, ToolResult) else None)
-        results: dict[str, str] = {}
+            "call_id": call_ref(e.agent, e.call_id), "tool": e.tool, "ok": e.ok, "error_type": e.error_type,
+            "bytes": e.bytes, "sha256": e.sha256}) if isinstance(e, ToolResult) else None)
+        results: dict[str | None, dict[str, str]] = {}
         for c in chosen:
             # What runs is shown before it runs: the human approves this, not a summary of it.
-            print(f"agent-run replay: running {c['call_id']}: {describe_call(c)}", file=sys.stderr, flush=True)
+            print(f"agent-run replay: running {c['ref']}: {describe_call(c)}", file=sys.stderr, flush=True)
             call = {"id": c["call_id"], "type": "function",
                     "function": {"name": c["tool"], "arguments": c["arguments"]}}
-            results[c["call_id"]] = handle_call(call, env, c["turn"], rec.emit)
+            agent = c.get("agent")
+            emit = (lambda e, agent=agent: rec.emit(tag(e, agent))) if agent else rec.emit  # the child's, as logged
+            results.setdefault(agent["id"] if agent else None, {})[c["call_id"]] = handle_call(
+                call, dataclasses.replace(env, agent=agent) if agent else env, c["turn"], emit)
         rec.extra["approved_results"] = list(outcomes)
         if not resume:
             failed = [r for r in outcomes if not r["ok"]]
@@ -211,19 +222,24 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
                 return Status.FAILED, f"{len(failed)} approved call(s) failed: " + ", ".join(
                     f"{r['call_id']} {r['error_type']}" for r in failed)
             return Status.SUCCESS, None
+        from runner.subagents.replay import continue_children
+
         try:
-            conversation = rebuild(run.run_dir, run.events, max(c["turn"] for c in chosen), results)
+            own, upto = continue_children(run.run_dir, run.events, chosen, results, env)
+            conversation = rebuild(run.run_dir, run.events, upto, own)
             tools = recorded_tools(run.run_dir)
         except ConversationError as exc:
             return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
+        except UsageError as exc:
+            return Status.USAGE_ERROR, exc.reason
         if conversation.masked is not None:
             # The log kept `[REDACTED:kind]` where the original prompt had a secret: from this message on,
             # the resumed prompt differs from the one the provider cached.
             rec.extra["prompt_cache_break"] = {"message_index": conversation.masked,
                                                "reason": "a masked secret in the history"}
         model = make_model(settings, deadline)
-        limits = Limits(settings.max_turns, deadline, settings.timeout, (budget.before_request,),
-                        (budget.on_reply,))
+        limits = Limits(settings.max_turns, deadline, settings.timeout,
+                        (budget.before_request,) + ((turns,) if turns else ()), (budget.on_reply,))
         context = context_for(rec, policy, settings, model, env)
         result = run_loop(conversation.messages, model, env, limits, rec.emit, conversation.last_turn + 1,
                           context=context, tools=tools, previous=conversation.last_prompt,

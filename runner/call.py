@@ -20,7 +20,7 @@ from typing import Any
 
 import jsonschema
 
-from runner.events import Emit, GuardWarning, PermissionDecision, ToolCall, ToolResult
+from runner.events import Emit, GuardWarning, PermissionDecision, ToolCall, ToolResult, call_ref
 from runner.jsonutil import canonical, sha256_text
 from runner.outcome import RunEnded
 from runner.policy.decide import CallDecision, decide
@@ -74,6 +74,7 @@ class CallEnv:
     home: Path | None = None  # where printed commands are run from (the workspace; a worktree run's origin)
     # runner.skills.Restriction (the loaded skill's allowed-tools), or a subagent's runner.subagents.delegate.AllOf
     restrict: Any = None
+    agent: dict[str, Any] | None = None  # a subagent's {id, name, parent_call_id, depth}; None: the run's own
 
 
 def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> str:
@@ -201,7 +202,8 @@ def approval_request(env: CallEnv, call_id: str, d: CallDecision) -> dict[str, A
     sees) does not, so the prompt stays the same across reruns of the same task."""
     approve = [f"{t.target.domain}:{exact_pattern(t.target.target)}" for t in d.targets if t.decision != "allow"]
     where = portable(env.run_dir, env.home or env.ctx.workspace) if env.run_dir else None
-    replay = shlex.join(["agent-run", "replay", where, "--call", call_id, "--approve"]) if where else None
+    replay = shlex.join(["agent-run", "replay", where, "--call", call_ref(env.agent, call_id), "--approve"]) \
+        if where else None
     rerun = shlex.join([*env.rerun_base[:-1], *(x for a in approve for x in ("--approve", a)),
                         *env.rerun_base[-1:]]) if env.rerun_base else None
     return {"approve": approve, "replay": replay, "rerun": rerun}

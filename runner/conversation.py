@@ -40,10 +40,12 @@ class Conversation:
 
 
 def rebuild(run_dir: Path, events: list[dict[str, Any]], upto_turn: int | None = None,
-            results: dict[str, str] | None = None) -> Conversation:
+            results: dict[str, str] | None = None, agent: str | None = None) -> Conversation:
     """The conversation through `upto_turn` (default: all of it) — every turn complete with its tool
-    results. `results` replaces recorded results by call id (approved replays of denied calls)."""
+    results. `results` replaces recorded results by call id (approved replays of denied calls). `agent`:
+    a subagent's conversation (by its id; its events are in the same log), else the run's own."""
     results = results or {}
+    events = of_agent(events, agent)
     requests = [i for i, e in enumerate(events) if e.get("type") == "model_request"
                 and (upto_turn is None or e["turn"] <= upto_turn)]
     base = next((i for i in reversed(requests) if events[i].get("snapshot")), None)
@@ -79,6 +81,11 @@ def rebuild(run_dir: Path, events: list[dict[str, Any]], upto_turn: int | None =
     _close(messages, pending, results)
     masked = next((i for i, m in enumerate(messages) if MARKER in canonical(m)), None)
     return Conversation(messages, last_turn, last_prompt, unanswered, masked)
+
+
+def of_agent(events: list[dict[str, Any]], agent: str | None) -> list[dict[str, Any]]:
+    """The events of one agent: the run's own (`agent` null) or a subagent's, by id."""
+    return [e for e in events if (e.get("agent") or {}).get("id") == agent]
 
 
 def _close(messages: list[dict[str, Any]], pending: list[str], results: dict[str, str]) -> None:

@@ -40,6 +40,12 @@ def agent_id(event: Event) -> str:
 MAIN = "main"  # the run's own agent, in summaries (its events carry `agent: null`)
 
 
+def call_ref(agent: dict[str, Any] | None, call_id: str) -> str:
+    """A call as `replay --call` names it: a subagent's prefixed with its agent id (`a1:call_3`), since
+    call ids are only unique within one conversation (local servers number them from 0 in each)."""
+    return f"{agent['id']}:{call_id}" if agent else call_id
+
+
 @dataclass(frozen=True)
 class RunStarted(Event):
     type: ClassVar[str] = "run_started"

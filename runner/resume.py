@@ -178,7 +178,8 @@ def load_source(run_dir: Path) -> Source:
         raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
     except TamperError as exc:
         raise UsageError(f"refusing to continue it: {exc}") from None
-    events = list(iter_events(run_dir / "events.jsonl"))
+    # The run's own agent's: a subagent's conversation ended with its answer, which is in the parent's.
+    events = [e for e in iter_events(run_dir / "events.jsonl") if e.get("agent") is None]
     started = next((e for e in events if e.get("type") == "run_started"), None)
     if started is None:
         raise UsageError(f"{run_dir}: the run never started (no run_started event)")

@@ -51,7 +51,7 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
             click.echo(f"agent-run: {exc.reason}", err=True)
             sys.exit(EXIT_CODES[Status.USAGE_ERROR])
         for c in chosen:
-            click.echo(f"{c['call_id']}\t{c['tool']}\t{c['arguments']}\t{c['decision']['policy_decision']}")
+            click.echo(f"{c['ref']}\t{c['tool']}\t{c['arguments']}\t{c['decision']['policy_decision']}")
             click.echo(f"  would run {describe_call(c)}", err=True)
         click.echo(f"{len(chosen)} denied call(s); add --approve to execute them", err=True)
         return

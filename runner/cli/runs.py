@@ -10,13 +10,14 @@ from typing import Any
 
 import click
 
+from runner.events import MAIN, call_ref
 from runner.outcome import EXIT_CODES, Status
 from runner.report.transcript import transcript_of
 from runner.rundir import default_runs_dir, iter_events
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
 ARGS_CHARS = 60
-_ENVELOPE = ("seq", "ts", "run_id", "type")
+_ENVELOPE = ("seq", "ts", "run_id", "type", "agent")
 
 
 @click.group("runs")
@@ -126,20 +127,46 @@ def overview(run_dir: Path) -> dict[str, Any]:
         return summary
     out: dict[str, Any] = {"run_id": run_dir.name, "status": "running?", "turns": 0, "tool_calls": 0,
                            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}}
+    agents: dict[str, dict[str, Any]] = {MAIN: _agent_entry({"id": MAIN, "depth": 0})}
     for e in iter_events(run_dir / "events.jsonl"):
         kind = e.get("type")
+        agent = _agent_of(e)
+        entry = agents.setdefault(str(agent["id"]) if agent else MAIN, _agent_entry(agent or {}))
         if kind == "run_started":
             out.update(model=e.get("model"), policy=e.get("policy"), replay_of=e.get("replay_of"),
                        resumed_from=e.get("resumed_from"))
+            entry["model"] = e.get("model")
         elif kind == "model_response":
-            out["turns"] = max(out["turns"], e.get("turn") or 0)
+            if agent is None:  # the run's turns are its own agent's; a subagent numbers its own from 1
+                out["turns"] = max(out["turns"], e.get("turn") or 0)
+            entry["turns"] = max(entry["turns"], e.get("turn") or 0)
             for key in out["usage"]:
                 out["usage"][key] += int((e.get("usage") or {}).get(key) or 0)
+                entry["usage"][key] += int((e.get("usage") or {}).get(key) or 0)
         elif kind == "tool_call":
             out["tool_calls"] += 1
+            entry["tool_calls"] += 1
+        elif kind == "subagent_started":
+            entry.update(model=e.get("model"), mode=e.get("mode"))
+        elif kind == "subagent_finished":
+            entry.update(status=e.get("status"), reason=e.get("reason"))
         elif kind == "run_finished":
             out.update(status=e.get("status"), exit_code=e.get("exit_code"), reason=e.get("reason"))
+    if len(agents) > 1:
+        out["agents"] = list(agents.values())
     return out
+
+
+def _agent_of(e: dict[str, Any]) -> dict[str, Any] | None:
+    agent = e.get("agent")
+    return agent if isinstance(agent, dict) and agent.get("id") else None
+
+
+def _agent_entry(agent: dict[str, Any]) -> dict[str, Any]:
+    """A summary.json `agents` entry, as far as a run without a summary (still going, or killed) shows it."""
+    return {"id": agent.get("id"), "name": agent.get("name"), "parent_call_id": agent.get("parent_call_id"),
+            "depth": agent.get("depth"), "model": None, "status": "running?" if agent.get("id") != MAIN else None,
+            "turns": 0, "tool_calls": 0, "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}}
 
 
 def account(run_dir: Path) -> dict[str, Any]:
@@ -147,41 +174,46 @@ def account(run_dir: Path) -> dict[str, Any]:
     summary = overview(run_dir)
     requests: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
-    by_id: dict[str, dict[str, Any]] = {}  # the latest call with that id
+    # Call ids are only unique within one agent's conversation (a subagent numbers its own): keyed by
+    # call_ref, `a1:call_1_0`, as summary.json's denials and `replay --call` name a subagent's call.
+    by_ref: dict[str, dict[str, Any]] = {}  # the latest call with that ref
     compactions: list[dict[str, Any]] = []
     denials: list[dict[str, Any]] = []
-    pending: dict[str, Any] | None = None  # the request waiting for its response
+    pending: dict[str, dict[str, Any]] = {}  # per agent id, the request waiting for its response
     for e in iter_events(run_dir / "events.jsonl"):
         kind = e.get("type")
+        agent = _agent_of(e)
+        aid = str(agent["id"]) if agent else MAIN
+        ref = call_ref(agent, str(e.get("call_id")))
         if kind == "model_request":
-            pending = {"seq": e.get("seq"), "turn": e.get("turn"), "messages": e.get("message_count"),
-                       "estimated_tokens": e.get("estimated_tokens"), "prompt_tokens": None,
-                       "cached_tokens": None, "completion_tokens": None, "stage": e.get("stage"),
-                       "extends_previous": e.get("extends_previous")}
-            requests.append(pending)
+            pending[aid] = {"seq": e.get("seq"), "turn": e.get("turn"), "messages": e.get("message_count"),
+                            "estimated_tokens": e.get("estimated_tokens"), "prompt_tokens": None,
+                            "cached_tokens": None, "completion_tokens": None, "stage": e.get("stage"),
+                            "extends_previous": e.get("extends_previous"), "agent": agent}
+            requests.append(pending[aid])
         elif kind == "model_response":
-            if pending is None:  # a response without its own request event (e.g. a compaction call)
-                pending = {"seq": e.get("seq"), "turn": e.get("turn"), "messages": None, "estimated_tokens": None,
-                           "stage": None, "extends_previous": None}
-                requests.append(pending)
+            request = pending.pop(aid, None)
+            if request is None:  # a response without its own request event (e.g. a compaction call)
+                request = {"seq": e.get("seq"), "turn": e.get("turn"), "messages": None, "estimated_tokens": None,
+                           "stage": None, "extends_previous": None, "agent": agent}
+                requests.append(request)
             usage = e.get("usage") or {}
-            pending.update(prompt_tokens=usage.get("prompt_tokens"), cached_tokens=usage.get("cached_tokens"),
+            request.update(prompt_tokens=usage.get("prompt_tokens"), cached_tokens=usage.get("cached_tokens"),
                            completion_tokens=usage.get("completion_tokens"), finish_reason=e.get("finish_reason"))
-            pending = None
         elif kind == "tool_call":
-            call = {"seq": e.get("seq"), "turn": e.get("turn"), "call_id": e.get("call_id"), "tool": e.get("tool"),
-                    "arguments": e.get("arguments"), "decision": None, "outcome": None, "bytes": None}
+            call = {"seq": e.get("seq"), "turn": e.get("turn"), "call_id": ref, "tool": e.get("tool"),
+                    "arguments": e.get("arguments"), "decision": None, "outcome": None, "bytes": None, "agent": agent}
             calls.append(call)
-            by_id[str(e.get("call_id"))] = call
+            by_ref[ref] = call
         elif kind == "permission_decision":
-            call = by_id.get(str(e.get("call_id")))
+            call = by_ref.get(ref)
             if call is not None:
                 call["decision"] = e.get("decision")
                 call["policy_decision"] = e.get("policy_decision")
             if e.get("decision") == "deny":
                 denials.append(_denial(e))
         elif kind == "tool_result":
-            call = by_id.get(str(e.get("call_id")))
+            call = by_ref.get(ref)
             if call is not None:
                 call["outcome"] = "ok" if e.get("ok") else (e.get("error_type") or "error")
                 call["bytes"] = e.get("bytes")
@@ -202,11 +234,14 @@ def _lines(path: Path) -> list[str]:
 
 
 def _denial(e: dict[str, Any]) -> dict[str, Any]:
+    """As summary.json records a denial (runner/report/summary.py), for a run without one."""
     targets = e.get("targets") or [{}]
     deciding = next((t for t in targets if t.get("decision") == e.get("policy_decision")), targets[0])
-    return {"call_id": e.get("call_id"), "tool": e.get("tool"), "domain": e.get("permissionDomain"),
-            "target": deciding.get("target"), "decision": e.get("policy_decision"), "rule": e.get("rule"),
-            "approve": e.get("approve"), "replay": e.get("replay"), "rerun": e.get("rerun")}
+    agent = _agent_of(e)
+    return {"call_id": call_ref(agent, str(e.get("call_id"))), "tool": e.get("tool"),
+            "domain": e.get("permissionDomain"), "target": deciding.get("target"),
+            "decision": e.get("policy_decision"), "rule": e.get("rule"), "approve": e.get("approve"),
+            "replay": e.get("replay"), "rerun": e.get("rerun"), **({"agent": agent} if agent else {})}
 
 
 # --- printing ---------------------------------------------------------------------------------
@@ -236,6 +271,7 @@ def render(data: dict[str, Any]) -> list[str]:
         ("then", ", ".join(f"{c.get('kind')} {c.get('run_id')}" for c in data.get("continued_by") or []) or None),
     ]
     out += [f"  {name + ':':<10}{value}" for name, value in fields if value not in (None, "")]
+    out += _agents(s)
 
     denials = data["denials"]
     out += ["", f"denials ({len(denials)})" if denials else "denials: none"]
@@ -251,26 +287,62 @@ def render(data: dict[str, Any]) -> list[str]:
             out.append(f"    rerun:  {d['rerun']}")
 
     requests = data["requests"]
+    # With subagents, a first column says whose each request and call is (a child's indented under its parent's
+    # `task` call, which comes just before its own): without them the tables read as they always have.
+    nested = any(r.get("agent") for r in [*requests, *data["tool_calls"]])
     out += ["", f"requests ({len(requests)})"]
     rows = [[_cell(r["turn"]), _cell(r["messages"]), _cell(r["estimated_tokens"]), _cell(r["prompt_tokens"]),
              _cell(r["cached_tokens"]), _cell(r["completion_tokens"]), _cell(r.get("stage")),
              _cell(r.get("extends_previous"))] for r in requests]
-    out += ["  " + line for line in table(
-        ["turn", "messages", "est. tokens", "prompt", "cached", "completion", "stage", "extends-previous"], rows)]
+    headers = ["turn", "messages", "est. tokens", "prompt", "cached", "completion", "stage", "extends-previous"]
+    out += ["  " + line for line in table(*_by_agent(nested, headers, rows, requests))]
 
     calls = data["tool_calls"]
     out += ["", f"tool calls ({len(calls)})"]
     if calls:
         rows = [[_cell(c["turn"]), c["tool"] or "?", _short_args(c.get("arguments")), _decision(c),
                  c.get("outcome") or "-", _cell(c.get("bytes"))] for c in calls]
-        out += ["  " + line for line in table(["turn", "tool", "args", "decision", "outcome", "bytes"], rows)]
+        headers = ["turn", "tool", "args", "decision", "outcome", "bytes"]
+        out += ["  " + line for line in table(*_by_agent(nested, headers, rows, calls))]
 
     if data["compactions"]:
         out += ["", f"compaction ({len(data['compactions'])})"]
         for c in data["compactions"]:
             rest = " ".join(f"{k}={_clip(_cell(v))}" for k, v in c.items() if k not in _ENVELOPE)
-            out.append(f"  seq {_cell(c.get('seq'))}: {rest}".rstrip())
+            who = f"[{c['agent'].get('id')}] " if isinstance(c.get("agent"), dict) else ""
+            out.append(f"  {who}seq {_cell(c.get('seq'))}: {rest}".rstrip())
     return out
+
+
+def _who(agent: dict[str, Any] | None) -> str:
+    """An agent's id, indented by its depth: `main`, `  a1`, `    a2`."""
+    if not agent:
+        return MAIN
+    depth = agent.get("depth") if isinstance(agent.get("depth"), int) else 1
+    return "  " * depth + str(agent.get("id"))
+
+
+def _by_agent(nested: bool, headers: list[str], rows: list[list[str]],
+              entries: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    if not nested:
+        return headers, rows
+    return ["agent", *headers], [[_who(e.get("agent")), *row] for e, row in zip(entries, rows, strict=True)]
+
+
+def _agents(s: dict[str, Any]) -> list[str]:
+    """summary.json `agents`, when the run had subagents: each one's outcome and what it used."""
+    agents = [a for a in s.get("agents") or [] if isinstance(a, dict)]
+    if len(agents) < 2:
+        return []
+    rows = []
+    for a in agents:
+        usage = a.get("usage") or {}
+        status = a.get("status") or (s.get("status") if a.get("id") == MAIN else None)
+        rows.append([_who(a if a.get("id") != MAIN else None), a.get("name") or "-", a.get("model") or "-",
+                     status or "-", _cell(a.get("turns")), _cell(a.get("tool_calls")), _cell(_total_tokens(usage)),
+                     _cost(a.get("cost_usd")) if "cost_usd" in a else "-", a.get("reason") or ""])
+    headers = ["agent", "name", "model", "status", "turns", "tools", "tokens", "cost", "reason"]
+    return ["", f"agents ({len(agents)})", *("  " + line for line in table(headers, rows))]
 
 
 def table(headers: list[str], rows: list[list[str]]) -> list[str]:

@@ -14,7 +14,10 @@ from runner.rundir import read_events
 
 
 class ReplayModel:
-    def __init__(self, run_dir: Path) -> None:
+    """`agent`: a subagent's replies (by its id in the recording; children start in the same order when the
+    run is replayed), else the run's own agent's."""
+
+    def __init__(self, run_dir: Path, agent: str | None = None) -> None:
         log = run_dir / "events.jsonl"
         if not log.is_file():
             raise UsageError(f"replay: {log} not found")
@@ -25,7 +28,8 @@ class ReplayModel:
         self.name = f"replay:{run_dir}"
         self.source = run_dir
         self._replies = [ModelReply(e["message"], e.get("usage") or {}, e.get("finish_reason"))
-                         for e in events if e.get("type") == "model_response"]
+                         for e in events if e.get("type") == "model_response"
+                         and (e.get("agent") or {}).get("id") == agent]
         self._next = 0
         self._started = next((e for e in events if e.get("type") == "run_started"), None)
 

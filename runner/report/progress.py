@@ -1,10 +1,22 @@
-"""Human progress on stderr: one line per turn and per tool call, secrets masked."""
+"""Human progress on stderr: one line per turn and per tool call, secrets masked. A subagent's lines are
+indented by its depth and tagged with its id and name: `  [a1 general] [turn 1] model: …`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from runner.events import Event, ModelRequest, ModelResponse, ModelRetry, PermissionDecision, ToolCall, ToolResult
+from runner.events import (
+    Event,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    PermissionDecision,
+    SubagentFinished,
+    SubagentStarted,
+    ToolCall,
+    ToolResult,
+    agent_id,
+)
 from runner.jsonutil import short
 
 if TYPE_CHECKING:
@@ -15,7 +27,9 @@ class Progress:
     def __init__(self, stream: TextIO, verbosity: int, masker: Masker | None = None) -> None:
         self.stream = stream
         self.verbosity = verbosity  # 0 quiet, 1 normal, 2 verbose
-        self._pending: dict[str, str] = {}
+        # Keyed by (agent id, call id): a subagent numbers its calls like its parent does, and its calls
+        # run while the parent's `task` call is still pending.
+        self._pending: dict[tuple[str, str], str] = {}
         self._masker = masker
 
     def __call__(self, event: Event) -> None:
@@ -23,7 +37,7 @@ class Progress:
             return
         line = self._line(event)
         if line:
-            print(self._mask(line), file=self.stream, flush=True)
+            print(self._mask(_tagged(event, line)), file=self.stream, flush=True)
 
     def _mask(self, text: str) -> str:
         return self._masker.mask(text)[0] if self._masker is not None else text
@@ -39,14 +53,28 @@ class Progress:
             return f"[turn {event.turn}] model: {what} ({event.duration_s:.1f}s)"
         if isinstance(event, ToolCall):
             # Masked before it is shortened: a token cut in half no longer looks like one.
-            self._pending[event.call_id] = f"{event.tool} {short(self._mask(event.arguments))}"
+            self._pending[(agent_id(event), event.call_id)] = f"{event.tool} {short(self._mask(event.arguments))}"
             return None
         if isinstance(event, PermissionDecision):
-            self._pending[event.call_id] = f"{self._pending.get(event.call_id, event.tool)} [{event.decision}]"
+            key = (agent_id(event), event.call_id)
+            self._pending[key] = f"{self._pending.get(key, event.tool)} [{event.decision}]"
             return None
         if isinstance(event, ToolResult):
-            head = self._pending.pop(event.call_id, event.tool)
+            head = self._pending.pop((agent_id(event), event.call_id), event.tool)
             outcome = "ok" if event.ok else event.error_type
             return f"  {head} -> {outcome} ({event.bytes} bytes, {event.duration_s:.2f}s)"
+        if isinstance(event, SubagentStarted):
+            return f"started: {short(event.description)} ({event.model}, mode {event.mode})"
+        if isinstance(event, SubagentFinished):
+            reason = f": {event.reason}" if event.reason else ""
+            return (f"finished: {event.status}{reason} ({event.turns} turns, {event.tool_calls} tool calls, "
+                    f"{event.duration_s:.1f}s)")
         return None
 
+
+def _tagged(event: Event, line: str) -> str:
+    agent = event.agent
+    if not agent:
+        return line
+    depth = agent.get("depth") if isinstance(agent.get("depth"), int) else 1
+    return f"{'  ' * depth}[{agent.get('id')} {agent.get('name')}] {line}"

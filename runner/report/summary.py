@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.events import MAIN, Event, GuardWarning, ModelResponse, PermissionDecision, ToolCall, agent_id
+from runner.events import MAIN, Event, GuardWarning, ModelResponse, PermissionDecision, ToolCall, agent_id, call_ref
 
 
 class SummaryBuilder:
@@ -39,14 +39,14 @@ class SummaryBuilder:
         elif isinstance(event, ToolCall):
             self.tool_calls += 1
             counts["tool_calls"] += 1
-            self._arguments[event.call_id] = event.arguments
+            self._arguments[call_ref(event.agent, event.call_id)] = event.arguments
         elif isinstance(event, PermissionDecision) and event.decision == "deny":
             deciding = next((t for t in event.targets if t["decision"] == event.policy_decision), event.targets[0])
             self.denials.append({
-                "call_id": event.call_id, "tool": event.tool, "domain": event.permissionDomain,
+                "call_id": call_ref(event.agent, event.call_id), "tool": event.tool, "domain": event.permissionDomain,
                 "target": deciding["target"], "decision": event.policy_decision,
                 "rule": event.rule, "approve": event.approve, "replay": event.replay, "rerun": event.rerun,
-                "command": _command(event.tool, self._arguments.get(event.call_id)),
+                "command": _command(event.tool, self._arguments.get(call_ref(event.agent, event.call_id))),
                 **({"agent": event.agent} if event.agent else {}),
             })
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from runner.events import MAIN, call_ref
 from runner.report.github import code_span
 from runner.rundir import iter_events
 
@@ -137,58 +138,134 @@ def render(events: Iterable[Mapping[str, Any]], summary: Mapping[str, Any] | Non
     if task is not None:
         out += ["## Task", "", fence(task, "markdown"), ""]
     check: list[Mapping[str, Any]] = []
-    last_text: str | None = None
-    turn = None
-    asked = False  # a model_request is waiting for its response
+    # Per agent: a subagent's turns and requests interleave with its parent's in the one event log.
+    states: dict[str, _Agent] = {}
+    depth = 0
     for e in events:
-        kind = e.get("type")
-        if e.get("call_id") == CHECK_CALL_ID:
+        agent = e.get("agent") if isinstance(e.get("agent"), Mapping) else None
+        if agent is None and e.get("call_id") == CHECK_CALL_ID:
             check.append(e)
             continue
-        if kind == "model_request":
-            asked = True
-        elif kind == "model_response":
-            if not asked:  # the compaction call's reply: its text is the compaction's summary, shown there
-                continue
-            asked = False
-            if e.get("turn") != turn:
-                turn = e.get("turn")
-                out += [f"## Turn {turn}", ""]
-            message = e.get("message") or {}
-            text = message.get("content")
-            if isinstance(text, str) and text.strip():
-                last_text = text
-                out += [*_quote(text), ""]
-            elif not message.get("tool_calls"):
-                out += ["*(no text)*", ""]
-        elif kind == "model_retry":
-            out += [f"*model request retried (attempt {e.get('attempt')}): {e.get('error')}*", ""]
-        elif kind == "tool_call":
-            out += [f"### {_code(e.get('tool'))} call {_code(e.get('call_id'))}", "",
-                    *_arguments(str(e.get("tool")), e.get("arguments")), ""]
-        elif kind == "permission_decision":
-            out += [*_decision(e), ""]
-        elif kind == "tool_result":
-            out += [*_result(e), ""]
-        elif kind == "loop_warning":
-            out += [f"> ⚠️ **warning** ({e.get('detector')}): {e.get('message')}", ""]
-        elif kind == "network_request":
-            out += [f"*network: {e.get('host')}:{e.get('port')} — {e.get('decision')}*", ""]
-        elif kind == "compaction":
-            out += ["---", "", f"**Compaction** ({e.get('stage')}): {e.get('before_tokens')} → "
-                    f"{e.get('after_tokens')} tokens", ""]
-            if e.get("summary"):
-                out += ["<details><summary>The summary the model continued from</summary>", "",
-                        fence(str(e["summary"]), "text"), "", "</details>", ""]
-        elif kind == "interrupted":
-            out += [f"🛑 **Interrupted** by {e.get('signal')} (during {e.get('during')})", ""]
-    answer = s.get("answer") if "answer" in s else last_text
+        state = states.setdefault(str(agent.get("id")) if agent else MAIN, _Agent(agent))
+        lines = _event(e, state)
+        if not lines:
+            continue
+        if state.depth != depth:
+            # A child's events run inside its parent's `task` call: they are quoted one level deeper per
+            # depth, and the quote is closed (or opened) by a blank line of the shallower depth's.
+            _requote(out, depth, min(depth, state.depth))
+            depth = state.depth
+        prefix = "> " * depth
+        out += [prefix + line if line else prefix.rstrip() for chunk in lines for line in chunk.split("\n")]
+    _requote(out, depth, 0)  # a child that never finished (an interrupted run): its quote ends here
+    main = states.get(MAIN)
+    answer = s.get("answer") if "answer" in s else (main.last_text if main else None)
     out += ["## Final answer", "", *(_quote(answer) if isinstance(answer, str) and answer.strip() else
                                      ["*(none)*"]), ""]
     out += _check_section(s.get("check"), check)
     out += _denials(s.get("denials") or [])
     out += _usage(s)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _requote(out: list[str], depth: int, to: int) -> None:
+    """End `out` with one blank line at quote depth `to` (the last event's blank line was at `depth`)."""
+    blank = ("> " * to).rstrip()
+    if out and out[-1] == ("> " * depth).rstrip():
+        out[-1] = blank
+    elif out and out[-1] != blank:
+        out.append(blank)
+
+
+class _Agent:
+    """What rendering one agent's events needs to remember; `agent` is the events' `agent` (None: the run's own)."""
+
+    def __init__(self, agent: Mapping[str, Any] | None) -> None:
+        self.agent = agent
+        self.depth = int(agent.get("depth") or 1) if agent else 0
+        self.turn: Any = None
+        self.asked = False  # a model_request is waiting for its response
+        self.last_text: str | None = None
+        # Headings one level below the subagent's own heading (####), whatever the depth: Markdown has six.
+        self.turn_heading, self.call_heading = ("##", "###") if agent is None else ("#####", "######")
+
+
+def _event(e: Mapping[str, Any], state: _Agent) -> list[str]:
+    """The lines of one event, unquoted (the caller nests a subagent's)."""
+    kind = e.get("type")
+    out: list[str] = []
+    if kind == "model_request":
+        state.asked = True
+    elif kind == "model_response":
+        if not state.asked:  # the compaction call's reply: its text is the compaction's summary, shown there
+            return []
+        state.asked = False
+        if e.get("turn") != state.turn:
+            state.turn = e.get("turn")
+            who = f" ({state.agent.get('id')})" if state.agent else ""
+            out += [f"{state.turn_heading} Turn {state.turn}{who}", ""]
+        message = e.get("message") or {}
+        text = message.get("content")
+        if isinstance(text, str) and text.strip():
+            state.last_text = text
+            out += [*_quote(text), ""]
+        elif not message.get("tool_calls"):
+            out += ["*(no text)*", ""]
+    elif kind == "model_retry":
+        out += [f"*model request retried (attempt {e.get('attempt')}): {e.get('error')}*", ""]
+    elif kind == "tool_call":
+        # A subagent's call ids repeat its parent's (each conversation numbers its own): named as `replay --call`
+        # names them.
+        ref = call_ref(dict(state.agent) if state.agent else None, str(e.get("call_id")))
+        out += [f"{state.call_heading} {_code(e.get('tool'))} call {_code(ref)}", "",
+                *_arguments(str(e.get("tool")), e.get("arguments")), ""]
+    elif kind == "permission_decision":
+        out += [*_decision(e), ""]
+    elif kind == "tool_result":
+        out += [*_result(e), ""]
+    elif kind == "loop_warning":
+        out += [f"> ⚠️ **warning** ({e.get('detector')}): {e.get('message')}", ""]
+    elif kind == "network_request":
+        out += [f"*network: {e.get('host')}:{e.get('port')} — {e.get('decision')}*", ""]
+    elif kind == "compaction":
+        out += ["---", "", f"**Compaction** ({e.get('stage')}): {e.get('before_tokens')} → "
+                f"{e.get('after_tokens')} tokens", ""]
+        if e.get("summary"):
+            out += ["<details><summary>The summary the model continued from</summary>", "",
+                    fence(str(e["summary"]), "text"), "", "</details>", ""]
+    elif kind == "interrupted":
+        out += [f"🛑 **Interrupted** by {e.get('signal')} (during {e.get('during')})", ""]
+    elif kind == "subagent_started":
+        out += _subagent_started(e, state.agent or {})
+    elif kind == "subagent_finished":
+        out += _subagent_finished(e, state.agent or {})
+    return out
+
+
+def _subagent_started(e: Mapping[str, Any], agent: Mapping[str, Any]) -> list[str]:
+    description = " ".join(str(e.get("description") or "").split())
+    if len(description) > 120:
+        description = description[:119] + "…"
+    head = f"#### Subagent {agent.get('id')} ({e.get('name') or agent.get('name')})" + (
+        f": {description}" if description else "")
+    profile = str(e.get("profile") or "?") + ("" if e.get("trusted", True) else ", untrusted")
+    facts = [f"model {_code(e.get('model'))}", f"mode {_code(e.get('mode'))}", f"profile {_code(profile)}",
+             f"at most {e.get('max_turns', '?')} turns"]
+    tools = e.get("tools")
+    if isinstance(tools, list) and tools:
+        facts.append(f"tools {_code(', '.join(map(str, tools)))}")
+    return [head, "", " · ".join(facts), ""]
+
+
+def _subagent_finished(e: Mapping[str, Any], agent: Mapping[str, Any]) -> list[str]:
+    duration = e.get("duration_s")
+    parts = [f"{e.get('turns', '?')} turns", f"{e.get('tool_calls', '?')} tool calls"]
+    if e.get("usage"):
+        parts.append(_tokens(e["usage"]))
+    if isinstance(duration, int | float):
+        parts.append(f"{duration:.1f} s")
+    reason = f": {e['reason']}" if e.get("reason") else ""
+    return [f"**Subagent {agent.get('id')} finished: {e.get('status', '?')}**{reason} · " + " · ".join(parts), ""]
 
 
 def _check_section(check: Any, events: list[Mapping[str, Any]]) -> list[str]:
@@ -227,14 +304,29 @@ def _usage(s: Mapping[str, Any]) -> list[str]:
     usage = s.get("usage") or {}
     if not usage:
         return []
-    cost = usage.get("cost_usd")
     duration = s.get("duration_s")
-    return ["## Usage", "",
-            f"{s.get('turns', '?')} turns · {s.get('tool_calls', '?')} tool calls · "
-            f"{usage.get('prompt_tokens', '?')} prompt tokens ({usage.get('cached_tokens', '?')} cached) · "
-            f"{usage.get('completion_tokens', '?')} completion · cost "
-            + (f"${cost:.4f}" if isinstance(cost, int | float) else "unknown")
-            + (f" · {duration:.1f} s" if isinstance(duration, int | float) else ""), ""]
+    out = ["## Usage", "",
+           f"{s.get('turns', '?')} turns · {s.get('tool_calls', '?')} tool calls · {_tokens(usage)} · cost "
+           + _cost(usage.get("cost_usd")) + (f" · {duration:.1f} s" if isinstance(duration, int | float) else ""), ""]
+    agents = [a for a in s.get("agents") or [] if isinstance(a, Mapping)]
+    if len(agents) > 1:  # the run's own agent and its subagents; the line above is all of them together
+        for a in agents:
+            who = str(a.get("id"))
+            if a.get("id") != MAIN:
+                who += f" ({', '.join(str(v) for v in (a.get('name'), a.get('status')) if v)})"
+            out.append(f"- {who}: {a.get('turns', '?')} turns · {a.get('tool_calls', '?')} tool calls · "
+                       f"{_tokens(a.get('usage') or {})} · cost {_cost(a.get('cost_usd'))}")
+        out.append("")
+    return out
+
+
+def _tokens(usage: Mapping[str, Any]) -> str:
+    return (f"{usage.get('prompt_tokens', '?')} prompt tokens ({usage.get('cached_tokens', '?')} cached) · "
+            f"{usage.get('completion_tokens', '?')} completion")
+
+
+def _cost(cost: Any) -> str:
+    return f"${cost:.4f}" if isinstance(cost, int | float) else "unknown"
 
 
 def transcript_of(run_dir: Path, summary: Mapping[str, Any] | None = None) -> str:

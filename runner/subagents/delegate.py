@@ -90,6 +90,7 @@ class Shared:
     prompt: str  # a child's system prompt before its profile: agent-run's text and the project's instructions
     models: tuple[str, ...]  # models a repository profile may name (policy subagents.models)
     calls: int = 0  # task calls run so far, every depth
+    next_id: int = 1  # the next child's id number (a1, a2, …)
     records: list[dict[str, Any]] = field(default_factory=list)  # summary.json `agents`, children in order
 
     def run_checks(self) -> tuple[Any, ...]:
@@ -106,6 +107,16 @@ class Delegation:
     depth: int  # the calling agent's: 0 for the run's own
 
     def run(self, profile: Profile, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        prompt = system_prompt(self.shared.prompt, profile, self.shared.rec.workspace)
+        messages = [{"role": "system", "content": prompt}, {"role": "user", "content": str(args["prompt"])}]
+        return self.start(profile, ctx, ctx.call_id, str(args.get("description", "")), messages)
+
+    def start(self, profile: Profile, ctx: ToolContext, call_id: str, description: str,
+              messages: list[dict[str, Any]], *, first_turn: int = 1, tools: list[dict[str, Any]] | None = None,
+              previous: list[dict[str, Any]] | None = None, aid: str | None = None) -> ToolOutput:
+        """A child for the parent's `call_id`, on `messages` (a fresh conversation; or, replaying into a recorded
+        child, its rebuilt one with the `tools` it was sent, its `previous` prompt and its recorded `aid`). Its
+        answer, or a SubagentFailed error; raises what ends the run."""
         shared, settings, rec = self.shared, self.shared.settings, self.shared.rec
         if shared.calls >= settings.subagent_max_calls:
             raise ToolError("SubagentFailed", f"this run's subagent limit is reached ({settings.subagent_max_calls} "
@@ -116,8 +127,9 @@ class Delegation:
             raise ToolError("SubagentFailed", f"profile {profile.name!r} runs on {model_name}, which has no price: "
                             "--max-cost-usd cannot be kept (add it to the policy's budget.prices)", status="refused")
         shared.calls += 1
-        aid = f"a{len(shared.records) + 1}"
-        info = {"id": aid, "name": profile.name, "parent_call_id": ctx.call_id, "depth": self.depth + 1}
+        aid = aid or f"a{shared.next_id}"  # a replayed child keeps its recorded id
+        shared.next_id = max(shared.next_id, int(aid[1:]) + 1)
+        info = {"id": aid, "name": profile.name, "parent_call_id": call_id, "depth": self.depth + 1}
         parent_emit = self.emit
 
         def emit(event: Any) -> None:
@@ -136,41 +148,40 @@ class Delegation:
         loops = LoopGuard(LoopConfig.from_policy(shared.policy_sections.get("doomLoop", {})))
         env = CallEnv(registry, policy, child_ctx, self.env.run_id, self.env.run_dir, self.env.rerun_base,
                       [shared.denials, loops], before_edit=self.env.before_edit, home=self.env.home,
-                      restrict=restrict)
+                      restrict=restrict, agent=info)
         child_ctx.authorize = lambda targets: authorize_within(env, emit, targets)
         if any(isinstance(t, TaskTool) for t in registry.tools):
             grandchild = Delegation(shared, env, emit, self.depth + 1)
             env.registry = Registry([TaskTool(shared.profiles, grandchild) if isinstance(t, TaskTool) else t
                                      for t in registry.tools])
-        tools = env.registry.specs()
+        tools = env.registry.specs() if tools is None else tools
         history = rec.run_dir / "history" / "agents" / aid
         history.mkdir(parents=True, exist_ok=True)
         # What replaying into the child sends (verified against subagent_started.tools_sha256).
         write_atomic(history.parent / f"{aid}.tools.json", canonical(tools))
         shared.budget.prices[aid] = price
-        model = _make_model(settings, model_name, deadline)
+        model = _make_model(settings, model_name, deadline, aid)
         context = _context(rec, shared.policy_sections, settings, model_name, model, tools, emit, history, aid)
         env.admit = context.admit_bound
         max_turns = profile.max_turns or settings.subagent_max_turns
-        record = {"id": aid, "name": profile.name, "parent_call_id": ctx.call_id, "depth": self.depth + 1,
+        record = {"id": aid, "name": profile.name, "parent_call_id": call_id, "depth": self.depth + 1,
                   "model": model_name, "mode": policy.mode, "status": "running", "reason": None}
         shared.records.append(record)
         if note:
             record["warning"] = note
             print(f"agent-run: warning: {note}", file=sys.stderr)
-        emit(SubagentStarted(call_id=ctx.call_id, name=profile.name, description=str(args.get("description", "")),
+        emit(SubagentStarted(call_id=call_id, name=profile.name, description=description,
                              profile=portable(profile.path, rec.workspace) if profile.path else "builtin",
                              trusted=profile.trusted, model=model_name, mode=policy.mode,
                              tools=[t["function"]["name"] for t in tools], tools_sha256=sha256_text(canonical(tools)),
                              max_turns=max_turns, timeout_s=settings.subagent_timeout_s))
-        messages = [{"role": "system", "content": system_prompt(shared.prompt, profile, rec.workspace)},
-                    {"role": "user", "content": str(args["prompt"])}]
         limits = Limits(max_turns, deadline, settings.subagent_timeout_s, shared.run_checks(),
                         (shared.budget.on_reply,))
         rec.callers.append((env, emit))
         try:
-            result: LoopResult | RunEnded = run_loop(messages, model, env, limits, emit, context=context,
-                                                      snapshot=context.snapshot, recite=todo.recite)
+            result: LoopResult | RunEnded = run_loop(messages, model, env, limits, emit, first_turn, context=context,
+                                                      tools=tools, previous=previous, snapshot=context.snapshot,
+                                                      recite=todo.recite)
         except RunEnded as exc:
             if _ends_run(exc, run_deadline):
                 record.update(status="stopped", reason=exc.reason)
@@ -180,7 +191,7 @@ class Delegation:
             rec.callers.pop()
             if todo.items:
                 record["todos"] = todo.items
-        return self._finish(result, record, emit, ctx.call_id, started, messages)
+        return self._finish(result, record, emit, call_id, started, messages)
 
     def _finish(self, result: LoopResult | RunEnded, record: dict[str, Any], emit: Emit, call_id: str,
                 started: float, messages: list[dict[str, Any]]) -> ToolOutput:
@@ -298,9 +309,13 @@ def _status(exc: RunEnded) -> str:
     return "failed"
 
 
-def _make_model(settings: Any, name: str, deadline: float) -> Any:
+def _make_model(settings: Any, name: str, deadline: float, aid: str) -> Any:
     from runner.session import make_model
 
+    if name.startswith("replay:"):  # a recorded run replayed: this child's own recorded replies
+        from runner.model.replay import ReplayModel
+
+        return ReplayModel(Path(name[len("replay:"):]).expanduser(), agent=aid)
     return make_model(settings.model_copy(update={"model": name}), deadline)
 
 

@@ -62,7 +62,7 @@ def test_an_allowed_call_returns_the_real_servers_result(fake, workspace, agent_
     r = agent_run("--mcp-config", config, "--approve", "mcp:mcp:time/get_current_time", "task.md")
     assert r.code == 0, r.stderr
     names = [t["function"]["name"] for t in fake.requests[0]["tools"]]
-    assert names[-2:] == ["mcp__time__convert_time", "mcp__time__get_current_time"]
+    assert names[-3:] == ["mcp__time__convert_time", "mcp__time__get_current_time", "task"]
     result = json.loads(fake.requests[1]["messages"][-1]["content"])
     assert result["timezone"] == "UTC" and result["datetime"].startswith(time.strftime("%Y-", time.gmtime()))
     started = r.of_type("mcp_server_started")

@@ -71,7 +71,7 @@ def test_prompt_prefix_is_byte_stable(fake, workspace, agent_run):
     assert bodies[1].startswith(bodies[0][:-1])
     assert [t["function"]["name"] for t in fake.requests[0]["tools"]] == [
         "read", "list", "glob", "grep", "write", "edit", "delete", "move", "bash", "web_fetch", "memory_search",
-        "todo"]
+        "todo", "task"]  # task: the default policy asks for subagents (a denial headless, with a replay command)
 
 
 def test_ask_is_a_structured_denial_and_exit_3(fake, workspace, agent_run):
