@@ -89,6 +89,7 @@ class Shared:
     denials: DenialGuard
     prompt: str  # a child's system prompt before its profile: agent-run's text and the project's instructions
     models: tuple[str, ...]  # models a repository profile may name (policy subagents.models)
+    mode: str  # the run's own agent's
     calls: int = 0  # task calls run so far, every depth
     next_id: int = 1  # the next child's id number (a1, a2, …)
     records: list[dict[str, Any]] = field(default_factory=list)  # summary.json `agents`, children in order
@@ -255,12 +256,18 @@ class AllOf:
     parent was restricted to when it delegated)."""
 
     parts: tuple[Any, ...]
+    _refused: Any = None  # the part that refused the last call: its fields go into the error
 
     def refuses(self, tool: str, targets: list[Any]) -> str | None:
-        return next((why for r in self.parts if (why := r.refuses(tool, targets)) is not None), None)
+        for part in self.parts:
+            why = part.refuses(tool, targets)
+            if why is not None:
+                self._refused = part
+                return why
+        return None
 
     def fields(self) -> dict[str, Any]:
-        return {}
+        return self._refused.fields() if self._refused is not None else {}
 
 
 def system_prompt(base: str, profile: Profile, workspace: Path) -> str:
@@ -350,7 +357,8 @@ def summary_agents(shared: Shared, data: dict[str, Any]) -> None:
     costs = shared.budget.costs
     priced = shared.budget.price is not None or any(p is not None for p in shared.budget.prices.values())
     main = {"id": MAIN, "name": None, "parent_call_id": None, "depth": 0, "model": shared.settings.model,
-            **counts.get(MAIN, {})}
+            "mode": shared.mode,
+            "status": data.get("status"), "reason": data.get("reason"), **counts.get(MAIN, {})}
     out = [main, *({**r, **counts.get(r["id"], {})} for r in shared.records)]
     for entry in out:
         entry["cost_usd"] = round(costs.get(entry["id"], 0.0), 6) if priced else None
@@ -380,7 +388,7 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     rec.consumers.append(turns.on_event)
     denials = next(g for g in env.guards if isinstance(g, DenialGuard))
     shared = Shared(rec, settings, policy.sections, offered, budget, turns, denials, prompt,
-                    tuple(section.get("models") or ()))
+                    tuple(section.get("models") or ()), env.policy.mode)
     env.registry = env.registry.with_tools([TaskTool(offered, Delegation(shared, env, rec.emit, 0))])
     rec.extra["subagent_profiles"] = [{"name": p.name, "path": portable(p.path, rec.workspace) if p.path else "builtin",
                                        "trusted": p.trusted} for p in offered.values()]

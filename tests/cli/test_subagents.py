@@ -64,3 +64,196 @@ def test_a_child_reads_and_edits_and_its_answer_reaches_the_parent(fake, workspa
     assert agents["a1"]["turns"] == 3 and agents["a1"]["tool_calls"] == 2 and agents["main"]["turns"] == 2
     total = sum(a["usage"]["prompt_tokens"] for a in agents.values())
     assert total == r.summary["usage"]["prompt_tokens"] > 0
+
+
+def test_a_profile_listing_a_tool_the_policy_asks_for_still_cannot_use_it(fake, workspace, agent_run):
+    _profile(workspace, "runner", "description: Runs commands.\ntools: read, bash")
+    fake.add(reply(calls=[_task({"agent": "runner"})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[("bash", {"command": "echo hi > out.txt"})]),
+               reply(calls=[("write", {"path": "x.txt", "content": "x"})]), reply("could not"))
+    r = agent_run("--policy", _policy(workspace), "task.md")
+    assert r.code == 3, r.stderr  # the child's denial is the run's
+    child = next(b for b in fake.requests if CHILD in json.dumps(b["messages"][1:2]))
+    assert [t["function"]["name"] for t in child["tools"]] == ["read", "bash"]  # only what the profile lists
+    asked = json.loads(_tool_result(r, "a1", "bash")["content"])["error"]
+    assert asked["type"] == "ApprovalRequired" and not (workspace / "out.txt").exists()
+    unknown = json.loads(_tool_result(r, "a1", "write")["content"])["error"]
+    assert unknown["type"] == "UnknownTool" and not (workspace / "x.txt").exists()
+    [denial] = r.summary["denials"]
+    assert denial["agent"]["id"] == "a1" and denial["call_id"] == "a1:call_1_0"
+    assert "--call a1:call_1_0" in denial["replay"]
+
+
+def test_a_profile_bash_pattern_narrows_what_the_policy_allows(fake, workspace, agent_run):
+    _profile(workspace, "gitter", "description: Reads git state.\ntools: Bash(git status:*), Read")
+    policy = _policy(workspace, """{ "extends": "default", "permission": { "rules": [
+      { "domain": "task", "pattern": "agent:**", "decision": "allow" },
+      { "domain": "bash", "pattern": "shell:*", "decision": "allow" } ] } }""")
+    fake.add(reply(calls=[_task({"agent": "gitter"})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[("bash", {"command": "echo pwned > out.txt"})]), reply("refused"))
+    r = agent_run("--policy", policy, "--sandbox", "off", "task.md")
+    assert r.code == 0, r.stderr
+    refused = json.loads(_tool_result(r, "a1", "bash")["content"])["error"]
+    assert refused["type"] == "ToolNotAllowed" and refused["profile"] == "gitter"
+    assert "allows only: bash(git status *), read" in refused["message"]
+    assert not (workspace / "out.txt").exists() and r.summary["denials"] == []
+
+
+def test_a_profile_mode_never_widens_and_full_access_can_be_narrowed(fake, workspace, agent_run):
+    _profile(workspace, "wide", "description: Wants everything.\nmode: full_access")
+    fake.add(reply(calls=[_task({"agent": "wide"})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("denied"))
+    r = agent_run("--policy", _policy(workspace), "--sandbox", "off", "task.md")
+    assert r.code == 3 and not (workspace / "out.txt").exists()
+    assert r.of_type("subagent_started")[0]["mode"] == "agent"  # the parent's mode, not the profile's
+
+    _profile(workspace, "narrow", "description: Careful.\nmode: agent")
+    fake.add(reply(calls=[("bash", {"command": "echo parent > p.txt"}), _task({"agent": "narrow"})]),
+             reply("parent done"))
+    fake.route(CHILD, reply(calls=[("bash", {"command": "echo child > c.txt"})]), reply("denied"))
+    r = agent_run("--policy", _policy(workspace), "--mode", "full_access", "--sandbox", "off", "task.md")
+    assert r.code == 3
+    assert (workspace / "p.txt").exists() and not (workspace / "c.txt").exists()  # auto-approved for the parent only
+    assert r.of_type("subagent_started")[0]["mode"] == "agent"
+
+
+def test_approvals_apply_to_the_child_as_to_the_parent(fake, workspace, agent_run):
+    fake.add(reply(calls=[_task({})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("child done"))
+    r = agent_run("--approve", "task:agent:general", "--sandbox", "off", "task.md")  # the default policy
+    assert r.code == 3 and not (workspace / "out.txt").exists()  # approving the delegation approves nothing else
+    fake.add(reply(calls=[_task({})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("child done"))
+    r = agent_run("--approve", "task:agent:general", "--approve", "bash:shell:echo hi", "--sandbox", "off",
+                  "task.md")
+    assert r.code == 0, r.stderr
+    assert (workspace / "out.txt").read_text() == "hi\n"
+
+
+def test_a_child_cannot_delegate_further_unless_the_depth_allows(fake, workspace, agent_run):
+    fake.add(reply(calls=[_task({})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[("task", {"description": "deeper", "prompt": "GRANDCHILD"})]), reply("no"))
+    r = agent_run("--policy", _policy(workspace), "task.md")
+    assert r.code == 0, r.stderr
+    assert json.loads(_tool_result(r, "a1", "task")["content"])["error"]["type"] == "UnknownTool"
+    assert len(r.of_type("subagent_started")) == 1
+
+    deeper = _policy(workspace, """{ "extends": "default", "subagents": { "maxDepth": 2 }, "permission": {
+      "rules": [ { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }""", "deep.jsonc")
+    fake.add(reply(calls=[_task({})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[("task", {"description": "deeper", "prompt": "GRANDCHILD"})]), reply("child"))
+    fake.route("GRANDCHILD", reply("grandchild answer"))
+    r = agent_run("--policy", deeper, "task.md")
+    assert r.code == 0, r.stderr
+    started = {e["agent"]["id"]: e for e in r.of_type("subagent_started")}
+    assert started["a2"]["agent"]["depth"] == 2
+    assert started["a2"]["agent"]["parent_call_id"] == _tool_result(r, "a1", "task")["call_id"]
+    assert _tool_result(r, "a1", "task")["content"] == "grandchild answer"
+    assert "task" not in started["a2"]["tools"]  # depth 2 is the limit
+
+
+def test_a_child_denial_is_the_runs_and_its_replay_continues_inside_the_child(fake, workspace, agent_run):
+    fake.add(reply(calls=[_task({"prompt": "count"})]), reply("parent: child could not count"))
+    fake.route(CHILD, reply(calls=[("bash", {"command": "echo 42 > n.txt"})]), reply("child: not allowed"))
+    first = agent_run("--policy", _policy(workspace), "--sandbox", "off", "task.md")
+    assert first.code == 3 and first.summary["status"] == "denied"
+    [denial] = first.summary["denials"]
+    argv = denial["replay"].split()
+    assert argv[:2] == ["agent-run", "replay"] and "a1:call_1_0" in argv
+
+    fake.route(CHILD, reply("child: wrote 42"))  # the child goes on from its approved call
+    fake.add(reply("parent: done, 42"))  # then the parent, with the child's new answer
+    second = agent_run(*argv[1:], "--continue", "--sandbox", "off")
+    assert second.code == 0, second.stderr
+    assert (workspace / "n.txt").read_text() == "42\n"
+    assert second.stdout.strip() == "parent: done, 42"
+    child_request = fake.requests[-2]["messages"]
+    assert child_request[-1] == {"role": "tool", "tool_call_id": "call_1_0", "content": "[exit code 0]"} or \
+        child_request[-1]["role"] == "tool"
+    assert child_request[:2] == next(b for b in fake.requests if CHILD in json.dumps(b["messages"][1:2]))["messages"]
+    parent_request = fake.requests[-1]["messages"]
+    assert parent_request[-1]["content"] == "child: wrote 42"
+    assert [e["agent"]["id"] for e in second.of_type("subagent_started")] == ["a1"]
+    assert second.summary["approved_calls"] == ["a1:call_1_0"]
+
+
+def test_a_child_in_a_doom_loop_returns_an_error_and_the_run_goes_on(fake, workspace, agent_run):
+    (workspace / "a.txt").write_text("x\n")
+    fake.add(reply(calls=[_task({})]), reply("parent: the child looped, I stopped"))
+    fake.route(CHILD, *[reply(calls=[("read", {"path": "a.txt"})]) for _ in range(8)])
+    r = agent_run("--policy", _policy(workspace), "task.md")
+    assert r.code == 0, r.stderr
+    error = json.loads(_tool_result(r, None, "task")["content"])["error"]
+    assert error["type"] == "SubagentFailed" and error["status"] == "doom_loop" and error["agent"] == "a1"
+    assert r.of_type("subagent_finished")[0]["status"] == "doom_loop"
+    assert {a["id"]: a["status"] for a in r.summary["agents"]}["a1"] == "doom_loop"
+
+
+def test_a_child_cannot_spend_past_the_runs_token_budget(fake, workspace, agent_run):
+    big = {"prompt_tokens": 3000, "completion_tokens": 10, "cached_tokens": 0}
+    fake.add(reply(calls=[_task({})], usage=big), reply("never"))
+    fake.route(CHILD, *[reply(calls=[("list", {"path": f"d{i}"})], usage=big) for i in range(6)])
+    r = agent_run("--policy", _policy(workspace), "--max-tokens", "12000", "task.md")
+    assert r.code == 5, r.stderr
+    assert "token budget" in r.summary["reason"]
+    assert len(fake.requests) == 4  # the parent's and 3 of the child's: the 4th would pass --max-tokens
+    assert {a["id"]: a["status"] for a in r.summary["agents"]}["a1"] == "stopped"
+
+
+def test_turns_are_one_budget_for_the_run(fake, workspace, agent_run):
+    fake.add(reply(calls=[_task({})]), reply("never"))
+    fake.route(CHILD, *[reply(calls=[("list", {"path": f"d{i}"})]) for i in range(6)])
+    r = agent_run("--policy", _policy(workspace), "--max-turns", "4", "task.md")
+    assert r.code == 5
+    assert len(r.of_type("model_request")) == 4 and "subagents' turns included" in r.summary["reason"]
+
+
+def test_a_child_past_its_own_turns_or_clock_returns_an_error(fake, workspace, agent_run):
+    _profile(workspace, "short", "description: Brief.\nmax_turns: 2")
+    fake.add(reply(calls=[_task({"agent": "short"})]), reply("parent goes on"))
+    fake.route(CHILD, *[reply(calls=[("list", {"path": f"d{i}"})]) for i in range(3)])
+    r = agent_run("--policy", _policy(workspace), "task.md")
+    assert r.code == 0, r.stderr
+    assert json.loads(_tool_result(r, None, "task")["content"])["error"]["status"] == "max_turns"
+
+    slow = _policy(workspace, """{ "extends": "default", "subagents": { "timeoutSeconds": 1 }, "permission": {
+      "rules": [ { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }""", "slow.jsonc")
+    from tests.fakes.openai_server import hang
+
+    fake.add(reply(calls=[_task({})]), reply("parent goes on"))
+    fake.route(CHILD, hang(3), reply("too late"))
+    r = agent_run("--policy", slow, "task.md")
+    assert r.code == 0, r.stderr
+    assert json.loads(_tool_result(r, None, "task")["content"])["error"]["status"] == "timeout"
+
+
+def test_profiles_from_claude_agents_warn_on_unknown_keys_and_do_not_pick_the_model(fake, workspace, agent_run):
+    _profile(workspace, "reviewer", "description: Reviews.\ncolor: blue\npermissionMode: bypassPermissions\n"
+             "model: gpt-5-pro\ntools: Read, Grep", where=".claude/agents")
+    fake.add(reply(calls=[_task({"agent": "reviewer"})]), reply("parent done"))
+    fake.route(CHILD, reply("looks fine"))
+    r = agent_run("--policy", _policy(workspace), "task.md")
+    assert r.code == 0, r.stderr
+    assert "unknown key 'color'" in r.stderr and "unknown key 'permissionMode'" in r.stderr
+    assert "not in the policy's subagents.models" in r.stderr
+    child = next(b for b in fake.requests if CHILD in json.dumps(b["messages"][1:2]))
+    assert child["model"] == fake.requests[0]["model"]  # a repository profile does not choose a dearer model
+    assert [t["function"]["name"] for t in child["tools"]] == ["read", "grep"]
+    assert "repository content, .claude/agents/reviewer.md" in child["messages"][0]["content"]
+    enum = next(t for t in fake.requests[0]["tools"] if t["function"]["name"] == "task")
+    assert enum["function"]["parameters"]["properties"]["agent"]["enum"] == ["general", "reviewer"]
+
+
+def test_a_denied_profile_is_not_offered_and_the_call_cap_holds(fake, workspace, agent_run):
+    _profile(workspace, "danger", "description: Dangerous.")
+    policy = _policy(workspace, """{ "extends": "default", "subagents": { "maxCalls": 1 }, "permission": {
+      "rules": [ { "domain": "task", "pattern": "agent:**", "decision": "allow" },
+                 { "domain": "task", "pattern": "agent:danger", "decision": "deny" } ] } }""")
+    fake.add(reply(calls=[_task({}), _task({})]), reply("parent done"))
+    fake.route(CHILD, reply("one"))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 0, r.stderr
+    tool = next(t for t in fake.requests[0]["tools"] if t["function"]["name"] == "task")
+    assert tool["function"]["parameters"]["properties"]["agent"]["enum"] == ["general"]
+    results = [e for e in r.of_type("tool_result") if e["tool"] == "task"]
+    assert results[0]["ok"] and json.loads(results[1]["content"])["error"]["status"] == "limit"
