@@ -258,7 +258,7 @@ class SubagentFinished(Event):
 
     type: ClassVar[str] = "subagent_finished"
     call_id: str
-    status: str  # success | doom_loop | max_turns | timeout | failed
+    status: str  # success | doom_loop | max_turns | timeout | failed | stopped (the run ended meanwhile)
     reason: str | None
     turns: int
     tool_calls: int

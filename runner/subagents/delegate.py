@@ -22,6 +22,7 @@ own CallEnv, context and emit already; what is shared is locked or per-agent).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import time
@@ -185,14 +186,26 @@ class Delegation:
                                                       recite=todo.recite)
         except RunEnded as exc:
             if _ends_run(exc, run_deadline):
-                record.update(status="stopped", reason=exc.reason)
+                self._stopped(record, emit, call_id, started, exc.reason)
                 raise
             result = exc
+        except BaseException as exc:  # a signal (Interrupted), a bug of ours: the log still says how it ended
+            self._stopped(record, emit, call_id, started, getattr(exc, "reason", None) or type(exc).__name__)
+            raise
         finally:
             rec.callers.pop()
             if todo.items:
                 record["todos"] = todo.items
         return self._finish(result, record, emit, call_id, started, messages)
+
+    def _stopped(self, record: dict[str, Any], emit: Emit, call_id: str, started: float, reason: str) -> None:
+        """The run ended while this child ran: recorded as `stopped` (the run's own ending says why)."""
+        record.update(status="stopped", reason=reason)
+        counts = self.shared.rec.summary.agents.get(record["id"], {})
+        with contextlib.suppress(Exception):  # a broken log (a full disk) must not hide the run's own ending
+            emit(SubagentFinished(call_id=call_id, status="stopped", reason=reason, turns=counts.get("turns", 0),
+                                  tool_calls=counts.get("tool_calls", 0), usage=dict(counts.get("usage", {})),
+                                  duration_s=round(time.monotonic() - started, 4)))
 
     def _finish(self, result: LoopResult | RunEnded, record: dict[str, Any], emit: Emit, call_id: str,
                 started: float, messages: list[dict[str, Any]]) -> ToolOutput:

@@ -5,6 +5,8 @@ is tried (profile tools, profile mode, --approve, nested task calls), and the ru
 from __future__ import annotations
 
 import json
+import signal
+import time
 from pathlib import Path
 
 from tests.fakes.openai_server import reply
@@ -198,6 +200,7 @@ def test_a_child_cannot_spend_past_the_runs_token_budget(fake, workspace, agent_
     assert "token budget" in r.summary["reason"]
     assert len(fake.requests) == 4  # the parent's and 3 of the child's: the 4th would pass --max-tokens
     assert {a["id"]: a["status"] for a in r.summary["agents"]}["a1"] == "stopped"
+    assert r.of_type("subagent_finished")[0]["status"] == "stopped"
 
 
 def test_turns_are_one_budget_for_the_run(fake, workspace, agent_run):
@@ -257,3 +260,31 @@ def test_a_denied_profile_is_not_offered_and_the_call_cap_holds(fake, workspace,
     assert tool["function"]["parameters"]["properties"]["agent"]["enum"] == ["general"]
     results = [e for e in r.of_type("tool_result") if e["tool"] == "task"]
     assert results[0]["ok"] and json.loads(results[1]["content"])["error"]["status"] == "limit"
+
+
+def test_a_run_killed_inside_a_child_leaves_a_whole_record_and_resumes_in_the_parent(fake, workspace, agent_run):
+    from tests.cli.test_replay_and_signals import _start, _wait_for_event
+    from tests.fakes.openai_server import hang
+
+    fake.add(reply(calls=[_task({})]))
+    fake.route(CHILD, hang(30))
+    proc = _start(fake, workspace, "--policy", _policy(workspace), "task.md")
+    run_dir = _wait_for_event(workspace, "subagent_started")
+    deadline = time.monotonic() + 20
+    while len(fake.requests) < 2 and time.monotonic() < deadline:  # the child's request is in flight
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 143
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    assert {a["id"]: a["status"] for a in summary["agents"]}["a1"] == "stopped"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    finished = [e for e in events if e["type"] == "subagent_finished"]
+    assert [e["status"] for e in finished] == ["stopped"] and finished[0]["agent"]["id"] == "a1"
+
+    fake.add(reply("the parent finishes without it"))
+    resumed = agent_run("resume", str(run_dir))
+    assert resumed.code == 0, resumed.stderr
+    messages = fake.requests[-1]["messages"]
+    assert json.loads(messages[3]["content"])["error"]["message"].startswith("this call was not executed")
+    assert CHILD not in json.dumps(messages[3:])  # nothing of the child's conversation leaks into the parent's
