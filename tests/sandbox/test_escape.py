@@ -231,12 +231,14 @@ def test_interrupt_kills_a_setsid_grandchild_and_exits_143_fast(fake, workspace)
     started = time.monotonic()
     proc.send_signal(15)
     try:
-        code = proc.wait(timeout=10)
+        code = proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
         raise
     took = time.monotonic() - started
-    assert code == 143 and took < 2.0, (code, took)
+    # Not a timing benchmark: a process-group kill that missed the setsid grandchild would wait out its
+    # `sleep 60`; anything well under that proves the kill reached it, even on a loaded machine.
+    assert code == 143 and took < 20, (code, took)
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "interrupted"
     assert _beat_stopped(workspace / "beat")
 
