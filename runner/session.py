@@ -304,7 +304,9 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
     env.admit = manager.admit_bound
 
     requests: list[bool] = []  # extends_previous, per model request
-    rec.consumers.append(lambda e: requests.append(e.extends_previous) if isinstance(e, ModelRequest) else None)
+    # The run's own conversation: a subagent's first request starts a conversation of its own.
+    rec.consumers.append(lambda e: requests.append(e.extends_previous)
+                         if isinstance(e, ModelRequest) and e.agent is None else None)
 
     def metrics(data: dict[str, Any]) -> None:
         usage = data.get("usage", {})

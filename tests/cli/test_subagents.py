@@ -64,6 +64,7 @@ def test_a_child_reads_and_edits_and_its_answer_reaches_the_parent(fake, workspa
     assert r.summary["changed_files"] == ["a.txt"]
     agents = {a["id"]: a for a in r.summary["agents"]}
     assert agents["a1"]["turns"] == 3 and agents["a1"]["tool_calls"] == 2 and agents["main"]["turns"] == 2
+    assert r.summary["metrics"]["prefix_stability_ratio"] == 1.0  # the child's own conversation is not the parent's
     total = sum(a["usage"]["prompt_tokens"] for a in agents.values())
     assert total == r.summary["usage"]["prompt_tokens"] > 0
 
