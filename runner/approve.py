@@ -159,9 +159,9 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         recorded_mcp_configs,
         settings_for,
         start_mcp,
-        subagents,
-        trusted_profile_dirs,
     )
+    from runner.subagents.delegate import attach
+    from runner.subagents.profiles import recorded_dirs
 
     try:
         run = placed(load_run(run_dir, expect_hash, policy_spec), workspace, force=force, apply=apply_changes)
@@ -191,8 +191,7 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         env = call_env(rec, policy, settings, deadline, [], sandbox_mode=sandbox)
         start_mcp(rec, env, servers, dict(os.environ), settings)
         # The task tool (an approved `task` call runs its child; --continue goes on inside a child).
-        dirs = trusted_profile_dirs(summary, rec.home or run.workspace)
-        turns = subagents(rec, env, settings, policy, budget, dirs, None)
+        turns = attach(rec, env, settings, policy, budget, recorded_dirs(summary, rec.home or run.workspace), None)
         (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
         rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                             workspace=str(run.workspace), task_sha256=sha256_text(run.task),

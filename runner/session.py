@@ -177,7 +177,9 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
 
         env.restrict = Restriction()
         env.registry = env.registry.with_tools([SkillTool(skills, env.restrict)])
-    turns = subagents(rec, env, settings, policy, budget, opts.agents, child_prompt)
+    from runner.subagents.delegate import attach  # the task tool (runner/subagents/), unless they are off
+
+    turns = attach(rec, env, settings, policy, budget, opts.agents, child_prompt)
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))
@@ -196,31 +198,6 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
         rec.finishers.append(lambda data: data.update(todos=todo.items) if todo.items else None)
     return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools,
                  getattr(todo, "recite", None))
-
-
-def subagents(rec: Recording, env: CallEnv, settings: Settings, policy: Policy, budget: Budget, dirs: list[str],
-              child_prompt: str | None) -> Any:
-    """The `task` tool (runner/subagents/), unless subagents are off. Returns the run-wide turns check, or None."""
-    if settings.subagent_max_depth < 1:
-        return None
-    from runner.subagents.delegate import attach
-
-    if child_prompt is None:
-        try:
-            child_prompt = gather(rec.workspace, [], []).system_prompt()
-        except InstructionsError:
-            from runner.prompt import SYSTEM_PROMPT
-
-            child_prompt = SYSTEM_PROMPT
-    return attach(rec, env, settings, policy, budget, dirs, child_prompt)
-
-
-def trusted_profile_dirs(summary: dict[str, Any] | None, home: Path) -> list[str]:
-    """The trusted profile directories a recorded run had (--agents), for its replay: from the summary's
-    `subagent_profiles`, where they still exist."""
-    dirs = {str((home / p["path"]).parent) for p in (summary or {}).get("subagent_profiles") or []
-            if p.get("trusted") and p.get("path") not in (None, "builtin")}
-    return sorted(d for d in dirs if Path(d).is_dir())
 
 
 def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any]:

@@ -379,10 +379,11 @@ def summary_agents(shared: Shared, data: dict[str, Any]) -> None:
 
 
 def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs: list[str],
-           prompt: str) -> Any | None:
+           prompt: str | None) -> Any | None:
     """The `task` tool for the run's own agent, when subagents are on (subagents.maxDepth ≥ 1) and the policy
-    does not deny every profile (a denied profile is not offered). Returns the shared turns check for the
-    run's own loop, or None."""
+    does not deny every profile (a denied profile is not offered). `prompt`: a child's system prompt before
+    its profile (None, for a resume or replay: agent-run's own and the workspace's AGENTS.md). Returns the
+    shared turns check for the run's own loop, or None."""
     from runner.policy.decide import decide
     from runner.policy.model import Target
     from runner.subagents.profiles import discover, trusted_dirs
@@ -397,6 +398,14 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
                if decide(env.policy, "task", [Target("task", f"agent:{name}")]).decision != "deny"}
     if not offered:
         return None
+    if prompt is None:
+        from runner.instructions import InstructionsError, gather
+        from runner.prompt import SYSTEM_PROMPT
+
+        try:
+            prompt = gather(rec.workspace, [], []).system_prompt()
+        except InstructionsError:
+            prompt = SYSTEM_PROMPT
     turns = TurnCounter(settings.max_turns)
     rec.consumers.append(turns.on_event)
     denials = next(g for g in env.guards if isinstance(g, DenialGuard))

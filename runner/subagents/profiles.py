@@ -133,3 +133,11 @@ def trusted_dirs(given: list[str], policy_path: str, section: dict[str, Any]) ->
     base = Path(policy_path).parent
     return ([Path(d).expanduser().resolve() for d in given]
             + [(base / Path(d).expanduser()).resolve() for d in section.get("profiles") or []])
+
+
+def recorded_dirs(summary: dict[str, Any] | None, home: Path) -> list[str]:
+    """The trusted profile directories a recorded run had (--agents), for its replay: from the summary's
+    `subagent_profiles`, where they still exist."""
+    dirs = {str((home / p["path"]).parent) for p in (summary or {}).get("subagent_profiles") or []
+            if p.get("trusted") and p.get("path") not in (None, "builtin")}
+    return sorted(d for d in dirs if Path(d).is_dir())

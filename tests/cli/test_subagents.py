@@ -289,3 +289,17 @@ def test_a_run_killed_inside_a_child_leaves_a_whole_record_and_resumes_in_the_pa
     messages = fake.requests[-1]["messages"]
     assert json.loads(messages[3]["content"])["error"]["message"].startswith("this call was not executed")
     assert CHILD not in json.dumps(messages[3:])  # nothing of the child's conversation leaks into the parent's
+
+
+def test_a_denied_delegation_is_replayed_with_its_child(fake, workspace, agent_run):
+    fake.add(reply(calls=[_task({"prompt": "summarise"})]), reply("parent: could not delegate"))
+    first = agent_run("task.md")  # the default policy asks for agent:**
+    assert first.code == 3
+    [denial] = first.summary["denials"]
+    assert denial["approve"] == ["task:agent:general"] and denial["call_id"] == "call_1_0"
+    fake.route(CHILD, reply("child: the summary"))
+    fake.add(reply("parent: done"))
+    second = agent_run("replay", str(first.run_dir), "--approve", "--continue")
+    assert second.code == 0, second.stderr
+    assert fake.requests[-1]["messages"][3]["content"] == "child: the summary"
+    assert second.of_type("subagent_finished")[0]["status"] == "success"
