@@ -258,26 +258,8 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
     same tools (so its prompt shares the conversation's cached prefix) and tool_choice none."""
     window = None if settings.model.startswith("replay:") else window_for(settings.model, settings.context_window)
     config = ContextConfig.from_policy(policy.sections.get("compaction", {}), window)
-    tools = env.registry.specs()
-
-    def summarize(messages: list[dict[str, Any]]) -> str:
-        turn = rec.summary.turns
-        started = time.monotonic()
-        left = rec.ctx.deadline - time.monotonic() if rec.ctx.deadline is not None else None
-        reply = model.complete(messages, tools, turn=turn, emit=rec.emit, timeout=left, tool_choice="none")
-        rec.emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage,
-                               finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))
-        text = (reply.message.get("content") or "").strip()
-        if not text:
-            raise ValueError("the compaction call returned no text")
-        return text
-
-    def spill(content: str) -> str | None:
-        return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.ctx.masker)
-                if rec.ctx.outputs_dir else None)
-
-    manager = ContextManager(config, rec.emit, rec.run_dir / "history", summarize, spill=spill,
-                             masker=rec.ctx.masker)
+    manager = context_manager(rec, config, model, env.registry.specs(), rec.emit, rec.run_dir / "history",
+                              lambda: rec.summary.turns)
     env.admit = manager.admit_bound
 
     requests: list[bool] = []  # extends_previous, per model request
@@ -296,6 +278,29 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
 
     rec.finishers.append(metrics)
     return manager
+
+
+def context_manager(rec: Recording, config: ContextConfig, model: ChatModel, tools: list[dict[str, Any]], emit: Any,
+                    history: Path, turn: Callable[[], int], root: Path | None = None) -> ContextManager:
+    """An agent's context manager: its compaction call (on its model, with its tools, tool_choice none), its
+    spill files in the run's outputs, its history snapshots in `history` (a subagent's: under the run's)."""
+
+    def summarize(messages: list[dict[str, Any]]) -> str:
+        started = time.monotonic()
+        left = rec.ctx.deadline - time.monotonic() if rec.ctx.deadline is not None else None
+        reply = model.complete(messages, tools, turn=turn(), emit=emit, timeout=left, tool_choice="none")
+        emit(ModelResponse(turn=turn(), message=reply.message, usage=reply.usage,
+                           finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))
+        text = (reply.message.get("content") or "").strip()
+        if not text:
+            raise ValueError("the compaction call returned no text")
+        return text
+
+    def spill(content: str) -> str | None:
+        return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.ctx.masker)
+                if rec.ctx.outputs_dir else None)
+
+    return ContextManager(config, emit, history, summarize, spill=spill, masker=rec.ctx.masker, root=root)
 
 
 def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any], masker: Any = None) -> None:

@@ -100,15 +100,21 @@ def parse_allowed(value: Any, where: str) -> tuple[tuple[str, str | None], ...] 
     return tuple(out)
 
 
-def load_skill(path: Path, trusted: bool) -> Skill:
+def front_matter(path: Path, what: str) -> tuple[Any, str]:
+    """A Markdown file's YAML front matter (parsed, not yet checked) and its body; SkillError when there is
+    none or it is not YAML. `what` names the file in the message (SKILL.md, a profile)."""
     text = path.read_text(encoding="utf-8")
     if not text.startswith("---"):
-        raise SkillError(f"{path}: SKILL.md must start with YAML front matter (name, description)")
+        raise SkillError(f"{path}: {what} must start with YAML front matter (name, description)")
     _, header, body = [*text.split("---", 2), "", ""][:3]
     try:
-        meta = yaml.safe_load(header) or {}
+        return yaml.safe_load(header) or {}, body
     except yaml.YAMLError as exc:
         raise SkillError(f"{path}: front matter: {exc}") from None
+
+
+def load_skill(path: Path, trusted: bool) -> Skill:
+    meta, body = front_matter(path, "SKILL.md")
     if not isinstance(meta, dict) or not meta.get("name") or not meta.get("description"):
         raise SkillError(f"{path}: front matter needs name and description")
     description = " ".join(str(meta["description"]).split())[:MAX_DESCRIPTION]

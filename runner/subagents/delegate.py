@@ -32,7 +32,7 @@ from typing import Any
 
 from runner.call import CallEnv, authorize_within
 from runner.context.manager import ContextConfig, ContextManager
-from runner.events import MAIN, Emit, ModelRequest, ModelResponse, SubagentFinished, SubagentStarted, tag
+from runner.events import MAIN, Emit, ModelRequest, SubagentFinished, SubagentStarted, tag
 from runner.guards.denials import DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
 from runner.jsonutil import canonical, sha256_text, short
@@ -46,7 +46,6 @@ from runner.subagents.tool import TaskTool
 from runner.tools.base import ToolContext, ToolError, ToolOutput
 from runner.tools.readable import policy_decider
 from runner.tools.registry import Registry
-from runner.tools.spill import keep
 from runner.tools.todo import Todo
 
 SUBAGENT_PROMPT = """
@@ -341,27 +340,13 @@ def _make_model(settings: Any, name: str, deadline: float, aid: str) -> Any:
 
 def _context(rec: Any, sections: dict[str, Any], settings: Any, model_name: str, model: Any,
              tools: list[dict[str, Any]], emit: Emit, history: Path, aid: str) -> ContextManager:
-    """The child's pruning and compaction, as the run's (runner/session.py context_for), its history apart."""
+    """The child's pruning and compaction, as the run's, its history apart."""
+    from runner.session import context_manager
+
     window = window_for(model_name, settings.context_window if model_name == settings.model else None)
     config = ContextConfig.from_policy(sections.get("compaction", {}), window)
-
-    def summarize(messages: list[dict[str, Any]]) -> str:
-        turn = rec.summary.agents.get(aid, {}).get("turns", 0)
-        started = time.monotonic()
-        left = rec.ctx.deadline - time.monotonic() if rec.ctx.deadline is not None else None
-        reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=left, tool_choice="none")
-        emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage,
-                           finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))
-        text = (reply.message.get("content") or "").strip()
-        if not text:
-            raise ValueError("the compaction call returned no text")
-        return text
-
-    def spill(content: str) -> str | None:
-        return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.ctx.masker)
-                if rec.ctx.outputs_dir else None)
-
-    return ContextManager(config, emit, history, summarize, spill=spill, masker=rec.ctx.masker, root=rec.run_dir)
+    return context_manager(rec, config, model, tools, emit, history,
+                           lambda: rec.summary.agents.get(aid, {}).get("turns", 0), root=rec.run_dir)
 
 
 def summary_agents(shared: Shared, data: dict[str, Any]) -> None:

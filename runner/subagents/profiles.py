@@ -25,9 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from runner.skills import SkillError, parse_allowed
+from runner.skills import SkillError, front_matter, parse_allowed
 
 SOURCES = (".agents/agents", ".claude/agents")
 KNOWN_KEYS = frozenset({"name", "description", "tools", "model", "max_turns", "mode"})
@@ -62,14 +60,10 @@ BUILTIN = Profile(GENERAL, "A general-purpose agent for a self-contained subtask
 
 def load_profile(path: Path, trusted: bool) -> tuple[Profile, list[str]]:
     """The profile in `path`, and warnings (unknown keys, model aliases)."""
-    text = path.read_text(encoding="utf-8")
-    if not text.startswith("---"):
-        raise ProfileError(f"{path}: a profile must start with YAML front matter (name, description)")
-    _, header, body = [*text.split("---", 2), "", ""][:3]
     try:
-        meta = yaml.safe_load(header) or {}
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{path}: front matter: {exc}") from None
+        meta, body = front_matter(path, "a profile")
+    except SkillError as exc:
+        raise ProfileError(str(exc)) from None
     if not isinstance(meta, dict):
         raise ProfileError(f"{path}: front matter must be a mapping")
     warnings = [f"{path}: unknown key {k!r} ignored" for k in meta if k not in KNOWN_KEYS]
