@@ -303,3 +303,19 @@ def test_a_denied_delegation_is_replayed_with_its_child(fake, workspace, agent_r
     assert second.code == 0, second.stderr
     assert fake.requests[-1]["messages"][3]["content"] == "child: the summary"
     assert second.of_type("subagent_finished")[0]["status"] == "success"
+
+
+def test_a_childs_context_is_compacted_on_its_own(fake, workspace, agent_run):
+    from tests.cli.test_context import _turns
+
+    fake.add(reply(calls=[_task({})]), reply("parent done"))
+    fake.route(CHILD, *_turns(20, then=[reply("child done")], thinking=6000))
+    r = agent_run("--policy", _policy(workspace), "--context-window", "40000", "--approve", "bash:shell:*",
+                  "--max-turns", "60", "task.md", timeout=120)
+    assert r.code == 0, r.summary
+    compactions = r.of_type("compaction")
+    assert compactions and all(e["agent"]["id"] == "a1" for e in compactions)
+    snapshots = [e["snapshot"]["path"] for e in _of_agent(r, "a1") if e["type"] == "model_request" and e["snapshot"]]
+    assert len(snapshots) > 1 and all(p.startswith("history/agents/a1/") for p in snapshots)
+    assert _tool_result(r, None, "task")["content"] == "child done"
+    assert r.summary["metrics"]["pruning_stage_counts"]["summarize"] == 0  # the parent's context was never pruned
