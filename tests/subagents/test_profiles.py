@@ -1,0 +1,76 @@
+"""runner/subagents/profiles.py: the profile format (Claude Code's agents), discovery and its warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.subagents.profiles import GENERAL, ProfileError, discover, load_profile, recorded_dirs, trusted_dirs
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_shipped_examples_load_without_warnings():
+    for path in sorted(EXAMPLES.glob("*.md")):
+        profile, warnings = load_profile(path, trusted=True)
+        assert warnings == [] and profile.name == path.stem and profile.tools and profile.body
+
+
+def test_claude_names_map_and_bash_patterns_narrow(tmp_path):
+    path = _write(tmp_path / "r.md", "---\nname: r\ndescription: d\ntools: Read, Grep, LS, Bash(git log:*)\n"
+                                     "model: sonnet\ncolor: red\n---\nbody\n")
+    profile, warnings = load_profile(path, trusted=False)
+    assert profile.tools == (("read", None), ("grep", None), ("list", None), ("bash", "git log *"))
+    assert profile.model is None  # a Claude alias: the run's model
+    assert any("unknown key 'color'" in w for w in warnings) and any("Claude alias" in w for w in warnings)
+
+
+@pytest.mark.parametrize(("front", "message"), [
+    ("name: x", "needs a description"),
+    ("name: two words\ndescription: d", "one word"),
+    ("name: x\ndescription: d\nmax_turns: 0", "max_turns must be a positive integer"),
+    ("name: x\ndescription: d\nmax_turns: true", "max_turns must be a positive integer"),
+    ("name: x\ndescription: d\nmode: bypassPermissions", "mode must be one of agent, full_access"),
+    ("name: x\ndescription: d\ntools: Bash(", "tools entry"),
+    ("- a list", "must be a mapping"),
+])
+def test_a_bad_profile_says_what_is_wrong(tmp_path, front, message):
+    path = _write(tmp_path / "x.md", f"---\n{front}\n---\nbody\n")
+    with pytest.raises(ProfileError, match=message):
+        load_profile(path, trusted=False)
+
+
+def test_discovery_order_trust_and_the_builtin(tmp_path):
+    ws = tmp_path / "ws"
+    trusted = tmp_path / "trusted"
+    _write(trusted / "rev.md", "---\nname: rev\ndescription: trusted one\n---\n")
+    _write(ws / ".agents/agents/rev.md", "---\nname: rev\ndescription: repository one\n---\n")
+    _write(ws / ".claude/agents/general.md", "---\nname: general\ndescription: the repo's general\n---\n")
+    _write(ws / ".claude/agents/broken.md", "no front matter\n")
+    (ws / ".agents/agents/link.md").symlink_to(trusted / "rev.md")
+    profiles, warnings = discover(ws.resolve(), [trusted.resolve()])
+    assert list(profiles) == ["rev", "general"]  # a file named general replaces the built-in
+    assert profiles["rev"].trusted and profiles["rev"].description == "trusted one"
+    assert not profiles[GENERAL].trusted
+    assert any("already defined" in w for w in warnings) and any("broken.md" in w for w in warnings)
+    assert not any("link.md" in w for w in warnings)  # a symlink is skipped silently, never read
+    bare, _ = discover((tmp_path / "empty").resolve(), [])
+    assert list(bare) == [GENERAL] and bare[GENERAL].path is None
+
+
+def test_trusted_dirs_and_the_dirs_a_replay_finds_again(tmp_path):
+    policy = tmp_path / "pol" / "p.jsonc"
+    (tmp_path / "pol" / "agents").mkdir(parents=True)
+    assert trusted_dirs(["x"], str(policy), {"profiles": ["agents"]})[-1] == (tmp_path / "pol" / "agents").resolve()
+    summary = {"subagent_profiles": [{"name": "a", "path": "pol/agents/a.md", "trusted": True},
+                                     {"name": "g", "path": "builtin", "trusted": True},
+                                     {"name": "r", "path": ".agents/agents/r.md", "trusted": False},
+                                     {"name": "gone", "path": "gone/x.md", "trusted": True}]}
+    assert recorded_dirs(summary, tmp_path) == [str(tmp_path / "pol" / "agents")]
