@@ -374,7 +374,7 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     from runner.subagents.profiles import discover, trusted_dirs
 
     section = policy.sections.get("subagents", {})
-    if settings.subagent_max_depth < 1:
+    if settings.subagent_max_depth < 1 or settings.subagent_max_calls < 1:
         return None
     profiles, warnings = discover(rec.workspace, trusted_dirs(dirs, policy.path, section))
     for warning in warnings:

@@ -19,6 +19,9 @@ from tests.conftest import Result, _dirs, agent_run_argv, clean_env
 from tests.fakes.openai_server import reply
 
 TIMEOUT = 3.0
+# Each run has --timeout TIMEOUT and must succeed, which proves it finished in time; `took` only catches a hang
+# after that (in teardown), loosely: a tight wall-clock bound flakes on a loaded machine (speed is in bench/).
+HANG = 10 * TIMEOUT
 
 
 def _timed(agent_run, *args: str) -> tuple[Result, float]:
@@ -50,7 +53,7 @@ def test_grep_skips_a_fifo(fake, workspace, fifo, agent_run):
     fake.add(reply(calls=[("grep", {"pattern": "needle", "path": "."})]), reply("done"))
     r, took = _timed(agent_run)
     assert r.code == 0, r.stderr
-    assert took < 2 * TIMEOUT
+    assert took < HANG
     _complete(r)
     [content] = _contents(r)
     assert content.startswith("notes.txt:1: needle here")
@@ -62,7 +65,7 @@ def test_read_of_a_fifo_is_an_error_the_model_can_act_on(fake, workspace, fifo, 
     fake.add(reply(calls=[("read", {"path": "pipe"}), ("grep", {"pattern": "x", "path": "pipe"})]), reply("done"))
     r, took = _timed(agent_run)
     assert r.code == 0, r.stderr
-    assert took < 2 * TIMEOUT
+    assert took < HANG
     _complete(r)
     read, grep = (json.loads(c) for c in _contents(r))
     assert read["error"]["type"] == "IOError" and "not a regular file" in read["error"]["message"]
@@ -83,7 +86,7 @@ def test_grep_over_a_big_tree_ends_well_within_the_timeout(fake, workspace, agen
     fake.add(reply(calls=[("grep", {"pattern": "no-such-word", "path": "."})]), reply("done"))
     r, took = _timed(agent_run)
     assert r.code == 0, (r.stderr, r.summary)
-    assert took < 2 * TIMEOUT, took
+    assert took < HANG, took
     _complete(r)
     [content] = _contents(r)
     assert content.startswith("[no matches]")
@@ -115,7 +118,7 @@ def test_read_of_a_giant_line_is_cut_in_bounded_memory_and_time(fake, workspace,
     r, took, rss_kib = _run_measured(fake, workspace, tmp_path, "--sandbox", "off", "--timeout", str(int(TIMEOUT)),
                                      "task.md")
     assert r.code == 0, r.summary
-    assert took < 2 * TIMEOUT, took
+    assert took < HANG, took
     _complete(r)
     [content] = _contents(r)
     first = content.splitlines()[0]
@@ -142,7 +145,7 @@ def test_a_name_that_is_not_utf8_is_shown_escaped(fake, workspace, bad_name, age
     fake.add(reply(calls=[(tool, args)]), reply("done"))
     r, took = _timed(agent_run)
     assert r.code == 0, r.stderr
-    assert took < 2 * TIMEOUT
+    assert took < HANG
     _complete(r)
     assert _contents(r) == [expected]
 
@@ -155,7 +158,7 @@ def test_list_copes_with_a_symlink_loop(fake, workspace, agent_run):
                           ("grep", {"pattern": "x"})]), reply("done"))
     r, took = _timed(agent_run)
     assert r.code == 0, r.stderr
-    assert took < 2 * TIMEOUT
+    assert took < HANG
     _complete(r)
     listed, globbed, grepped = _contents(r)
     assert [e for e in listed.splitlines() if not e.startswith(".agent-run")] == [
@@ -190,7 +193,7 @@ def test_web_fetch_results_are_truncated_like_any_other(fake, tmp_path, workspac
         server.shutdown()
         server.server_close()
     assert r.code == 0, r.stderr
-    assert took < 2 * TIMEOUT
+    assert took < HANG
     _complete(r)
     [result] = r.of_type("tool_result")
     assert len(result["content"].encode()) < 52_000
