@@ -319,3 +319,14 @@ def test_a_childs_context_is_compacted_on_its_own(fake, workspace, agent_run):
     assert len(snapshots) > 1 and all(p.startswith("history/agents/a1/") for p in snapshots)
     assert _tool_result(r, None, "task")["content"] == "child done"
     assert r.summary["metrics"]["pruning_stage_counts"]["summarize"] == 0  # the parent's context was never pruned
+
+
+def test_a_childs_plan_is_its_own(fake, workspace, agent_run):
+    plan = {"todos": [{"content": "read the file", "status": "completed"}, {"content": "report", "status": "pending"}]}
+    fake.add(reply(calls=[("todo", {"todos": [{"content": "delegate", "status": "in_progress"}]})]),
+             reply(calls=[_task({})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[("todo", plan)]), reply("child done"))
+    r = agent_run("--policy", _policy(workspace), "task.md")
+    assert r.code == 0, r.stderr
+    assert r.summary["todos"] == [{"content": "delegate", "status": "in_progress"}]  # the parent's, untouched
+    assert {a["id"]: a.get("todos") for a in r.summary["agents"]}["a1"] == plan["todos"]
