@@ -281,13 +281,16 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
 
 
 def context_manager(rec: Recording, config: ContextConfig, model: ChatModel, tools: list[dict[str, Any]], emit: Any,
-                    history: Path, turn: Callable[[], int], root: Path | None = None) -> ContextManager:
+                    history: Path, turn: Callable[[], int], root: Path | None = None,
+                    deadline: float | None = None) -> ContextManager:
     """An agent's context manager: its compaction call (on its model, with its tools, tool_choice none), its
-    spill files in the run's outputs, its history snapshots in `history` (a subagent's: under the run's)."""
+    spill files in the run's outputs, its history snapshots in `history` (a subagent's: under the run's), its
+    compaction call bounded by `deadline` (a subagent's own clock), else the run's."""
 
     def summarize(messages: list[dict[str, Any]]) -> str:
         started = time.monotonic()
-        left = rec.ctx.deadline - time.monotonic() if rec.ctx.deadline is not None else None
+        until = deadline if deadline is not None else rec.ctx.deadline
+        left = until - time.monotonic() if until is not None else None
         reply = model.complete(messages, tools, turn=turn(), emit=emit, timeout=left, tool_choice="none")
         emit(ModelResponse(turn=turn(), message=reply.message, usage=reply.usage,
                            finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))

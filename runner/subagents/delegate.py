@@ -143,8 +143,11 @@ class Delegation:
         policy = self.env.policy
         if policy.mode == "full_access" and profile.mode == "agent":
             policy = policy.with_mode("agent")  # narrower: `ask` is a denial again (never the other way)
+        below = self.depth + 1 < settings.subagent_max_depth
         child_ctx = dataclasses.replace(ctx, deadline=deadline, call_id="", call_tool="",
-                                        decide=policy_decider(policy))
+                                        decide=policy_decider(policy),
+                                        truncation=dataclasses.replace(ctx.truncation,
+                                                                       delegate=ctx.truncation.delegate and below))
         registry, todo, restrict = self._registry(profile)
         loops = LoopGuard(LoopConfig.from_policy(shared.policy_sections.get("doomLoop", {})))
         env = CallEnv(registry, policy, child_ctx, self.env.run_id, self.env.run_dir, self.env.rerun_base,
@@ -162,7 +165,8 @@ class Delegation:
         write_atomic(history.parent / f"{aid}.tools.json", canonical(tools))
         shared.budget.prices[aid] = price
         model = _make_model(settings, model_name, deadline, aid)
-        context = _context(rec, shared.policy_sections, settings, model_name, model, tools, emit, history, aid)
+        context = _context(rec, shared.policy_sections, settings, model_name, model, tools, emit, history, aid,
+                           deadline)
         env.admit = context.admit_bound
         max_turns = profile.max_turns or settings.subagent_max_turns
         record = {"id": aid, "name": profile.name, "parent_call_id": call_id, "depth": self.depth + 1,
@@ -339,14 +343,15 @@ def _make_model(settings: Any, name: str, deadline: float, aid: str) -> Any:
 
 
 def _context(rec: Any, sections: dict[str, Any], settings: Any, model_name: str, model: Any,
-             tools: list[dict[str, Any]], emit: Emit, history: Path, aid: str) -> ContextManager:
+             tools: list[dict[str, Any]], emit: Emit, history: Path, aid: str, deadline: float) -> ContextManager:
     """The child's pruning and compaction, as the run's, its history apart."""
     from runner.session import context_manager
 
     window = window_for(model_name, settings.context_window if model_name == settings.model else None)
     config = ContextConfig.from_policy(sections.get("compaction", {}), window)
     return context_manager(rec, config, model, tools, emit, history,
-                           lambda: rec.summary.agents.get(aid, {}).get("turns", 0), root=rec.run_dir)
+                           lambda: rec.summary.agents.get(aid, {}).get("turns", 0), root=rec.run_dir,
+                           deadline=deadline)
 
 
 def summary_agents(shared: Shared, data: dict[str, Any]) -> None:
@@ -397,6 +402,9 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     shared = Shared(rec, settings, policy.sections, offered, budget, turns, denials, prompt,
                     tuple(section.get("models") or ()), env.policy.mode)
     env.registry = env.registry.with_tools([TaskTool(offered, Delegation(shared, env, rec.emit, 0))])
+    if any(decide(env.policy, "task", [Target("task", f"agent:{name}")]).allowed for name in offered):
+        # The truncation hint may then suggest delegating (OpenCode's does): only where a delegation can run.
+        rec.ctx.truncation = dataclasses.replace(rec.ctx.truncation, delegate=True)
     rec.extra["subagent_profiles"] = [{"name": p.name, "path": portable(p.path, rec.workspace) if p.path else "builtin",
                                        "trusted": p.trusted} for p in offered.values()]
     rec.finishers.append(lambda data: summary_agents(shared, data))

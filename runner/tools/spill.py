@@ -153,7 +153,7 @@ class Spill:
                                       "lines": self.lines, "sha256": self.sha256}
         if self.error is not None:
             details["spill_error"] = self.error
-        return render(shown, path, from_end=from_end), details
+        return render(shown, path, from_end=from_end, delegate=limits.delegate), details
 
     def discard(self) -> None:
         self._masked = None  # what it holds back is never written
@@ -174,7 +174,7 @@ def spill_text(outputs_dir: Path | None, text: str, limits: Limits, *, from_end:
         return text, details
     path = keep(outputs_dir, text, limits.ttl_days, masker) if outputs_dir is not None else None
     details["output_path"] = path
-    return render(cut, path, from_end=from_end), details
+    return render(cut, path, from_end=from_end, delegate=limits.delegate), details
 
 
 def keep(outputs_dir: Path, text: str, ttl_days: float | None = None, masker: Masker | None = None) -> str | None:

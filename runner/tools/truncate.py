@@ -21,6 +21,7 @@ class Limits:
     max_lines: int = DEFAULT_MAX_LINES
     max_bytes: int = DEFAULT_MAX_BYTES
     ttl_days: float = 7.0  # spill files older than this are removed when a run first spills
+    delegate: bool = False  # the agent may hand work to a subagent (`task` allowed): the hint says so
 
     @classmethod
     def from_policy(cls, section: dict[str, Any]) -> Limits:
@@ -98,11 +99,13 @@ def _cut(line: str, max_bytes: int, from_end: bool) -> str:
     return part.decode("utf-8", errors="ignore")
 
 
-def hint(path: str | None) -> str:
+def hint(path: str | None, delegate: bool = False) -> str:
     if not path:
         return "The full output was not kept; narrow the command or the read."
+    also = (" If all of it must be worked through, delegate that to a subagent with `task` (name the file; only "
+            "its answer comes back)." if delegate else "")
     return (f"Full output: {path} — use grep on it, or read it with offset/limit, "
-            "rather than printing it again.")
+            f"rather than printing it again.{also}")
 
 
 def marker(t: Truncation) -> str:
@@ -111,10 +114,10 @@ def marker(t: Truncation) -> str:
     return f"...{t.omitted_lines} lines truncated..."
 
 
-def render(t: Truncation, path: str | None, *, from_end: bool) -> str:
+def render(t: Truncation, path: str | None, *, from_end: bool, delegate: bool = False) -> str:
     """head: preview, blank line, marker, blank line, hint. tail: marker and hint first, then preview."""
     if not t.truncated:
         return t.text
     if from_end:
-        return f"{marker(t)}\n{hint(path)}\n\n{t.text}"
-    return f"{t.text.rstrip(chr(10))}\n\n{marker(t)}\n\n{hint(path)}"
+        return f"{marker(t)}\n{hint(path, delegate)}\n\n{t.text}"
+    return f"{t.text.rstrip(chr(10))}\n\n{marker(t)}\n\n{hint(path, delegate)}"

@@ -330,3 +330,18 @@ def test_a_childs_plan_is_its_own(fake, workspace, agent_run):
     assert r.code == 0, r.stderr
     assert r.summary["todos"] == [{"content": "delegate", "status": "in_progress"}]  # the parent's, untouched
     assert {a["id"]: a.get("todos") for a in r.summary["agents"]}["a1"] == plan["todos"]
+
+
+def test_the_truncation_hint_suggests_delegating_only_where_a_delegation_can_run(fake, workspace, agent_run):
+    long = ("bash", {"command": "seq 1 5000"})  # past the 2,000-line limit: cut, with the hint
+    fake.add(reply(calls=[long, _task({})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[long]), reply("child done"))
+    r = agent_run("--policy", _policy(workspace), "--approve", "bash:shell:seq *", "--sandbox", "off", "task.md")
+    assert r.code == 0, r.stderr
+    assert "delegate that to a subagent with `task`" in _tool_result(r, None, "bash")["content"]
+    child = _tool_result(r, "a1", "bash")["content"]
+    assert "Full output:" in child and "`task`" not in child  # the child cannot delegate (depth 1)
+    fake.add(reply(calls=[long]), reply("done"))
+    r = agent_run("--approve", "bash:shell:seq *", "--sandbox", "off", "task.md")  # default: task asks
+    assert "Full output:" in r.of_type("tool_result")[0]["content"]
+    assert "`task`" not in r.of_type("tool_result")[0]["content"]
