@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.prompt import SYSTEM_PROMPT
+from runner.repofile import read_capped
 from runner.report.git import find_repo
 
 REPO_CAP_BYTES = 32 * 1024  # all repository instruction files together (Codex: project_doc_max_bytes)
@@ -78,17 +79,19 @@ def gather(workspace: Path, files: list[str], append: list[str]) -> Instructions
     left = REPO_CAP_BYTES
     top = root(workspace)
     for path in chain(workspace):
-        raw = path.read_bytes()
-        cut = len(raw) > left
-        shown = raw[:max(left, 0)]
+        try:
+            shown, size, digest = read_capped(path, max(left, 0))
+        except OSError:
+            continue  # no longer a regular file (swapped since it was found): never read through it
+        cut = size > left
         text = _text(shown, str(path), lenient=True)
         if cut:
-            text += f"\n\n[agent-run: {path.name} was cut here: {len(raw):,} bytes, over the {REPO_CAP_BYTES:,}-byte " \
+            text += f"\n\n[agent-run: {path.name} was cut here: {size:,} bytes, over the {REPO_CAP_BYTES:,}-byte " \
                     "limit for repository instructions]"
         left -= len(shown)
         where = path.relative_to(top).as_posix()  # never an absolute path: the prompt is the same on every machine
         out.repository.append((where, text))
-        out.records.append({"source": "repository", "path": where, "sha256": _sha(raw), "bytes": len(raw),
+        out.records.append({"source": "repository", "path": where, "sha256": digest, "bytes": size,
                             "truncated": cut})
         if left <= 0:
             break

@@ -24,10 +24,12 @@ import yaml
 
 from runner.policy.match import compile_pattern
 from runner.policy.model import Target
+from runner.repofile import read_capped
 
 SOURCES = (".agents/skills", ".claude/skills")
 MAX_SKILLS = 100
 MAX_DESCRIPTION = 300
+MAX_FILE_BYTES = 256 * 1024  # a SKILL.md or a subagent profile: instructions, not data
 CLAUDE_NAMES = {"bash": "bash", "read": "read", "write": "write", "edit": "edit", "multiedit": "edit",
                 "glob": "glob", "grep": "grep", "ls": "list", "webfetch": "web_fetch", "todowrite": "todo"}
 _ENTRY = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$")
@@ -103,7 +105,10 @@ def parse_allowed(value: Any, where: str) -> tuple[tuple[str, str | None], ...] 
 def front_matter(path: Path, what: str) -> tuple[Any, str]:
     """A Markdown file's YAML front matter (parsed, not yet checked) and its body; SkillError when there is
     none or it is not YAML. `what` names the file in the message (SKILL.md, a profile)."""
-    text = path.read_text(encoding="utf-8")
+    raw, size, _ = read_capped(path, MAX_FILE_BYTES, digest=False)  # a FIFO or a symlink: OSError, never a blocked read
+    if size > MAX_FILE_BYTES:
+        raise SkillError(f"{path}: {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for {what}")
+    text = raw.decode("utf-8")
     if not text.startswith("---"):
         raise SkillError(f"{path}: {what} must start with YAML front matter (name, description)")
     _, header, body = [*text.split("---", 2), "", ""][:3]

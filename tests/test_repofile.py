@@ -1,0 +1,61 @@
+"""runner/repofile.py: a repository file the runner reads itself is a regular file, read without
+following a link or waiting on a FIFO, and kept only up to its cap."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from runner.instructions import gather
+from runner.repofile import read_capped
+from runner.skills import discover as discover_skills
+from runner.subagents.profiles import discover as discover_profiles
+
+
+def test_a_capped_read_keeps_the_head_and_knows_the_whole(tmp_path):
+    path = tmp_path / "big"
+    path.write_bytes(b"x" * 3000)
+    head, size, digest = read_capped(path, 10)
+    assert (head, size, digest) == (b"x" * 10, 3000, hashlib.sha256(b"x" * 3000).hexdigest())
+    assert read_capped(path, 10, digest=False) == (b"x" * 10, 3000, None)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_anything_but_a_regular_file_is_refused_without_blocking(tmp_path, kind):
+    path = tmp_path / "f"
+    if kind == "fifo":
+        os.mkfifo(path)  # a blocking open or read here would hang the test (and a run) for good
+    elif kind == "symlink":
+        (tmp_path / "real").write_text("x")
+        path.symlink_to(tmp_path / "real")
+    else:
+        path.mkdir()
+    with pytest.raises(OSError):
+        read_capped(path, 10)
+
+
+def test_a_fifo_among_skills_and_profiles_is_skipped_with_a_warning(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / ".agents/skills/s").mkdir(parents=True)
+    os.mkfifo(ws / ".agents/skills/s/SKILL.md")
+    (ws / ".agents/agents").mkdir(parents=True)
+    os.mkfifo(ws / ".agents/agents/p.md")
+    skills, warnings = discover_skills(ws, [])
+    assert skills == [] and any("not a regular file" in w for w in warnings)
+    profiles, warnings = discover_profiles(ws, [])
+    assert list(profiles) == ["general"] and any("not a regular file" in w for w in warnings)
+
+
+def test_an_oversized_profile_is_skipped_and_a_huge_agents_md_is_cut(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / ".agents/agents").mkdir(parents=True)
+    Path(ws / ".agents/agents/big.md").write_text("---\nname: big\ndescription: d\n---\n" + "x" * 300_000)
+    profiles, warnings = discover_profiles(ws, [])
+    assert "big" not in profiles and any("over the" in w for w in warnings)
+    (ws / "AGENTS.md").write_bytes(b"y" * 200_000)
+    [record] = gather(ws, [], []).records
+    assert record["bytes"] == 200_000 and record["truncated"]
+    assert record["sha256"] == hashlib.sha256(b"y" * 200_000).hexdigest()
