@@ -67,12 +67,12 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
     told: str | None = None  # what the previous final answer lacked, once the model has been told
     for turn in range(first_turn, first_turn + limits.max_turns):
         remaining = _remaining(limits)
-        compactions = (context.counts["hard_clear"] + context.counts["summarize"]) if context is not None else 0
+        compactions = _compactions(context)
         if context is not None:
             messages = context.prepare(messages, tools, turn, placeholder)
             context.bind(messages, tools)
-        recited = recite(turn, context is not None and context.counts["hard_clear"] + context.counts["summarize"]
-                         > compactions) if recite is not None and turn > first_turn else None
+        recited = recite(turn, _compactions(context) > compactions) if recite is not None and turn > first_turn \
+            else None
         if recited:
             emit(UserMessage(turn=turn, reason="recitation", content=recited))
             messages.append({"role": "user", "content": recited})  # appended: the prefix stays as it was
@@ -125,6 +125,11 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
 
 
 _CUT_OFF = frozenset({"length", "content_filter"})
+
+
+def _compactions(context: ContextManager | None) -> int:
+    """Stages 2 and 3 so far: a plan is recited after either (the conversation lost detail)."""
+    return context.counts["hard_clear"] + context.counts["summarize"] if context is not None else 0
 
 
 def unusable_answer(content: str | None, tools: list[str]) -> tuple[str, str, str] | None:

@@ -39,7 +39,7 @@ from runner.jsonutil import canonical, sha256_text, short
 from runner.loop import Limits, LoopResult, run_loop
 from runner.model.catalog import price_for, window_for
 from runner.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, UsageError
-from runner.rundir import portable, write_atomic
+from runner.rundir import LogBroken, portable, write_atomic
 from runner.skills import Restriction
 from runner.subagents.profiles import Profile
 from runner.subagents.tool import TaskTool
@@ -148,16 +148,12 @@ class Delegation:
                                         decide=policy_decider(policy),
                                         truncation=dataclasses.replace(ctx.truncation,
                                                                        delegate=ctx.truncation.delegate and below))
-        registry, todo, restrict = self._registry(profile)
         loops = LoopGuard(LoopConfig.from_policy(shared.policy_sections.get("doomLoop", {})))
-        env = CallEnv(registry, policy, child_ctx, self.env.run_id, self.env.run_dir, self.env.rerun_base,
-                      [shared.denials, loops], before_edit=self.env.before_edit, home=self.env.home,
-                      restrict=restrict, agent=info)
+        env = CallEnv(Registry([]), policy, child_ctx, self.env.run_id, self.env.run_dir, self.env.rerun_base,
+                      [shared.denials, loops], before_edit=self.env.before_edit, home=self.env.home, agent=info)
+        env.registry, todo, env.restrict = self._registry(profile, Delegation(shared, env, emit, self.depth + 1)
+                                                          if below else None)
         child_ctx.authorize = lambda targets: authorize_within(env, emit, targets)
-        if any(isinstance(t, TaskTool) for t in registry.tools):
-            grandchild = Delegation(shared, env, emit, self.depth + 1)
-            env.registry = Registry([TaskTool(shared.profiles, grandchild) if isinstance(t, TaskTool) else t
-                                     for t in registry.tools])
         tools = env.registry.specs() if tools is None else tools
         history = rec.run_dir / "history" / "agents" / aid
         history.mkdir(parents=True, exist_ok=True)
@@ -239,19 +235,18 @@ class Delegation:
         return settings.model, (f"repository profile {profile.name!r} asks for model {profile.model}; not in the "
                                 f"policy's subagents.models, so it runs on {settings.model}")
 
-    def _registry(self, profile: Profile) -> tuple[Registry, Todo, AllOf]:
-        """The parent's tools, for the child: its own plan and skill state, `task` only below the depth limit,
-        then only those the profile lists."""
+    def _registry(self, profile: Profile, delegation: Delegation | None) -> tuple[Registry, Todo, AllOf]:
+        """The parent's tools, for the child: its own plan and skill state, `task` (for its own `delegation`)
+        only below the depth limit, then only those the profile lists."""
         from runner.tools.skill import SkillTool
 
         todo = Todo()
         skills = Restriction()
-        below = self.depth + 1 < self.shared.settings.subagent_max_depth
         tools = []
         for tool in self.env.registry.tools:
             if isinstance(tool, TaskTool):
-                if below:
-                    tools.append(tool)  # rebound to the child's own delegation by the caller
+                if delegation is not None:
+                    tools.append(TaskTool(tool.profiles, delegation))
             elif isinstance(tool, Todo):
                 tools.append(todo)
             elif isinstance(tool, SkillTool):
@@ -319,8 +314,6 @@ def _ends_run(exc: RunEnded, run_deadline: float | None) -> bool:
         return True
     if run_deadline is not None and time.monotonic() >= run_deadline:
         return True
-    from runner.rundir import LogBroken
-
     return isinstance(exc, LogBroken)
 
 
@@ -384,8 +377,8 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     profiles, warnings = discover(rec.workspace, trusted_dirs(dirs, policy.path, section))
     for warning in warnings:
         print(f"agent-run: warning: {warning}", file=sys.stderr)
-    offered = {name: p for name, p in profiles.items()
-               if decide(env.policy, "task", [Target("task", f"agent:{name}")]).decision != "deny"}
+    decisions = {name: decide(env.policy, "task", [Target("task", f"agent:{name}")]) for name in profiles}
+    offered = {name: p for name, p in profiles.items() if decisions[name].decision != "deny"}
     if not offered:
         return None
     if prompt is None:
@@ -402,7 +395,7 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     shared = Shared(rec, settings, policy.sections, offered, budget, turns, denials, prompt,
                     tuple(section.get("models") or ()), env.policy.mode)
     env.registry = env.registry.with_tools([TaskTool(offered, Delegation(shared, env, rec.emit, 0))])
-    if any(decide(env.policy, "task", [Target("task", f"agent:{name}")]).allowed for name in offered):
+    if any(decisions[name].allowed for name in offered):
         # The truncation hint may then suggest delegating (OpenCode's does): only where a delegation can run.
         rec.ctx.truncation = dataclasses.replace(rec.ctx.truncation, delegate=True)
     rec.extra["subagent_profiles"] = [{"name": p.name, "path": portable(p.path, rec.workspace) if p.path else "builtin",
