@@ -20,7 +20,7 @@ from typing import Any
 
 from runner import __version__
 from runner.call import handle_call
-from runner.conversation import ConversationError, rebuild, recorded_tools
+from runner.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
 from runner.events import RunStarted, ToolResult, call_ref, tag
 from runner.integrity import TamperError, verify
 from runner.jsonutil import sha256_text
@@ -191,7 +191,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         env = call_env(rec, policy, settings, deadline, [], sandbox_mode=sandbox)
         start_mcp(rec, env, servers, dict(os.environ), settings)
         # The task tool (an approved `task` call runs its child; --continue goes on inside a child).
-        turns = attach(rec, env, settings, policy, budget, recorded_dirs(summary, rec.home or run.workspace), None)
+        turns = attach(rec, env, settings, policy, budget, recorded_dirs(summary, rec.home or run.workspace),
+                       system_prompt_of(run.run_dir, run.events))
         (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
         rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                             workspace=str(run.workspace), task_sha256=sha256_text(run.task),

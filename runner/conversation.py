@@ -127,5 +127,22 @@ def recorded_tools(run_dir: Path) -> list[dict[str, Any]] | None:
         raise ConversationError(f"{run_dir}/tools.json: {exc}") from None
 
 
+def system_prompt_of(run_dir: Path, events: list[dict[str, Any]]) -> str | None:
+    """The system prompt the run's own agent was sent (its first snapshot, verified), for the subagents of a
+    resume or replay of it: never the workspace's AGENTS.md read again. None when not on record."""
+    first = next((e for e in of_agent(events, None) if e.get("type") == "model_request" and e.get("snapshot")), None)
+    if first is None:
+        return None
+    try:
+        return system_text(load_messages(run_dir, first["snapshot"]))
+    except (ConversationError, ValueError):
+        return None
+
+
+def system_text(messages: list[dict[str, Any]]) -> str | None:
+    head = messages[0] if messages else {}
+    return head.get("content") if head.get("role") == "system" and isinstance(head.get("content"), str) else None
+
+
 def turns_of(events: list[dict[str, Any]]) -> int:
     return max((e["turn"] for e in events if e.get("type") == "model_response"), default=0)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.conversation import Conversation, ConversationError, rebuild, recorded_tools
+from runner.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
 from runner.events import UserMessage
 from runner.integrity import TamperError, verify
 from runner.jsonutil import canonical, file_sha256
@@ -118,7 +118,8 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
 
         skills = discover(rec.workspace, opts.run.skills)[0]
     agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
-                    readable=lineage(source), skills=skills, resumed_from=origin)
+                    readable=lineage(source), skills=skills, resumed_from=origin,
+                    child_prompt=system_text(conversation.messages))
     _append_continuation(source.run_dir, rec, origin)
     todo = agent.env.registry.get("todo")
     if todo is not None:  # the plan goes on with the conversation
@@ -310,3 +311,4 @@ def stop_note(source: Source, kind: str, conversation: Conversation, message: st
     if conversation.unanswered:
         head += f" [{len(conversation.unanswered)} call(s) of turn {turn} were not executed before it stopped.]"
     return f"{head}\n\n{message}" if message else head
+

@@ -365,7 +365,7 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
            prompt: str | None) -> Any | None:
     """The `task` tool for the run's own agent, when subagents are on (subagents.maxDepth ≥ 1) and the policy
     does not deny every profile (a denied profile is not offered). `prompt`: a child's system prompt before
-    its profile (None, for a resume or replay: agent-run's own and the workspace's AGENTS.md). Returns the
+    its profile (a resume or replay passes the run's recorded one; None: agent-run's own). Returns the
     shared turns check for the run's own loop, or None."""
     from runner.policy.decide import decide
     from runner.policy.model import Target
@@ -381,14 +381,10 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     offered = {name: p for name, p in profiles.items() if decisions[name].decision != "deny"}
     if not offered:
         return None
-    if prompt is None:
-        from runner.instructions import InstructionsError, gather
+    if prompt is None:  # a continued run recorded before its prompt was kept: agent-run's own, nothing re-read
         from runner.prompt import SYSTEM_PROMPT
 
-        try:
-            prompt = gather(rec.workspace, [], []).system_prompt()
-        except InstructionsError:
-            prompt = SYSTEM_PROMPT
+        prompt = SYSTEM_PROMPT
     turns = TurnCounter(settings.max_turns)
     rec.consumers.append(turns.on_event)
     denials = next(g for g in env.guards if isinstance(g, DenialGuard))

@@ -345,3 +345,17 @@ def test_the_truncation_hint_suggests_delegating_only_where_a_delegation_can_run
     r = agent_run("--approve", "bash:shell:seq *", "--sandbox", "off", "task.md")  # default: task asks
     assert "Full output:" in r.of_type("tool_result")[0]["content"]
     assert "`task`" not in r.of_type("tool_result")[0]["content"]
+
+
+def test_a_resumed_runs_children_start_from_its_recorded_prompt(fake, workspace, agent_run):
+    (workspace / "AGENTS.md").write_text("RULE-ONE: use tabs.\n")
+    fake.add(reply(calls=[("list", {})]))
+    first = agent_run("--policy", _policy(workspace), "--max-turns", "1", "task.md")
+    assert first.code == 5
+    (workspace / "AGENTS.md").write_text("RULE-TWO: the agent wrote this since.\n")
+    fake.add(reply(calls=[_task({})]), reply("parent done"))
+    fake.route(CHILD, reply("child done"))
+    resumed = agent_run("resume", str(first.run_dir), "--policy", "p.jsonc")
+    assert resumed.code == 0, resumed.stderr
+    child = next(b for b in fake.requests if CHILD in json.dumps(b["messages"][1:2]))["messages"][0]["content"]
+    assert "RULE-ONE" in child and "RULE-TWO" not in child and "You are a subagent" in child
