@@ -97,18 +97,17 @@ def _summary_of(run_dir: Path) -> dict[str, Any] | None:
 
 def placed(run: RecordedRun, workspace: str | None, *, force: bool = False, apply: bool = False) -> RecordedRun:
     """The run with the workspace it is replayed in, checked to be in the state the run left it
-    (runner/workstate.py) unless `force`."""
+    (runner/workstate.py) unless `force` (which still applies the run's changes when `apply` asks)."""
     from runner.resume import Source, choose_workspace
     from runner.workstate import WorkspaceMismatch, check
 
     run.workspace = choose_workspace(workspace, Source(run.run_dir, run.events, run.started, None, True))
-    if not force:
-        try:
-            warning = check(run.workspace, run.run_dir, apply=apply)
-        except WorkspaceMismatch as exc:
-            raise UsageError(str(exc).replace("resume in", "replay in")) from None
-        if warning:
-            print(f"agent-run: warning: {warning}", file=sys.stderr)
+    try:
+        warning = check(run.workspace, run.run_dir, apply=apply, force=force)
+    except WorkspaceMismatch as exc:
+        raise UsageError(str(exc).replace("resume in", "replay in")) from None
+    if warning and not force:
+        print(f"agent-run: warning: {warning}", file=sys.stderr)
     return run
 
 
@@ -168,6 +167,9 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         chosen = select(run, call_ids)
     except UsageError as exc:
         return early_failure(exc.reason)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
+        return early_failure(f"cannot replay {run_dir.name}: not a run directory this version can replay "
+                             f"({type(exc).__name__}: {exc})")
     if not chosen:
         return early_failure(f"{run_dir.name} has no denied calls to approve")
     masked = [c for c in chosen if MARKER in c["arguments"]]
@@ -232,11 +234,9 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
             return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
         except UsageError as exc:
             return Status.USAGE_ERROR, exc.reason
-        if conversation.masked is not None:
-            # The log kept `[REDACTED:kind]` where the original prompt had a secret: from this message on,
-            # the resumed prompt differs from the one the provider cached.
-            rec.extra["prompt_cache_break"] = {"message_index": conversation.masked,
-                                               "reason": "a masked secret in the history"}
+        from runner.resume import note_cache_break
+
+        note_cache_break(rec, conversation)
         model = make_model(settings, deadline)
         limits = Limits(settings.max_turns, deadline, settings.timeout,
                         (budget.before_request,) + ((turns,) if turns else ()), (budget.on_reply,))

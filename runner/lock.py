@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import fcntl
 import json
 import os
 import socket
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,10 +64,24 @@ def holder_info(run_id: str | None = None) -> dict[str, Any]:
 
 def read_holder(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        fd = _open_lock(path, os.O_RDONLY)
+        try:
+            data = json.loads(os.read(fd, 64 * 1024).decode("utf-8"))
+        finally:
+            os.close(fd)
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _open_lock(path: Path, flags: int) -> int:
+    """A lock file, opened as nothing else: never through a symlink (a run directory unpacked from elsewhere
+    could hold one, and the file is truncated and written), never blocking on a FIFO; OSError otherwise."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
 
 
 @dataclass
@@ -91,7 +107,7 @@ def acquire(run_dir: Path, what: str, run_id: str | None = None) -> Lock:
     directory cannot hold a lock file (read-only)."""
     path = run_dir / LOCK_NAME
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = _open_lock(path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -116,7 +132,7 @@ def is_locked(run_dir: Path) -> dict[str, Any] | None:
     """The holder of a live lock on this run directory, else None (no lock, or a dead holder's file)."""
     path = run_dir / LOCK_NAME
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = _open_lock(path, os.O_RDONLY)
     except OSError:
         return None
     try:

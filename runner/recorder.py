@@ -116,6 +116,12 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
     try:
         if not shared_workspace:
             locks.append(lock_workspace(workspace, runs_dir))
+    except LockHeld as exc:
+        return early_failure(f"{exc}; wait for it, or pass --shared-workspace to run beside it (each run then sees "
+                             "the other's changes)")
+    except OSError as exc:  # never run on unlocked: a second run could then share it unknowingly
+        return early_failure(f"cannot lock the workspace {workspace}: {exc.strerror or exc}")
+    try:
         if continues is not None:
             held = acquire(continues, f"run {continues.name}")
             locks.append(held)
@@ -123,9 +129,7 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
     except LockHeld as exc:
         for lock in locks:
             lock.release()
-        hint = ("; wait for it, or pass --shared-workspace to run beside it (each run then sees the other's "
-                "changes)" if exc.what.startswith("workspace") else "; wait for it to finish")
-        return early_failure(f"{exc}{hint}")
+        return early_failure(f"{exc}; wait for it to finish")
     except OSError as exc:  # a read-only run directory (an unpacked artifact): continue it unlocked
         print(f"agent-run: warning: cannot lock {continues}: {exc.strerror or exc}", file=sys.stderr)
     try:

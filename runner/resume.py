@@ -15,8 +15,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from runner.trust import load_env_files
 from runner.workstate import WorkspaceMismatch, check
 
 CONTINUATIONS = "continuations.jsonl"
+RUN_ID = re.compile(r"[0-9]{8}T[0-9]{12}Z-[0-9a-f]{6}")
 
 
 @dataclass
@@ -51,8 +53,6 @@ class ContinueOptions:
     at: int | None = None  # fork: keep turns 1..at
     force: bool = False
     apply_changes: bool = False
-    results: dict[str, str] = field(default_factory=dict)  # replay --continue: approved results by call id
-    extra: dict[str, Any] = field(default_factory=dict)  # more summary keys (replay_of, approved_calls)
 
 
 @dataclass
@@ -69,6 +69,9 @@ class Source:
 
 
 def execute_continue(opts: ContinueOptions) -> RunOutcome:
+    if opts.run.instructions or opts.run.append_system_prompt:  # accepted by the shared options, never applied
+        return early_failure(f"{opts.kind} sends the recorded system prompt: --instructions and "
+                             "--append-system-prompt apply to a new run only")
     try:
         source = load_source(locate(opts))
         workspace = choose_workspace(opts.run.workspace, source)
@@ -77,13 +80,17 @@ def execute_continue(opts: ContinueOptions) -> RunOutcome:
             done = max((e["turn"] for e in source.events if e.get("type") == "model_response"), default=0)
             if not 1 <= opts.at <= done:
                 raise UsageError(f"--at {opts.at}: {source.run_dir.name} has turns 1..{done}")
-        conversation = rebuild(source.run_dir, source.events, opts.at, opts.results)
+        conversation = rebuild(source.run_dir, source.events, opts.at)
         tools = recorded_tools(source.run_dir)
         policy = choose_policy(opts.run, source, workspace)
-        warning = None if opts.force else check(workspace, source.run_dir, apply=opts.apply_changes)
+        warning = check(workspace, source.run_dir, apply=opts.apply_changes, force=opts.force)
+        warning = None if opts.force else warning
     except (UsageError, ConversationError, WorkspaceMismatch) as exc:
         reason = exc.reason if isinstance(exc, UsageError) else str(exc)
         return early_failure(f"cannot {opts.kind} {opts.source or 'the last run'}: {reason}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
+        return early_failure(f"cannot {opts.kind} {opts.source or 'the last run'}: not a run directory this "
+                             f"version can continue ({type(exc).__name__}: {exc})")
     if warning:
         print(f"agent-run: warning: {warning}", file=sys.stderr)
     runs_dir = (Path(opts.run.runs_dir).expanduser().resolve() if opts.run.runs_dir else source.run_dir.parent)
@@ -105,7 +112,7 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
     origin = {"run_id": source.started["run_id"], "run_dir": portable(source.run_dir, home), "kind": opts.kind,
               "at_turn": conversation.last_turn, "status": source.status}
     rec.extra.update(title=(source.summary or {}).get("title") or task.title, resumed_from=origin,
-                     task_file=(source.summary or {}).get("task_file") or "-", **opts.extra)
+                     task_file=(source.summary or {}).get("task_file") or "-")
     files = load_env_files(opts.run.env_files)
     lower = {**policy_layer(policy.sections), "model": source.started.get("model")}
     settings = settings_for(opts.run.cli_settings, files.paths, lower)
@@ -127,11 +134,7 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
     turn = conversation.last_turn + 1
     note = stop_note(source, opts.kind, conversation, message)
     rec.emit(UserMessage(turn=turn, reason=opts.kind, content=note))
-    if conversation.masked is not None:
-        # The log kept `[REDACTED:kind]` where the original prompt had a secret: from this message on,
-        # the resumed prompt differs from the one the provider cached.
-        rec.extra["prompt_cache_break"] = {"message_index": conversation.masked,
-                                           "reason": "a masked secret in the history"}
+    note_cache_break(rec, conversation)
     messages = [*conversation.messages, {"role": "user", "content": note}]
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, turn, context=agent.context,
                       tools=agent.tools, previous=conversation.last_prompt, snapshot=agent.context.snapshot,
@@ -262,8 +265,10 @@ def lineage(source: Source) -> tuple[Path, ...]:
     """The run and the runs it continued (their spill files are named in the conversation)."""
     out, started, seen = [source.run_dir], source.started, {source.run_dir}
     while isinstance(started.get("resumed_from"), dict):
-        parent = source.run_dir.parent / str(started["resumed_from"].get("run_id"))
-        if parent in seen or not (parent / "events.jsonl").is_file():
+        run_id = str(started["resumed_from"].get("run_id"))
+        parent = source.run_dir.parent / run_id
+        # A sibling run directory by its id, nothing else: the id comes from a log, not from the person.
+        if not RUN_ID.fullmatch(run_id) or parent in seen or not (parent / "events.jsonl").is_file():
             break
         seen.add(parent)
         out.append(parent)
@@ -277,8 +282,13 @@ def _append_continuation(run_dir: Path, rec: Recording, origin: dict[str, Any]) 
                       "kind": origin["kind"], "at_turn": origin["at_turn"],
                       "ts": dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")})
     try:
-        with open(run_dir / CONTINUATIONS, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        # Appended, never through a symlink the directory might hold (it is the old run's, maybe unpacked).
+        fd = os.open(run_dir / CONTINUATIONS, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        try:
+            os.write(fd, (line + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
     except OSError as exc:  # a read-only artifact: the new run still names its origin
         print(f"agent-run: warning: cannot record the continuation in {run_dir}: {exc.strerror or exc}",
               file=sys.stderr)
@@ -312,3 +322,11 @@ def stop_note(source: Source, kind: str, conversation: Conversation, message: st
         head += f" [{len(conversation.unanswered)} call(s) of turn {turn} were not executed before it stopped.]"
     return f"{head}\n\n{message}" if message else head
 
+
+
+def note_cache_break(rec: Recording, conversation: Conversation) -> None:
+    """The log kept `[REDACTED:kind]` where the original prompt had a secret: from that message on, the
+    continued prompt differs from the one the provider cached (summary `prompt_cache_break`)."""
+    if conversation.masked is not None:
+        rec.extra["prompt_cache_break"] = {"message_index": conversation.masked,
+                                           "reason": "a masked secret in the history"}

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from runner.mask import MARKER
+from runner.repofile import read_capped
 from runner.report.git import HARDENING, isolated_env
 
 SHOWN = 5  # differences named in a refusal; the rest are counted
@@ -32,9 +35,21 @@ def end_state(workspace: Path, changed: list[str], base: str | None) -> dict[str
 
 
 def _sha256(path: Path) -> str | None:
+    """Of a file's content, or of a symlink's target (as text: never followed — a link to /dev/zero or a FIFO
+    the agent left must not hang the run's end); None when there is no file."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        st = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return hashlib.sha256(b"symlink:" + os.fsencode(os.readlink(path))).hexdigest()
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return hashlib.sha256(f"special:{stat.S_IFMT(st.st_mode)}".encode()).hexdigest()
+    try:
+        return read_capped(path, 0)[2]
+    except OSError:
         return None
 
 
@@ -48,6 +63,9 @@ def read_state(run_dir: Path) -> dict[str, Any] | None:
 def differences(workspace: Path, state: dict[str, Any]) -> list[str]:
     out = []
     for name, want in sorted((state.get("files") or {}).items()):
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            out.append(f"{name} (not a path in the workspace)")  # the state is read from a run directory
+            continue
         have = _sha256(workspace / name)
         if have == want:
             continue
@@ -60,10 +78,10 @@ def differences(workspace: Path, state: dict[str, Any]) -> list[str]:
     return out
 
 
-def check(workspace: Path, run_dir: Path, *, apply: bool = False) -> str | None:
+def check(workspace: Path, run_dir: Path, *, apply: bool = False, force: bool = False) -> str | None:
     """None when the workspace is as the run left it; a warning when that cannot be told (the run left
     no state: killed before its summary); raises WorkspaceMismatch otherwise. With `apply`, a workspace
-    that differs gets the run's changes.patch first."""
+    that differs gets the run's changes.patch first; `force` goes on whatever differs (still applying)."""
     state = read_state(run_dir)
     if state is None:
         return (f"{run_dir.name} was killed before recording the state it left the workspace in: the workspace is "
@@ -72,9 +90,9 @@ def check(workspace: Path, run_dir: Path, *, apply: bool = False) -> str | None:
     if diffs and apply:
         apply_patch(workspace, run_dir)
         diffs = differences(workspace, state)
-        if diffs:
+        if diffs and not force:
             raise WorkspaceMismatch(_listing(diffs) + " after applying changes.patch" + _masked_note(run_dir))
-    elif diffs:
+    elif diffs and not force:
         raise WorkspaceMismatch(
             f"the workspace is not in the state {run_dir.name} left it in: {_listing(diffs)}; resume in the workspace "
             "the run left, add --apply-changes to apply the run's changes.patch to a fresh checkout of its base "

@@ -210,6 +210,10 @@ def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[
         if not isinstance(summary, dict):
             summary = {"status": "failed", "exit_code": code, "reason": "the run printed no summary object"}
         summary.setdefault("exit_code", code)
+        if code != 0 and summary["exit_code"] != code:  # it printed its summary, then failed or was killed
+            summary.update(status="failed" if summary.get("status") == "success" else summary.get("status"),
+                           exit_code=code, reason=f"exited {code} after printing a summary with exit code "
+                                                  f"{summary['exit_code']}")
         summary.setdefault("duration_s", round(time.monotonic() - started, 3))
         return summary
 

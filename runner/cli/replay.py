@@ -50,6 +50,9 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
         except UsageError as exc:
             click.echo(f"agent-run: {exc.reason}", err=True)
             sys.exit(EXIT_CODES[Status.USAGE_ERROR])
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # not a run directory as this version writes them
+            click.echo(f"agent-run: cannot list {run_dir.name}: {type(exc).__name__}: {exc}", err=True)
+            sys.exit(EXIT_CODES[Status.USAGE_ERROR])
         for c in chosen:
             click.echo(f"{c['ref']}\t{c['tool']}\t{c['arguments']}\t{c['decision']['policy_decision']}")
             click.echo(f"  would run {describe_call(c)}", err=True)

@@ -272,3 +272,32 @@ def test_a_resume_reuses_the_recorded_tools_and_prompt(fake, workspace, agent_ru
     assert resumed.code == 0
     assert fake.requests[-1]["tools"] == recorded
     assert fake.requests[-1]["messages"][1]["content"] == "Do the thing.\n"
+
+
+def test_force_still_applies_the_changes_it_was_asked_to(fake, workspace, agent_run, tmp_path):
+    (workspace / "notes.txt").write_text("v1\n")
+    _git(workspace, "init", "-q")
+    _git(workspace, "add", "notes.txt", "task.md")
+    _git(workspace, "commit", "-qm", "base")
+    fake.add(reply(calls=[("write", {"path": "notes.txt", "content": "v2 by the agent\n"})]))
+    first = agent_run("--max-turns", "1", "task.md")
+    laptop = tmp_path / "laptop"
+    subprocess.run(["git", "clone", "-q", str(workspace), str(laptop)], check=True)
+    (laptop / "other.txt").write_text("an unrelated local file\n")
+    shutil.copytree(first.run_dir, laptop / ".agent-run" / "runs" / first.run_dir.name)
+    fake.add(reply("continued"))
+    forced = cli(["agent-run", "resume", f".agent-run/runs/{first.run_dir.name}", "--apply-changes", "--force"],
+                 laptop, fake)
+    assert forced.returncode == 0, forced.stderr
+    assert (laptop / "notes.txt").read_text() == "v2 by the agent\n"  # --force did not drop --apply-changes
+
+
+def test_a_broken_run_directory_and_flags_resume_cannot_apply_are_usage_errors(fake, workspace, agent_run):
+    fake.add(reply(calls=[("list", {})]))
+    first = agent_run("--max-turns", "1", "task.md")
+    ignored = agent_run("resume", str(first.run_dir), "--instructions", "task.md")
+    assert ignored.code == 2 and "--instructions" in ignored.stderr and ignored.new_dirs == []
+    (first.run_dir / "workspace.json").chmod(0o644)
+    (first.run_dir / "workspace.json").write_text("{not json")
+    broken = agent_run("resume", str(first.run_dir), "--force")
+    assert broken.code == 2 and "Traceback" not in broken.stderr
