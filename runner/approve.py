@@ -193,8 +193,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         env = call_env(rec, policy, settings, deadline, [], sandbox_mode=sandbox)
         start_mcp(rec, env, servers, dict(os.environ), settings)
         # The task tool (an approved `task` call runs its child; --continue goes on inside a child).
-        turns = attach(rec, env, settings, policy, budget, recorded_dirs(summary, rec.home or run.workspace),
-                       system_prompt_of(run.run_dir, run.events))
+        turns = attach(rec, env, settings, policy, budget, [], system_prompt_of(run.run_dir, run.events),
+                       recorded_dirs(summary, rec.home or run.workspace))
         (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
         rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
                             workspace=str(run.workspace), task_sha256=sha256_text(run.task),

@@ -166,7 +166,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
         rec.closers.insert(0, on_delta.close)
     model = make_model(settings, deadline, on_delta)
     env = call_env(rec, policy, settings, deadline, _rerun_base(opts, policy, rec.workspace, task_path),
-                   sandbox_mode=opts.sandbox, environ=files.environ(), readable=readable)
+                   sandbox_mode=opts.sandbox, environ=files.environ(), readable=readable,
+                   inputs=trusted_inputs(opts, files.environ()))
     if isinstance(model, ReplayModel):  # policy.json is written by now (call_env)
         for why in model.differences(sha256_text(task.text), rec.run_dir / "policy.json"):
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
@@ -200,6 +201,15 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                  getattr(todo, "recite", None))
 
 
+def trusted_inputs(opts: RunOptions, environ: dict[str, str]) -> tuple[Path, ...]:
+    """The workflow's files besides the policy that the runner reads (MCP configs, instructions, skills,
+    profiles, the output schema, env files): the agent may not edit them (a replay reads the configs again)."""
+    given = [*opts.mcp_configs, *(p for p in environ.get("AGENT_RUN_MCP_CONFIG", "").split(os.pathsep) if p),
+             *opts.instructions, *opts.skills, *opts.agents, *opts.env_files,
+             *([opts.output_schema] if opts.output_schema else [])]
+    return tuple(Path(p).expanduser() for p in given)
+
+
 def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any]:
     """Skills from --skills and the workspace; their index goes into the system prompt (runner/skills.py)."""
     from runner.skills import discover, index
@@ -223,6 +233,8 @@ def mcp_servers(rec: Recording, policy: Policy, given: list[str], environ: dict[
 
     if given:
         rec.extra["mcp_configs"] = [portable(Path(p).expanduser(), rec.home or rec.workspace) for p in given]
+        # A replay or resume given no --mcp-config starts these again only if unchanged (recorded_mcp_configs).
+        rec.extra["mcp_config_sha256"] = [_sha_or_none(Path(p).expanduser()) for p in given]
     return configured(policy.sections.get("mcpServers"), policy.path, given, environ)
 
 
@@ -240,8 +252,28 @@ def start_mcp(rec: Recording, env: CallEnv, servers: dict[str, Any], environ: di
 
 def recorded_mcp_configs(summary: dict[str, Any] | None, home: Path) -> list[str]:
     """The --mcp-config files a run was given, for a replay or resume given none: as recorded (relative to
-    the workspace), where they still exist."""
-    return [str(home / p) for p in (summary or {}).get("mcp_configs") or [] if (home / p).is_file()]
+    the workspace), where they still exist unchanged. A file that changed since is not started (it could
+    name any command, with the job's secrets in its environment): a warning says to pass it again."""
+    names = (summary or {}).get("mcp_configs") or []
+    shas = (summary or {}).get("mcp_config_sha256") or [None] * len(names)
+    out = []
+    for name, sha in zip(names, shas, strict=False):
+        path = home / name
+        if not path.is_file():
+            continue
+        if sha is None or _sha_or_none(path) != sha:
+            print(f"agent-run: warning: {name} changed since the run (or its hash was not recorded): its MCP servers "
+                  "are not started; pass --mcp-config to use it", file=sys.stderr)
+            continue
+        out.append(str(path))
+    return out
+
+
+def _sha_or_none(path: Path) -> str | None:
+    try:
+        return file_sha256(path)
+    except OSError:
+        return None
 
 
 def conclude(rec: Recording, task: Task, agent: Agent, result: LoopResult) -> tuple[Status, str | None]:
@@ -323,12 +355,12 @@ def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any], m
 
 def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float | None,
              rerun: list[str], sandbox_mode: str | None = None, environ: dict[str, str] | None = None,
-             readable: tuple[Path, ...] = ()) -> CallEnv:
+             readable: tuple[Path, ...] = (), inputs: tuple[Path, ...] = ()) -> CallEnv:
     """The call hooks for a run: the policy with the hard limits last, the tool context, the guards,
-    and the sandbox every process of the run is started in."""
+    and the sandbox every process of the run is started in. `inputs`: the workflow's files, protected."""
     rec.ctx.deadline = deadline
     rec.ctx.default_timeout_s = settings.bash_timeout_s
-    rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files))
+    rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files, inputs))
     rec.ctx.outputs_dir = rec.run_dir / "outputs"
     rec.ctx.run_dir = rec.run_dir
     rec.ctx.truncation = TruncationLimits.from_policy(policy.sections.get("truncation", {}))

@@ -12,10 +12,14 @@ from runner.policy.targets import path_target
 HARD_LIMIT = "<hard limit>"
 
 
-def protected_paths(workspace: Path, runs_dir: Path, policy_files: Iterable[str]) -> list[Path]:
-    """The run's own records, the policy in use, and git's hooks and config."""
+def protected_paths(workspace: Path, runs_dir: Path, policy_files: Iterable[str],
+                    inputs: Iterable[Path] = ()) -> list[Path]:
+    """The run's own records, the policy in use, the workflow's other inputs (`inputs`: --mcp-config,
+    --instructions, --skills and --agents paths: trusted, so the agent must not rewrite them for a later
+    replay or resume to read), and git's hooks and config."""
     git = workspace / ".git"
-    return [runs_dir.resolve(), *(Path(f).resolve() for f in policy_files), git / "hooks", git / "config"]
+    return [runs_dir.resolve(), *(Path(f).resolve() for f in policy_files), *(p.resolve() for p in inputs),
+            git / "hooks", git / "config"]
 
 
 def hard_limit_rules(workspace: Path, protected: Iterable[Path]) -> list[Rule]:

@@ -26,6 +26,7 @@ import contextlib
 import dataclasses
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -362,7 +363,7 @@ def summary_agents(shared: Shared, data: dict[str, Any]) -> None:
 
 
 def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs: list[str],
-           prompt: str | None) -> Any | None:
+           prompt: str | None, untrusted_dirs: Sequence[str] = ()) -> Any | None:
     """The `task` tool for the run's own agent, when subagents are on (subagents.maxDepth ≥ 1) and the policy
     does not deny every profile (a denied profile is not offered). `prompt`: a child's system prompt before
     its profile (a resume or replay passes the run's recorded one; None: agent-run's own). Returns the
@@ -374,7 +375,8 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     section = policy.sections.get("subagents", {})
     if settings.subagent_max_depth < 1 or settings.subagent_max_calls < 1:
         return None
-    profiles, warnings = discover(rec.workspace, trusted_dirs(dirs, policy.path, section))
+    profiles, warnings = discover(rec.workspace, trusted_dirs(dirs, policy.path, section),
+                                  [Path(d) for d in untrusted_dirs])
     for warning in warnings:
         print(f"agent-run: warning: {warning}", file=sys.stderr)
     decisions = {name: decide(env.policy, "task", [Target("task", f"agent:{name}")]) for name in profiles}

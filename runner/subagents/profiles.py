@@ -21,6 +21,7 @@ a warning.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,9 +93,12 @@ def load_profile(path: Path, trusted: bool) -> tuple[Profile, list[str]]:
                    path, trusted), warnings
 
 
-def discover(workspace: Path, trusted_dirs: list[Path]) -> tuple[dict[str, Profile], list[str]]:
-    """Profiles by name, in a stable order (the `task` tool's description lists them), and warnings."""
-    roots = [(d, True) for d in trusted_dirs] + [((workspace / s).resolve(), False) for s in SOURCES]
+def discover(workspace: Path, trusted_dirs: list[Path],
+             untrusted_dirs: Sequence[Path] = ()) -> tuple[dict[str, Profile], list[str]]:
+    """Profiles by name, in a stable order (the `task` tool's description lists them), and warnings.
+    `untrusted_dirs` are searched after the trusted ones, as repository content (a replay's recorded dirs)."""
+    roots = ([(d, True) for d in trusted_dirs] + [(d, False) for d in untrusted_dirs]
+             + [((workspace / s).resolve(), False) for s in SOURCES])
     found: dict[str, Profile] = {}
     warnings: list[str] = []
     for root, trusted in roots:
@@ -130,8 +134,9 @@ def trusted_dirs(given: list[str], policy_path: str, section: dict[str, Any]) ->
 
 
 def recorded_dirs(summary: dict[str, Any] | None, home: Path) -> list[str]:
-    """The trusted profile directories a recorded run had (--agents), for its replay: from the summary's
-    `subagent_profiles`, where they still exist."""
-    dirs = {str((home / p["path"]).parent) for p in (summary or {}).get("subagent_profiles") or []
-            if p.get("trusted") and p.get("path") not in (None, "builtin")}
-    return sorted(d for d in dirs if Path(d).is_dir())
+    """The profile directories a recorded run had from --agents, for its replay, where they still exist.
+    Named by a summary.json (a file in a run directory, not a flag): a replay reads them as repository
+    content, never trusted, and only inside the workspace."""
+    dirs = {(home / p["path"]).parent.resolve() for p in (summary or {}).get("subagent_profiles") or []
+            if p.get("trusted") and isinstance(p.get("path"), str) and p["path"] != "builtin"}
+    return sorted(str(d) for d in dirs if d.is_dir() and d.is_relative_to(home.resolve()))

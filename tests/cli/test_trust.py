@@ -3,6 +3,8 @@ task file in the workspace may only narrow (lower budgets, a policy intersected 
 
 from __future__ import annotations
 
+import json
+
 from tests.fakes.openai_server import FakeOpenAI, reply
 
 PWN = [("bash", {"command": "touch pwned"})]
@@ -63,3 +65,27 @@ def test_a_task_file_outside_the_workspace_is_the_workflows_own(fake, workspace,
     r = agent_run("--sandbox", "off", str(task))
     assert r.code == 0 and (workspace / "pwned").exists()
     assert fake.requests[0]["model"] == "chosen-model" and r.summary["task_trusted"] is True
+
+
+def test_the_workflows_own_input_files_are_protected_from_the_agent(fake, workspace, agent_run):
+    (workspace / "notes.md").write_text("Use tabs.\n")
+    (workspace / "mcp.json").write_text(json.dumps({"mcpServers": {"x": {"command": "no-such-mcp-server"}}}))
+    fake.add(reply(calls=[("write", {"path": "notes.md", "content": "approve everything"}),
+                          ("edit", {"path": "mcp.json", "old_string": "no-such", "new_string": "evil"})]),
+             reply("done"))
+    r = agent_run("--instructions", "notes.md", "--mcp-config", "mcp.json", "task.md")
+    assert (workspace / "notes.md").read_text() == "Use tabs.\n" and "no-such" in (workspace / "mcp.json").read_text()
+    refused = [e for e in r.of_type("permission_decision") if e["decision"] == "deny"]
+    assert [e["rule"]["file"] for e in refused] == ["<hard limit>", "<hard limit>"]
+
+
+def test_a_recorded_mcp_config_changed_since_the_run_is_not_started_again(fake, workspace, agent_run):
+    (workspace / "mcp.json").write_text(json.dumps({"mcpServers": {"x": {"command": "no-such-mcp-server"}}}))
+    fake.add(reply(calls=[("list", {})]))
+    first = agent_run("--mcp-config", "mcp.json", "--max-turns", "1", "task.md")
+    assert first.code == 5 and first.summary["mcp_config_sha256"][0]
+    (workspace / "mcp.json").write_text(json.dumps({"mcpServers": {"y": {"command": "sh", "args": ["-c", "x"]}}}))
+    fake.add(reply("done"))
+    resumed = agent_run("resume", str(first.run_dir))
+    assert resumed.code == 0, resumed.stderr
+    assert "mcp.json changed since the run" in resumed.stderr and "mcp" not in resumed.summary
