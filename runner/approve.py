@@ -22,11 +22,13 @@ from runner import __version__
 from runner.call import handle_call
 from runner.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
 from runner.events import RunStarted, ToolResult, call_ref, tag
+from runner.instructions import without_output_schema
 from runner.integrity import TamperError, verify
 from runner.jsonutil import sha256_text
 from runner.loop import Limits, run_loop
 from runner.mask import MARKER
 from runner.outcome import Status, UsageError
+from runner.output_schema import recorded as recorded_schema
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import HARD_LIMIT
 from runner.policy.load import load_policy, parse_approval, policy_from_snapshot
@@ -165,6 +167,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
     try:
         run = placed(load_run(run_dir, expect_hash, policy_spec), workspace, force=force, apply=apply_changes)
         chosen = select(run, call_ids)
+        # --continue produces the run's final answer: its --output-schema must still be checkable.
+        schema = recorded_schema(run.started, workspace_of(run.run_dir) or run.workspace) if resume else None
     except UsageError as exc:
         return early_failure(exc.reason)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
@@ -193,7 +197,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         env = call_env(rec, policy, settings, deadline, [], sandbox_mode=sandbox)
         start_mcp(rec, env, servers, dict(os.environ), settings)
         # The task tool (an approved `task` call runs its child; --continue goes on inside a child).
-        turns = attach(rec, env, settings, policy, budget, [], system_prompt_of(run.run_dir, run.events),
+        turns = attach(rec, env, settings, policy, budget, [],
+                       without_output_schema(system_prompt_of(run.run_dir, run.events) or "") or None,
                        recorded_dirs(summary, rec.home or run.workspace))
         (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
         rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
@@ -243,7 +248,9 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         context = context_for(rec, policy, settings, model, env)
         result = run_loop(conversation.messages, model, env, limits, rec.emit, conversation.last_turn + 1,
                           context=context, tools=tools, previous=conversation.last_prompt,
-                          snapshot=context.snapshot)
+                          snapshot=context.snapshot, check_answer=schema.check if schema else None)
+        if schema is not None:
+            schema.keep(rec)
         rec.answer = result.answer
         return rec.finished_status()
 

@@ -163,7 +163,7 @@ def _details(result: ToolOutput | ToolError, content: str) -> dict[str, Any]:
 def fingerprint(tool: str, raw_args: str) -> str:
     try:
         normalized = canonical(json.loads(raw_args)) if raw_args.strip() else "{}"
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         normalized = raw_args
     return f"{tool}:{sha256_text(normalized)}"
 
@@ -176,6 +176,8 @@ def parse_call(name: str, raw_args: str, registry: Registry) -> tuple[Tool, dict
         args = json.loads(raw_args) if raw_args.strip() else {}
     except json.JSONDecodeError as exc:
         raise ToolError("InvalidArguments", f"arguments are not valid JSON ({exc.msg} at char {exc.pos})") from None
+    except RecursionError:  # what the model sent, not a bug of ours: an error it can act on
+        raise ToolError("InvalidArguments", "arguments are nested too deeply") from None
     if not isinstance(args, dict):
         raise ToolError("InvalidArguments", "arguments must be a JSON object")
     error = jsonschema.exceptions.best_match(_validator(tool.name, canonical(tool.schema)).iter_errors(args))

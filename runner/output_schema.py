@@ -39,9 +39,21 @@ class OutputSchema:
             validator.check_schema(self.schema)
         except jsonschema.SchemaError as exc:
             raise UsageError(f"{path}: --output-schema is not a valid JSON Schema: {exc.message}") from None
+        missing = _unresolved_refs(self.schema)
+        if missing:  # found now, not after the whole run has been paid for
+            raise UsageError(f"{path}: --output-schema has $ref that do not resolve inside it: "
+                             f"{', '.join(missing[:3])} (only local references, #/…, are supported)")
         self.validator = validator(self.schema)
         self.repairs = 0
         self.value: Any = None
+        self.path = path
+
+    def keep(self, rec: Any) -> None:
+        """The validated value: summary `output`, output.json (sealed), stdout in text mode."""
+        from runner.rundir import write_json
+
+        rec.extra["output"] = self.value
+        write_json(rec.run_dir / "output.json", self.value)
 
     def instructions(self) -> str:
         return ("When the task is done, your final answer (the reply without tool calls) must be exactly one JSON "
@@ -68,7 +80,66 @@ class OutputSchema:
             value = json.loads(fenced.group(1) if fenced else answer)
         except json.JSONDecodeError as exc:
             return [f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"]
+        except RecursionError:  # the model's reply, nested past what the parser takes: the model can fix that
+            return ["nested too deeply to read"]
         found = sorted(self.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         if not found:
             self.value = value
         return [f"{'/'.join(str(p) for p in e.absolute_path) or '(the value)'}: {e.message}" for e in found]
+
+
+def recorded(started: dict[str, Any], home: Path) -> OutputSchema | None:
+    """The --output-schema a run was given, for its resume or replay: the same file, unchanged (its text
+    as sent is hashed in run_started.instructions). None when the run had none; UsageError when the file is
+    gone or changed — the continued run could not check the answer it exists to produce."""
+    entry = next((i for i in started.get("instructions") or [] if i.get("source") == "--output-schema"), None)
+    if entry is None:
+        return None
+    import hashlib
+
+    given = str(entry.get("path") or "")
+    for candidate in (Path(given).expanduser(), home / given):
+        try:
+            schema = OutputSchema(str(candidate))
+        except UsageError:
+            continue
+        if hashlib.sha256(schema.instructions().encode("utf-8")).hexdigest() == entry.get("sha256"):
+            return schema
+    raise UsageError(f"the run was given --output-schema {given}, which is not here unchanged: the answer of the "
+                     "continued run could not be checked (restore the file, or start a new run)")
+
+
+def _unresolved_refs(schema: Any) -> list[str]:
+    """`$ref` values that are not a JSON pointer into the schema itself."""
+    refs: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                refs.append(ref)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return [r for r in refs if not _resolves(schema, r)]
+
+
+def _resolves(schema: Any, ref: str) -> bool:
+    if not ref.startswith("#"):
+        return False
+    if ref == "#" or not ref.startswith("#/"):
+        return True  # the root, or a plain-name anchor ($anchor): the validator resolves those itself
+    node = schema
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True

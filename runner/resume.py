@@ -23,10 +23,13 @@ from typing import Any
 
 from runner.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
 from runner.events import UserMessage
+from runner.instructions import without_output_schema
 from runner.integrity import TamperError, verify
 from runner.jsonutil import canonical, file_sha256
 from runner.loop import run_loop
 from runner.outcome import Status, UsageError
+from runner.output_schema import OutputSchema
+from runner.output_schema import recorded as recorded_schema
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import HARD_LIMIT
 from runner.policy.load import load_policy, parse_approval, policy_from_snapshot, resolve_policy_path
@@ -83,6 +86,7 @@ def execute_continue(opts: ContinueOptions) -> RunOutcome:
         conversation = rebuild(source.run_dir, source.events, opts.at)
         tools = recorded_tools(source.run_dir)
         policy = choose_policy(opts.run, source, workspace)
+        schema = recorded_schema(source.started, workspace_of(source.run_dir) or workspace)
         warning = check(workspace, source.run_dir, apply=opts.apply_changes, force=opts.force)
         warning = None if opts.force else warning
     except (UsageError, ConversationError, WorkspaceMismatch) as exc:
@@ -97,15 +101,15 @@ def execute_continue(opts: ContinueOptions) -> RunOutcome:
     home = workspace_of(source.run_dir) or workspace
 
     def body(rec: Recording) -> tuple[Status, str | None]:
-        return _continue(opts, rec, source, conversation, tools, policy, message, home)
+        return _continue(opts, rec, source, conversation, tools, policy, message, home, schema)
 
     return record(workspace, runs_dir, opts.run.verbosity, body, opts.run.stream_events,
                   shared_workspace=opts.run.shared_workspace, continues=source.run_dir, home=home)
 
 
 def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversation: Conversation,
-              tools: list[dict[str, Any]] | None, policy: Policy, message: str | None, home: Path) -> tuple[Status,
-                                                                                                           str | None]:
+              tools: list[dict[str, Any]] | None, policy: Policy, message: str | None, home: Path,
+              schema: OutputSchema | None) -> tuple[Status, str | None]:
     text = (source.run_dir / "task.md").read_text(encoding="utf-8")
     (rec.run_dir / "task.md").write_text(text, encoding="utf-8")
     task = parse_task(text, str(source.run_dir / "task.md"), "task")
@@ -126,7 +130,7 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
         skills = discover(rec.workspace, opts.run.skills)[0]
     agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
                     readable=lineage(source), skills=skills, resumed_from=origin,
-                    child_prompt=system_text(conversation.messages))
+                    child_prompt=without_output_schema(system_text(conversation.messages) or "") or None)
     _append_continuation(source.run_dir, rec, origin)
     todo = agent.env.registry.get("todo")
     if todo is not None:  # the plan goes on with the conversation
@@ -138,7 +142,9 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
     messages = [*conversation.messages, {"role": "user", "content": note}]
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, turn, context=agent.context,
                       tools=agent.tools, previous=conversation.last_prompt, snapshot=agent.context.snapshot,
-                      recite=agent.recite)
+                      recite=agent.recite, check_answer=schema.check if schema else None)
+    if schema is not None:  # the run's --output-schema holds for its continuation's answer too
+        schema.keep(rec)
     return conclude(rec, task, agent, result)
 
 

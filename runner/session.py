@@ -126,9 +126,8 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, context=agent.context,
                       snapshot=agent.context.snapshot, recite=agent.recite,
                       check_answer=schema.check if schema else None)
-    if schema is not None:  # the validated object: summary `output`, output.json (sealed), stdout in text mode
-        rec.extra["output"] = schema.value
-        write_json(rec.run_dir / "output.json", schema.value)
+    if schema is not None:
+        schema.keep(rec)
     return conclude(rec, task, agent, result)
 
 

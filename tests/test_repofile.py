@@ -59,3 +59,17 @@ def test_an_oversized_profile_is_skipped_and_a_huge_agents_md_is_cut(tmp_path):
     [record] = gather(ws, [], []).records
     assert record["bytes"] == 200_000 and record["truncated"]
     assert record["sha256"] == hashlib.sha256(b"y" * 200_000).hexdigest()
+
+
+def test_a_recorded_prompt_loses_only_its_output_schema_section(tmp_path):
+    from runner.instructions import Instructions, without_output_schema
+
+    both = Instructions()
+    both.add_trusted("notes.md", "Use tabs.")
+    both.add_trusted("--output-schema", "Answer with JSON.")
+    both.repository.append(("AGENTS.md", "Run make test."))
+    plain = Instructions()
+    plain.add_trusted("notes.md", "Use tabs.")
+    plain.repository.append(("AGENTS.md", "Run make test."))
+    assert without_output_schema(both.system_prompt()) == plain.system_prompt()
+    assert without_output_schema(plain.system_prompt()) == plain.system_prompt()

@@ -116,7 +116,7 @@ def text_tool_call(content: str | None, tools: Iterable[str]) -> str | None:
     for candidate in candidates:
         try:
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # the model's text, nested past the parser's depth: no call
             continue
         for call in _calls(value):
             if call in names:

@@ -51,3 +51,37 @@ def test_a_broken_schema_is_a_usage_error(fake, workspace, agent_run):
     (workspace / "bad.json").write_text('{"type": "objekt"}')
     r = agent_run("--output-schema", "bad.json", "task.md")
     assert r.code == 2 and "not a valid JSON Schema" in r.stderr and not fake.requests
+
+
+def test_a_resumed_run_still_answers_to_its_schema(fake, workspace, agent_run):
+    fake.add(reply(calls=[("list", {})]))
+    first = agent_run("--output-schema", _schema(workspace), "--max-turns", "1", "task.md")
+    assert first.code == 5
+    fake.add(reply("all done, no JSON"), reply('{"verdict": "pass", "files": []}'))
+    resumed = agent_run("resume", str(first.run_dir))
+    assert resumed.code == 0, resumed.stderr
+    assert "does not match the required JSON Schema" in fake.requests[-1]["messages"][-1]["content"]
+    assert resumed.summary["output"] == {"verdict": "pass", "files": []}
+    assert (resumed.run_dir / "output.json").is_file()
+
+    (workspace / "schema.json").write_text(json.dumps({"type": "string"}))
+    changed = agent_run("resume", str(first.run_dir))
+    assert changed.code == 2 and "not here unchanged" in changed.stderr and changed.new_dirs == []
+
+
+def test_schema_errors_are_found_before_the_run_and_a_too_deep_answer_is_repaired(fake, workspace, agent_run):
+    (workspace / "remote.json").write_text(json.dumps({"$ref": "https://example.com/s.json"}))
+    r = agent_run("--output-schema", "remote.json", "task.md")
+    assert r.code == 2 and "do not resolve" in r.stderr and fake.requests == []
+    fake.add(reply("[" * 100_000 + "]" * 100_000), reply('{"verdict": "fail", "files": []}'))
+    r = agent_run("--output-schema", _schema(workspace), "task.md")
+    assert r.code == 0, r.stderr
+    assert "nested too deeply" in fake.requests[1]["messages"][-1]["content"]
+
+
+def test_deeply_nested_arguments_are_an_error_the_model_can_act_on(fake, workspace, agent_run):
+    deep = "[" * 100_000 + "]" * 100_000
+    fake.add(reply(calls=[("read", deep)]), reply("gave up"))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
+    assert json.loads(r.of_type("tool_result")[0]["content"])["error"]["type"] == "InvalidArguments"
