@@ -96,7 +96,7 @@ def execute(opts: RunOptions) -> RunOutcome:
         return _run(opts, rec)
 
     return record(workspace, runs_dir, opts.verbosity, body, opts.stream_events,
-                  shared_workspace=opts.shared_workspace or opts.isolate == "worktree", home=home)
+                  shared_workspace=opts.shared_workspace, home=home)  # a worktree is locked too: cleanup sees it
 
 
 def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:

@@ -14,14 +14,13 @@ import hashlib
 import json
 import os
 import stat
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from runner.mask import MARKER
 from runner.repofile import read_capped
-from runner.report.git import HARDENING, isolated_env
+from runner.report.git import GitError, isolated_env, run_git
 
 SHOWN = 5  # differences named in a refusal; the rest are counted
 
@@ -123,14 +122,11 @@ def apply_patch(workspace: Path, run_dir: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="agent-run-apply-") as tmp:
         env = isolated_env(tmp)
         try:
-            subprocess.run(["git", "init", "-q", "--bare", f"{tmp}/repo"], env=env, capture_output=True, check=True,
-                           timeout=60)
+            run_git("init", "-q", "--bare", f"{tmp}/repo", env=env, cwd=Path(tmp), timeout=60)
             env.update(GIT_DIR=f"{tmp}/repo", GIT_WORK_TREE=str(workspace))
-            done = subprocess.run(["git", *HARDENING, "apply", "--binary", "--whitespace=nowarn",
-                                   str(patch.resolve())], cwd=workspace, env=env, capture_output=True, text=True,
-                                  timeout=300)
-        except (OSError, subprocess.SubprocessError) as exc:  # no git, or one that hangs: a refusal, not a crash
-            raise WorkspaceMismatch(f"cannot apply {run_dir.name}/changes.patch: {exc}") from None
-    if done.returncode != 0:
-        raise WorkspaceMismatch(f"cannot apply {run_dir.name}/changes.patch to {workspace}: "
-                                f"{done.stderr.strip()[-400:]} (is this a fresh checkout of the run's base?)")
+            run_git("apply", "--binary", "--whitespace=nowarn", str(patch.resolve()), env=env, cwd=workspace)
+        except GitError as exc:
+            if exc.returncode is None:  # no git, or one that hangs: a refusal, not a crash
+                raise WorkspaceMismatch(f"cannot apply {run_dir.name}/changes.patch: {exc}") from None
+            raise WorkspaceMismatch(f"cannot apply {run_dir.name}/changes.patch to {workspace}: {exc.stderr[-400:]} "
+                                    "(is this a fresh checkout of the run's base?)") from None

@@ -33,8 +33,8 @@ def parse_age(text: str) -> float:
 def cleanup(workspace: str, runs_dir: str | None, older_than: str, spills_only: bool, dry_run: bool) -> None:
     """Remove run directories (and spill files) older than AGE.
 
-    Also removes worktrees (WORKSPACE/.agent-run/worktrees/) older than AGE; a run that is still going is
-    never removed."""
+    Also removes worktrees (WORKSPACE/.agent-run/worktrees/) older than AGE, but none a running run holds
+    locked, and none reached through a symlink; only what was really removed is listed."""
     try:
         age = parse_age(older_than)
     except ValueError as exc:

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,44 @@ def isolated_env(home: str) -> dict[str, str]:
     env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", GIT_PAGER="cat", PAGER="cat",
                GIT_TERMINAL_PROMPT="0", HOME=home, GIT_ATTR_NOSYSTEM="1")
     return env
+
+
+class GitError(Exception):
+    """A git the runner ran for itself did not do its job; `returncode` is None when it never finished."""
+
+    def __init__(self, message: str, returncode: int | None = None, stderr: str = "") -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+def run_git(*args: str, env: Mapping[str, str], cwd: Path | str, stdin: str | None = None,
+            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`git HARDENING args` with exactly `env` (build it with `isolated_env`): its output, or GitError when
+    git is missing, hangs past `timeout`, or exits non-zero; a refusal for the caller to word, not a crash."""
+    what = _subcommand(args)
+    try:
+        done = subprocess.run(["git", *HARDENING, *args], cwd=cwd, env=dict(env), input=stdin, capture_output=True,
+                              text=True, timeout=timeout, stdin=None if stdin is not None else subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GitError(f"git {what} failed: {exc}") from None
+    if done.returncode != 0:
+        stderr = done.stderr.strip()
+        raise GitError(f"git {what} failed: {stderr[-500:]}", done.returncode, stderr)
+    return done
+
+
+def _subcommand(args: tuple[str, ...]) -> str:
+    """`clone` of `-c protocol.file.allow=always clone …`: what an error message names."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-c", "-C"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return "command"
 
 
 @dataclass(frozen=True)
