@@ -64,7 +64,11 @@ def _code(text: Any) -> str:
 
 
 def _quote(text: str) -> list[str]:
-    return [f"> {line}".rstrip() for line in text.strip().splitlines()] or [">"]
+    """The model's text as quoted Markdown, defused: it is rendered where people read the run (GitHub's step
+    summary, transcript.md), so no image a viewer's browser would fetch (`![…](url)` can carry data out) and
+    no raw HTML (`</details>` would break the page; `<img>` fetches too)."""
+    safe = text.strip().replace("<", "&lt;").replace("![", "!\\[")
+    return [f"> {line}".rstrip() for line in safe.splitlines()] or [">"]
 
 
 def _rule(rule: Mapping[str, Any] | None) -> str:

