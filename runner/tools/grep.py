@@ -252,20 +252,22 @@ def _rg_candidates(top: str, rx: re.Pattern[str], ctx: ToolContext) -> set[str] 
             return None
         argv, env = ctx.sandbox.wrap(argv, env)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env)
     except OSError:
         return None
     while True:
         left = None if ctx.deadline is None else ctx.deadline - time.monotonic()
         try:
-            out, _ = proc.communicate(timeout=0.2 if left is None else max(0.0, min(0.2, left)))
+            out, err = proc.communicate(timeout=0.2 if left is None else max(0.0, min(0.2, left)))
             break
         except subprocess.TimeoutExpired:
             if ctx.abort.is_set() or (left is not None and left <= 0):
                 proc.kill()
                 proc.communicate()
                 return set()  # the walk stops at its first file: the run is ending
-    if proc.returncode not in (0, 1):  # 1: no file holds it
+    # 1 is rg's "no file holds it" — and also what bwrap exits with when it cannot start rg at all, which says so
+    # on stderr (rg itself is --no-messages): then the walk decides, never an empty answer.
+    if proc.returncode not in (0, 1) or err.strip():
         return None
     return {os.fsdecode(p) for p in out.split(b"\0") if p}

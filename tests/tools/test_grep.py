@@ -198,3 +198,17 @@ def test_a_symlinked_file_is_searched(ctx, ws, engine):
     (ws / "alias.txt").symlink_to("d/real.txt")
     out = Grep().run({"pattern": "needle"}, ctx)
     assert out.content.splitlines() == ["alias.txt:1: needle", "d/real.txt:1: needle"]
+
+
+class _BrokenSandbox:
+    """A sandbox that cannot start the prefilter: exits 1 (rg's "no match") and says why on stderr, as bwrap does."""
+
+    active = True
+
+    def wrap(self, argv, env):
+        return ["sh", "-c", "echo 'bwrap: execvp rg: No such file or directory' >&2; exit 1"], env
+
+
+def test_a_prefilter_the_sandbox_could_not_start_is_not_taken_for_no_match(ctx, tree):
+    ctx.sandbox = _BrokenSandbox()
+    assert Grep().run({"pattern": "needle"}, ctx).details["matches"] == 3
