@@ -75,7 +75,9 @@ class Restriction:
                 continue
             if pattern is None:
                 return None
-            compiled = self.patterns.setdefault(pattern, compile_pattern(f"shell:{pattern}"))
+            compiled = self.patterns.get(pattern)
+            if compiled is None:  # compiled once per pattern, not on every call
+                compiled = self.patterns[pattern] = compile_pattern(f"shell:{pattern}")
             shell = [t.target for t in targets if t.target.startswith("shell:")]
             if shell and all(compiled.matches(t) for t in shell):
                 return None

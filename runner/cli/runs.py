@@ -221,16 +221,9 @@ def account(run_dir: Path) -> dict[str, Any]:
             compactions.append({k: v for k, v in e.items() if k not in ("ts", "run_id", "type")})
     if isinstance(summary.get("denials"), list):
         denials = summary["denials"]
-    continued = [json.loads(line) for line in _lines(run_dir / "continuations.jsonl")]
+    continued = list(iter_events(run_dir / "continuations.jsonl"))  # a torn line (a killed resume) is skipped
     return {"run_dir": str(run_dir), "summary": summary, "denials": denials, "requests": requests,
             "tool_calls": calls, "compactions": compactions, "continued_by": continued}
-
-
-def _lines(path: Path) -> list[str]:
-    try:
-        return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except OSError:
-        return []
 
 
 def _denial(e: dict[str, Any]) -> dict[str, Any]:

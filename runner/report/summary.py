@@ -6,7 +6,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.events import MAIN, Event, GuardWarning, ModelResponse, PermissionDecision, ToolCall, agent_id, call_ref
+from runner.events import (
+    MAIN,
+    Event,
+    GuardWarning,
+    ModelResponse,
+    PermissionDecision,
+    ToolCall,
+    ToolResult,
+    agent_id,
+    call_ref,
+)
 
 
 class SummaryBuilder:
@@ -19,14 +29,18 @@ class SummaryBuilder:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
         self.denials: list[dict[str, Any]] = []
         self.loop_warnings: list[str] = []
-        self._calls: dict[str, str] = {}
-        self._arguments: dict[str, str] = {}  # call_id → the call's raw arguments, for a denial's `command`
+        # A call's raw arguments while it runs, for a denial's `command` (dropped at its result: a run's
+        # `write` payloads are not all kept in memory).
+        self._arguments: dict[str, str] = {}
         # Per agent (`main`, then subagents a1, a2, …): turns, tool_calls, usage. `turns` above is the run's own
         # agent's (its conversation's length); tool_calls and usage above are every agent's together.
         self.agents: dict[str, dict[str, Any]] = {MAIN: _counts()}
 
     def __call__(self, event: Event) -> None:
-        counts = self.agents.setdefault(agent_id(event), _counts())
+        who = agent_id(event)
+        counts = self.agents.get(who)
+        if counts is None:
+            counts = self.agents[who] = _counts()
         if isinstance(event, ModelResponse):
             if event.agent is None:
                 self.turns = max(self.turns, event.turn)
@@ -49,6 +63,8 @@ class SummaryBuilder:
                 "command": _command(event.tool, self._arguments.get(call_ref(event.agent, event.call_id))),
                 **({"agent": event.agent} if event.agent else {}),
             })
+        elif isinstance(event, ToolResult):
+            self._arguments.pop(call_ref(event.agent, event.call_id), None)
 
     def build(self, *, status: str, exit_code: int, reason: str | None, duration_s: float,
               answer: str | None) -> dict[str, Any]:
