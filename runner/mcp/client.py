@@ -68,7 +68,6 @@ class CallResult:
     content: list[dict[str, Any]]
     structured_content: Any = None
     is_error: bool = False
-    elapsed_s: float = 0.0
 
 
 @dataclass
@@ -172,10 +171,6 @@ class McpServer:
     def pid(self) -> int | None:
         return self._proc.pid
 
-    @property
-    def alive(self) -> bool:
-        return self._ready.done() and self._ready.exception() is None and not self._closed and self._death is None
-
     def __enter__(self) -> McpServer:
         return self.start()
 
@@ -218,7 +213,6 @@ class McpServer:
         client = self._client
         if client is None:
             raise McpCallError(self.name, "closed", "the server is closed")
-        started = time.monotonic()
         try:
             try:
                 with anyio.fail_after(timeout_s):
@@ -253,8 +247,7 @@ class McpServer:
             raise McpCallError(self.name, kind, f"tool '{tool}': {_describe(exc)}") from None
         return CallResult(
             content=[block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in result.content],
-            structured_content=result.structured_content, is_error=bool(result.is_error),
-            elapsed_s=time.monotonic() - started)
+            structured_content=result.structured_content, is_error=bool(result.is_error))
 
     async def _settle_death(self) -> _Death | None:
         """A closed connection is usually the process exiting: give the reader a moment to see it."""

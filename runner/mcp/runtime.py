@@ -18,7 +18,6 @@ before the first request. Its stderr is in RUN_DIR/mcp/<server>.log.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import os
 import shutil
 import sys
@@ -29,15 +28,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.events import McpServerFailed, McpServerStarted, NetworkRequest
-from runner.mcp.client import McpError, McpServer
+from runner.mcp.client import CLOSE_WAIT_S, McpError, McpServer
 from runner.mcp.config import ServerConfig, load_mcp_config, merge, servers_from_mapping
-from runner.mcp.tools import tool_names
+from runner.mcp.tools import specs_for, tool_names
 from runner.outcome import UsageError
-from runner.policy.decide import decide
 from runner.policy.jsonc import PolicyError
 from runner.policy.model import Target
+from runner.sandbox.config import SandboxConfig, SandboxConfigError, net_target, network_rules
 from runner.sandbox.layout import toolchain_root
+from runner.sandbox.paths import extra_paths
 from runner.sandbox.proxy import Verdict
+from runner.sandbox.runtime import RUN_PROXY
 from runner.tools.mcp import DEFAULT_CALL_TIMEOUT_S, McpTool
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from runner.recorder import Recording
 
 START_TIMEOUT_S = 30.0
+LATE_CLOSE_S = 1.0  # past the run's deadline, what a server gets to exit before its SIGKILL
 ENV_VAR = "AGENT_RUN_MCP_CONFIG"
 
 
@@ -93,25 +95,39 @@ class McpRuntime:
         server.kill()
 
     def tools(self) -> list[McpTool]:
-        """The model tools, in a stable order (server, then tool): part of the prompt prefix."""
+        """The model tools, in a stable order (server, then tool): part of the prompt prefix. specs_for is the
+        one place that names, describes and sanitises them (and skips a tool without a usable name)."""
         started = {name: s.tools for name, s in self.servers.items()}
-        names = tool_names(started)
-        by_pair = {pair: model for model, pair in names.items()}
-        out = []
-        for server in sorted(started):
-            for tool in sorted(started[server], key=lambda t: str(t["name"])):
-                out.append(McpTool(by_pair[(server, str(tool["name"]))], server, tool, self))
-        return out
+        pairs = tool_names(started)
+        return [McpTool(spec["function"], *pairs[spec["function"]["name"]], self) for spec in specs_for(started)]
 
     def close(self) -> None:
-        for server in list(self.servers.values()):
-            server.close()
-        self.servers.clear()
+        """Every server at once, each bounded: closing one after another would add ~6 s per server past
+        --timeout. Past the deadline a server gets LATE_CLOSE_S before its SIGKILL."""
+        with self._lock:
+            servers = list(self.servers.values())
+            self.servers.clear()
+        if not servers:
+            return
+        deadline = self.rec.ctx.deadline
+        wait = LATE_CLOSE_S if deadline is not None and time.monotonic() >= deadline else CLOSE_WAIT_S
+        threads = [threading.Thread(target=s.close, kwargs={"timeout_s": wait}, name=f"mcp-close-{s.name}",
+                                    daemon=True) for s in servers]
+        for t in threads:
+            t.start()
+        until = time.monotonic() + wait + 2.0  # close() itself adds a SIGKILL and a 1 s join
+        for t in threads:
+            t.join(timeout=max(until - time.monotonic(), 0.0))
+        for s in servers:
+            s.kill()  # whatever did not finish closing: no process outlives the run
 
 
 def start_all(rec: Recording, env: CallEnv, configs: dict[str, ServerConfig], environ: dict[str, str],
               timeout_s: float = START_TIMEOUT_S) -> McpRuntime:
-    """Start every configured server (in name order); UsageError when a `required` one cannot start."""
+    """Start every configured server (in name order); UsageError when a `required` one cannot start.
+
+    `environ`: the trusted environment (the process's, over --env-file files): the servers' base
+    environment (McpServer keeps PATH, HOME, LANG and TMPDIR of it) and where their commands are found."""
     runtime = McpRuntime(rec, env)
     rec.closers.insert(0, runtime.close)  # before the sandbox closes: a server is killed with the run
     if not configs:
@@ -126,10 +142,13 @@ def start_all(rec: Recording, env: CallEnv, configs: dict[str, ServerConfig], en
         started = time.monotonic()
         # Never past the run's --timeout: what is left of it bounds each start (then the first request ends it).
         left = rec.ctx.deadline - started if rec.ctx.deadline is not None else timeout_s
+        if left <= 0:
+            _failed(runtime, config, "timeout", "not started: the run's --timeout passed first")
+            continue
         try:
             _allowed(rec, env, config)
-            server = McpServer(config, wrap=_wrapper(rec, env, config), log_path=logs / f"{name}.log",
-                               start_timeout_s=min(timeout_s, max(left, 0.1)), base_env=_base_env(environ),
+            server = McpServer(config, wrap=_wrapper(rec, env, config, environ), log_path=logs / f"{name}.log",
+                               start_timeout_s=min(timeout_s, left), base_env=environ,
                                client_name="agent-run").start()
         except McpError as exc:
             _failed(runtime, config, exc.kind, exc.message)
@@ -175,29 +194,33 @@ def _allowed(rec: Recording, env: CallEnv, config: ServerConfig) -> None:
                        f'{{"domain": "mcp", "pattern": "url:{config.shown}", "decision": "allow"}})')
 
 
-def _base_env(environ: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-
-
-def _wrapper(rec: Recording, env: CallEnv, config: ServerConfig) -> Any:
-    """The stdio server's process inside the run's sandbox, with its own network and paths if configured."""
+def _wrapper(rec: Recording, env: CallEnv, config: ServerConfig, environ: dict[str, str]) -> Any:
+    """The stdio server's process inside the run's sandbox, with its own network and paths if configured.
+    Raises _Refused when its own settings cannot be honoured safely (a workspace symlink out of the workspace)."""
     box = rec.ctx.sandbox
     if box is None or not box.active or config.transport != "stdio":
         return None
     own = config.sandbox or {}
-    workspace = rec.workspace
-
-    def resolve(paths: list[str]) -> list[Path]:
-        return [(workspace / os.path.expanduser(p)).resolve() for p in paths]
-
-    readable = [*resolve(own.get("readOnly", [])), *command_prefixes(config.command or "", env_path(rec, config))]
-    layout = box.layout_with(readable, resolve(own.get("writable", [])))
-    network = own.get("network")
-    share = True if network == "all" else (False if network == "none" else None)
-    proxy = None
-    if isinstance(network, dict):
-        proxy = box.own_proxy(config.name, _server_net(rec, env, config.name, network["allow"]))
-        share = False
+    where = f"mcpServers.{config.name}.sandbox"
+    try:
+        read_only = extra_paths(own.get("readOnly", []), rec.workspace, f"{where}.readOnly")
+        writable = extra_paths(own.get("writable", []), rec.workspace, f"{where}.writable")
+        network = own.get("network")
+        rules = network_rules(SandboxConfig(network="allow", allow=tuple(network["allow"])),
+                              f"{where}.network") if isinstance(network, dict) else []
+    except SandboxConfigError as exc:
+        raise _Refused(config.name, "refused", str(exc)) from None
+    prefixes = command_prefixes(config.command or "", env_path(config, environ), environ.get("HOME") or "/root",
+                                rec.workspace, config.cwd)
+    layout = box.layout_with([*read_only, *prefixes], writable)
+    share: bool | None = None  # the run's network ...
+    proxy: Any = RUN_PROXY  # ... and the run's proxy, unless the server's own settings say otherwise
+    if network == "all":
+        share = True
+    elif network == "none":
+        share, proxy = False, None
+    elif isinstance(network, dict):
+        share, proxy = False, box.own_proxy(config.name, _server_net(rec, env, config.name, rules))
 
     def wrap(argv: list[str], environ: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         return box.wrap(argv, environ, layout=layout, share_net=share, proxy=proxy)
@@ -205,42 +228,75 @@ def _wrapper(rec: Recording, env: CallEnv, config: ServerConfig) -> Any:
     return wrap
 
 
-def env_path(rec: Recording, config: ServerConfig) -> str:
-    return config.env.get("PATH") or os.environ.get("PATH", "")
+def env_path(config: ServerConfig, environ: dict[str, str]) -> str:
+    return config.env.get("PATH") or environ.get("PATH", "")
 
 
-def command_prefixes(command: str, path: str) -> list[Path]:
+def command_prefixes(command: str, path: str, home: str, workspace: Path, cwd: str | None = None) -> list[Path]:
     """The install a server's command belongs to (a venv, a node install, and what its interpreter links to),
     read-only: configuring a server is saying it may run. The sandbox's own rule decides how much that is
-    (runner/sandbox/layout.py toolchain_root: never $HOME, ~/.local or ~/.config whole)."""
-    found = shutil.which(command, path=path) if command else None
+    (runner/sandbox/layout.py toolchain_root: never $HOME, ~/.local or ~/.config whole, never a directory
+    holding the workspace). A command in the workspace adds nothing: the workspace shows it, and where its
+    symlinks lead is the workspace's choice, not the configuration's."""
+    if not command:
+        return []
+    if "/" in command and not os.path.isabs(command) and cwd:
+        command = os.path.join(cwd, command)  # as the server's own cwd would find it
+    found = shutil.which(command, path=path)
     if found is None:
         return []
-    home = os.path.normpath(os.environ.get("HOME") or "/root")
+    forms = list(dict.fromkeys([os.path.normpath(workspace), os.path.realpath(workspace)]))
     out: list[Path] = []
-    for exe in (os.path.abspath(found), os.path.realpath(found)):
-        root = toolchain_root(os.path.dirname(exe), home)
+    for exe in _link_ends(os.path.abspath(found), forms):
+        roots = [toolchain_root(os.path.dirname(exe), os.path.normpath(home), w) for w in forms]
+        root = "" if "" in roots else max(roots, key=len)  # the narrowest any form of the workspace allows
         if root and not any(root == d or root.startswith(d + "/") for d in ("/usr", "/bin", "/sbin")) \
                 and Path(root) not in out:
             out.append(Path(root))
     return out
 
 
-def _server_net(rec: Recording, env: CallEnv, name: str, allow: list[str]) -> Any:
-    """A server's own allow-list (trusted config), then the run's `network` rules for anything else."""
+def _link_ends(exe: str, workspace: list[str]) -> list[str]:
+    """`exe` and where its symlinks finally lead, leaving out any in the workspace, and stopping at a link that
+    lives in the workspace (its target is untrusted content's choice)."""
+
+    def inside(p: str) -> bool:
+        real_dir = os.path.realpath(os.path.dirname(p))
+        return any(_under(p, w) or _under(real_dir, w) for w in workspace)
+
+    if inside(exe):
+        return []
+    cur = exe
+    for _ in range(40):  # the kernel's own ELOOP limit
+        if not os.path.islink(cur):
+            break
+        nxt = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(cur)), os.readlink(cur)))
+        if inside(nxt):
+            break
+        cur = nxt
+    return list(dict.fromkeys([exe, cur]))
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def _server_net(rec: Recording, env: CallEnv, name: str, rules: list[Any]) -> Any:
+    """A server's own allow-list (trusted config), as rules after the run's `network` ones: decided and recorded
+    as the run's own sandbox does it (runner/sandbox/session.py `_net_decider`): a permission_decision, a
+    network_request, and a denial in the summary."""
+    from runner.call import decide_and_record
+    from runner.sandbox.session import net_verdict
+
+    own = dataclasses.replace(env, policy=env.policy.with_rules(rules))
+    call_id, tool = f"mcp-{name}", f"mcp__{name}"
 
     def verdict(host: str, port: int) -> Verdict:
-        listed = next((h for h in allow if fnmatch.fnmatch(host, h) or fnmatch.fnmatch(f"{host}:{port}", h)), None)
-        if listed is not None:
-            rec.emit(NetworkRequest(call_id=f"mcp-{name}", host=host, port=port, decision="allow",
-                                    rule={"file": f"mcpServers.{name}.sandbox.network", "index": allow.index(listed),
-                                          "line": 0, "domain": "network", "pattern": listed, "decision": "allow"}))
-            return Verdict(True, not any(c in listed for c in "*?"), f"mcpServers.{name}.sandbox.network")
-        d = decide(env.policy, "network", [Target("network", f"net:{host}:{port}")])
-        rec.emit(NetworkRequest(call_id=f"mcp-{name}", host=host, port=port, decision=d.effective,
-                                rule=d.deciding.rule.describe() if d.deciding.rule else None))
-        from runner.sandbox.session import net_verdict
-
-        return net_verdict(d)
+        target = Target("network", net_target(host, port))
+        decision, _denial = decide_and_record(own, call_id, tool, "network", [target], rec.emit)
+        rule = decision.deciding.rule
+        rec.emit(NetworkRequest(call_id=call_id, host=host, port=port, decision=decision.effective,
+                                rule=rule.describe() if rule else None))
+        return net_verdict(decision)
 
     return verdict

@@ -40,7 +40,6 @@ class ProcessState:
     pid: int | None = None
     returncode: int | None = None
     eof: bool = False  # the server closed its stdout by itself (exited), before any shutdown of ours
-    exited: bool = False  # ... and the reader has seen the process go (returncode is final)
     shutting_down: bool = False
     garbage: list[str] = field(default_factory=list)  # first non-JSON-RPC stdout lines, for error messages
     on_exit: Callable[[], None] | None = None
@@ -69,16 +68,23 @@ async def stdio_transport(argv: list[str], env: dict[str, str], cwd: str | None,
 
     async def reader() -> None:
         assert process.stdout is not None
-        buffer = b""
+        # A bytearray searched only where the new chunk landed: a long line arriving in many chunks costs
+        # linear time, not a copy and a scan of the whole buffer per chunk.
+        buffer = bytearray()
         try:
             async with read_writer:
                 async for chunk in process.stdout:
+                    searched = len(buffer)
                     buffer += chunk
-                    if len(buffer) > MAX_LINE and b"\n" not in buffer:
-                        note(f"stdout line longer than {MAX_LINE} bytes: connection closed")
-                        state.garbage.append(f"<a line over {MAX_LINE} bytes>")
-                        return
-                    *lines, buffer = buffer.split(b"\n")
+                    last = buffer.rfind(b"\n", searched)
+                    if last < 0:
+                        if len(buffer) > MAX_LINE:
+                            note(f"stdout line longer than {MAX_LINE} bytes: connection closed")
+                            state.garbage.append(f"<a line over {MAX_LINE} bytes>")
+                            return
+                        continue
+                    lines = bytes(buffer[:last]).split(b"\n")
+                    del buffer[:last + 1]
                     for raw in lines:
                         line = raw.decode("utf-8", errors="replace").strip()
                         if not line:
@@ -99,7 +105,6 @@ async def stdio_transport(argv: list[str], env: dict[str, str], cwd: str | None,
             if not state.shutting_down:
                 await _wait_exit(process, REAP_S)
                 state.returncode = process.returncode
-                state.exited = True
                 if state.on_exit is not None:
                     state.on_exit()
 

@@ -110,6 +110,10 @@ _BOOL_OK = ("additionalProperties", "unevaluatedProperties", "additionalItems", 
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _TOP_FORBIDDEN = ("anyOf", "oneOf", "allOf", "enum", "not", "const", "if", "then", "else")
 MAX_DEPTH = 32
+# Inlining `$ref`s that fan out (each definition using the previous one twice) doubles per level: blocking
+# cycles is not enough. Past this many schema nodes the rest becomes `{}` (the server still validates), so a
+# hostile or generated schema costs bounded time and prompt, and the server still starts.
+MAX_NODES = 5000
 _EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 
 
@@ -128,19 +132,23 @@ def sanitize_schema(schema: Any) -> dict[str, Any]:
       they help the model and non-strict endpoints accept them.
     - Boolean schemas become `{}` (true) or `{"not": {}}` (false), except as the value of
       additionalProperties / unevaluatedProperties / additionalItems; `required` keeps only unique strings.
-    - Deeper than 32 levels, or anything that is not a schema, becomes `{}`.
+    - Deeper than 32 levels, past MAX_NODES schema nodes in all, or anything that is not a schema, becomes `{}`.
     """
     try:
         if not isinstance(schema, Mapping):
             return copy.deepcopy(_EMPTY)
         root = copy.deepcopy(dict(schema))
-        out = _walk(root, root, 0, ())
+        out = _walk(root, root, 0, (), [MAX_NODES])
         return _top(out)
     except Exception:  # a schema so odd it broke the walk: the server still validates what it receives
         return copy.deepcopy(_EMPTY)
 
 
-def _walk(node: Any, root: dict[str, Any], depth: int, refs: tuple[str, ...]) -> Any:
+def _walk(node: Any, root: dict[str, Any], depth: int, refs: tuple[str, ...], budget: list[int]) -> Any:
+    """`budget`: schema nodes left for the whole walk (shared, so a fan-out of references cannot multiply it)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return {}
     if node is True:
         return {}
     if node is False:
@@ -152,26 +160,26 @@ def _walk(node: Any, root: dict[str, Any], depth: int, refs: tuple[str, ...]) ->
         target = _resolve(root, ref) if ref not in refs else None
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         if target is None:
-            return _walk(siblings, root, depth + 1, refs) if siblings else {}
+            return _walk(siblings, root, depth + 1, refs, budget) if siblings else {}
         merged = {**target, **siblings} if isinstance(target, dict) else siblings
-        return _walk(merged, root, depth + 1, (*refs, ref))
+        return _walk(merged, root, depth + 1, (*refs, ref), budget)
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in _DROP or key == "$ref":
             continue
         if key in _SCHEMA_MAPS:
             if isinstance(value, dict):
-                out[key] = {str(k): _walk(v, root, depth + 1, refs) for k, v in value.items()}
+                out[key] = {str(k): _walk(v, root, depth + 1, refs, budget) for k, v in value.items()}
         elif key in _SCHEMA_ONE:
             if key == "items" and isinstance(value, list):  # draft-07 tuple form
-                out[key] = [_walk(v, root, depth + 1, refs) for v in value]
+                out[key] = [_walk(v, root, depth + 1, refs, budget) for v in value]
             elif isinstance(value, bool) and key in _BOOL_OK:
                 out[key] = value  # `additionalProperties: false` is the idiom every endpoint knows
             elif isinstance(value, (dict, bool)):
-                out[key] = _walk(value, root, depth + 1, refs)
+                out[key] = _walk(value, root, depth + 1, refs, budget)
         elif key in _SCHEMA_LISTS:
             if isinstance(value, list):
-                out[key] = [_walk(v, root, depth + 1, refs) for v in value]
+                out[key] = [_walk(v, root, depth + 1, refs, budget) for v in value]
         elif key == "required":
             if isinstance(value, list):
                 out[key] = list(dict.fromkeys(v for v in value if isinstance(v, str)))

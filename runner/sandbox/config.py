@@ -105,12 +105,13 @@ def net_target(host: str, port: int) -> str:
     return f"net:{host}:{port}"
 
 
-def network_rules(config: SandboxConfig) -> list[Rule]:
-    """The allow-list as `network` allow rules (placed after the policy's own rules)."""
+def network_rules(config: SandboxConfig, source: str = NETWORK_SOURCE) -> list[Rule]:
+    """The allow-list as `network` allow rules (placed after the policy's own rules). `source`: where the
+    list was written (an MCP server's own list names its server)."""
     rules = []
     for i, entry in enumerate(config.allow):
         host, ports = parse_allow_entry(entry)
         for port in ports:
             literal = host.replace("[", "\\[").replace("]", "\\]")  # an IPv6 literal is not a glob class
-            rules.append(Rule("network", compile_pattern(f"net:{literal}:{port}"), "allow", NETWORK_SOURCE, i))
+            rules.append(Rule("network", compile_pattern(f"net:{literal}:{port}"), "allow", source, i))
     return rules

@@ -74,13 +74,18 @@ def build_layout(inp: LayoutInput, exists: Callable[[str], bool] = os.path.lexis
             out.mounts.append(Mount("symlink", d, readlink(d)))  # /bin -> usr/bin, as on the host
         else:
             ro.append(d)
-    ro.extend(_toolchain_roots(inp.environ, home))
-    ro.extend(inp.python_prefixes)
+    workspace = str(inp.workspace)
+    ro.extend(_toolchain_roots(inp.environ, home, workspace))
+    # What the runner itself derives never holds the workspace (its siblings are another job's files);
+    # the system dirs and what trusted configuration names explicitly are taken as they are.
+    ro.extend(p for p in inp.python_prefixes if not _inside(workspace, p))
     for path in _dedupe(ro):
-        if exists(path) and not _inside(path, str(inp.workspace)):
+        if exists(path) and not _inside(path, workspace):
             out.mounts.append(Mount("ro", path, path))
     for path in _dedupe(str(p) for p in inp.writable):
-        if exists(path):
+        # Inside a writable workspace a second rw mount adds nothing but could re-open a protected path
+        # below it (a workspace symlink `data -> .git/hooks` named in sandbox.writable).
+        if exists(path) and not (inp.workspace_writable and _inside(path, workspace)):
             out.mounts.append(Mount("rw", path, path))
     # A private /tmp per call; the run's scratch (HOME, TMPDIR) persists across calls.
     out.mounts.append(Mount("tmpfs", "/tmp"))
@@ -108,7 +113,7 @@ def build_layout(inp: LayoutInput, exists: Callable[[str], bool] = os.path.lexis
     return out
 
 
-def _toolchain_roots(environ: Mapping[str, str], home: str) -> list[str]:
+def _toolchain_roots(environ: Mapping[str, str], home: str, workspace: str = "") -> list[str]:
     roots = [f"{home}/{rel}" for rel in HOME_TOOLCHAINS]
     for var in ("VIRTUAL_ENV", "CARGO_HOME", "RUSTUP_HOME", "PYENV_ROOT", "NVM_DIR", "GOROOT", "JAVA_HOME",
                 "RUNNER_TOOL_CACHE"):
@@ -118,19 +123,33 @@ def _toolchain_roots(environ: Mapping[str, str], home: str) -> list[str]:
     for entry in environ.get("PATH", "").split(os.pathsep):
         entry = os.path.normpath(entry) if entry.startswith("/") else ""
         if entry and not any(_inside(entry, d) for d in ("/usr", "/bin", "/sbin")):
-            roots.append(toolchain_root(entry, home))
-    return roots
+            roots.append(toolchain_root(entry, home, workspace))
+    # A toolchain that holds the workspace (`~/go` for a GOPATH checkout) would show its siblings too.
+    return [r for r in roots if not (workspace and r and _inside(workspace, r))]
 
 
 # Shared trees under $HOME: a PATH entry inside one shows only itself, never the whole tree.
 _SHARED_HOME_DIRS = (".local", ".config", ".cache", ".var", "bin")
 
 
-def toolchain_root(path: str, home: str) -> str:
+def toolchain_root(path: str, home: str, workspace: str = "") -> str:
     """The install a PATH entry belongs to: `~/.pyenv/shims` needs all of `~/.pyenv`, while
-    `~/.local/bin` is only itself (not `~/.local/share` and its keyrings). "" when nothing."""
+    `~/.local/bin` is only itself (not `~/.local/share` and its keyrings). "" when nothing.
+
+    Never a directory holding `workspace`: on a GitHub runner `~/work/r/r/.venv/bin` would otherwise
+    give `~/work`, and with it `~/work/_temp` (the step scripts). An entry inside the workspace gives ""
+    (the workspace shows it already)."""
     if path == "/" or _inside(home, path):
         return ""  # `/`, `/root` or the home itself on PATH: never mount what holds the secrets
+    if workspace and (_inside(path, workspace) or _inside(workspace, path)):
+        return ""
+    root = _root_of(path, home)
+    if workspace and _inside(workspace, root):
+        return path  # the entry alone, not the tree it shares with the workspace
+    return root
+
+
+def _root_of(path: str, home: str) -> str:
     for base in (home, "/opt"):
         if _inside(path, base):
             first = os.path.relpath(path, base).split(os.sep)[0]

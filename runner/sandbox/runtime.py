@@ -33,6 +33,13 @@ class SandboxUnavailable(RuntimeError):
     pass
 
 
+class _RunProxy:
+    """The type of RUN_PROXY: `proxy=None` must be able to mean "no proxy, so no network"."""
+
+
+RUN_PROXY = _RunProxy()
+
+
 @dataclass
 class Sandbox:
     config: SandboxConfig
@@ -54,15 +61,18 @@ class Sandbox:
                 "network": self.config.describe_network() if self.active else "all", "reason": self.reason}
 
     def wrap(self, argv: list[str], env: Mapping[str, str], *, layout: Layout | None = None,
-             share_net: bool | None = None, proxy: EgressProxy | None = None) -> tuple[list[str], dict[str, str]]:
+             share_net: bool | None = None, proxy: EgressProxy | _RunProxy | None = RUN_PROXY,
+             ) -> tuple[list[str], dict[str, str]]:
         """`share_net` and `proxy` override the run's network for one process (an MCP server's own
-        `sandbox.network`): the host network, or an egress proxy of its own."""
+        `sandbox.network`): the host network, an egress proxy of its own, or none at all (`proxy=None`
+        with `share_net=False`). Left at RUN_PROXY, the process gets the run's own proxy, if any."""
         env = dict(env)
         if not self.active:
             return argv, env
         layout = layout or self.layout
         share = self.config.network == "all" if share_net is None else share_net
-        proxy = None if share else (proxy or self.proxy)
+        chosen = self.proxy if isinstance(proxy, _RunProxy) else proxy
+        proxy = None if share else chosen
         assert layout is not None and self.probe.bwrap is not None
         env.update(layout.env)
         for var in ("NO_PROXY", "no_proxy", *PROXY_VARS):

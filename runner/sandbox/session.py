@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.events import NetworkRequest
@@ -17,6 +16,7 @@ from runner.outcome import UsageError
 from runner.policy.model import Target
 from runner.sandbox.config import SandboxConfigError, config_from, net_target, resolve_mode
 from runner.sandbox.layout import policy_paths
+from runner.sandbox.paths import extra_paths
 from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import Sandbox, SandboxUnavailable, open_sandbox
 
@@ -34,10 +34,15 @@ def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[
     except SandboxConfigError as exc:
         raise UsageError(str(exc)) from None
     workspace = rec.workspace
-    readable = [*policy_paths(env.policy.rules, "read", workspace), *_paths(config.read_only, workspace)]
+    try:
+        own_ro, own_rw = (extra_paths(config.read_only, workspace, "sandbox.readOnly"),
+                          extra_paths(config.writable, workspace, "sandbox.writable"))
+    except SandboxConfigError as exc:
+        raise UsageError(str(exc)) from None
+    readable = [*policy_paths(env.policy.rules, "read", workspace), *own_ro]
     if not rec.run_dir.is_relative_to(workspace):
         readable.append(rec.run_dir)  # the agent may read its own spill files from a command too
-    writable = [*policy_paths(env.policy.rules, "edit", workspace), *_paths(config.writable, workspace)]
+    writable = [*policy_paths(env.policy.rules, "edit", workspace), *own_rw]
     try:
         box = open_sandbox(config, workspace=workspace, protected=list(rec.ctx.protected), readable=readable,
                            writable=writable, environ=os.environ, decide_net=_net_decider(rec, env))
@@ -49,10 +54,6 @@ def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[
         print(f"agent-run: WARNING: running WITHOUT a sandbox ({box.reason}): commands run with the runner's own "
               "access to files and network. Install bubblewrap or see `agent-run sandbox check`.", file=sys.stderr)
     return box
-
-
-def _paths(raw: tuple[str, ...], workspace: Path) -> list[Path]:
-    return [(workspace / Path(os.path.expanduser(p))).resolve() for p in raw]
 
 
 def _net_decider(rec: Recording, env: CallEnv):

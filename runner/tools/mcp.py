@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from runner.mcp.client import McpCallError
-from runner.mcp.tools import convert_result, sanitize_schema
+from runner.mcp.tools import convert_result
 from runner.policy.model import Target
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
@@ -27,12 +27,14 @@ DEFAULT_CALL_TIMEOUT_S = 120.0
 class McpTool(Tool):
     domain = "mcp"
 
-    def __init__(self, model_name: str, server: str, tool: dict[str, Any], runtime: McpRuntime) -> None:
-        self.name = model_name  # type: ignore[misc]  # per instance: each MCP tool is its own
+    def __init__(self, function: dict[str, Any], server: str, tool: str, runtime: McpRuntime) -> None:
+        """`function`: the tool's entry from runner/mcp/tools.py specs_for (name, capped description,
+        sanitised parameters), so what the model sees has one code path."""
+        self.name = str(function["name"])  # type: ignore[misc]  # per instance: each MCP tool is its own
         self.server = server
-        self.tool = str(tool["name"])
-        self.description = str(tool.get("description") or f"{self.tool} (MCP server {server})")  # type: ignore[misc]
-        self.schema = sanitize_schema(tool.get("inputSchema"))  # type: ignore[misc]
+        self.tool = tool
+        self.description = str(function["description"])  # type: ignore[misc]
+        self.schema = function["parameters"]  # type: ignore[misc]
         self.runtime = runtime
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:

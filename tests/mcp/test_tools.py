@@ -179,3 +179,16 @@ def test_convert_structured_error_and_bad_data(tmp_path: Path) -> None:
     assert "not base64" in text and "unsupported content type 'hologram'" in text
     assert details["artifacts"] == [] and not list(tmp_path.glob("c5-*"))
     assert convert_result({}, tmp_path, "c6")[0] == "(the tool returned no content)"
+
+
+def test_references_that_fan_out_are_bounded() -> None:
+    # d40 uses d39 twice, which uses d38 twice...: 2**40 nodes once inlined, with no cycle anywhere.
+    defs: dict = {"d0": {"type": "string"}}
+    for i in range(1, 41):
+        defs[f"d{i}"] = {"type": "object", "properties": {"a": {"$ref": f"#/$defs/d{i - 1}"},
+                                                          "b": {"$ref": f"#/$defs/d{i - 1}"}}}
+    schema = {"$defs": defs, "type": "object", "properties": {"root": {"$ref": "#/$defs/d40"}}}
+    out = sanitize_schema(schema)  # unbounded, this would not return at all
+    assert out["type"] == "object" and "root" in out["properties"]
+    assert len(json.dumps(out)) < 1_000_000  # a bounded prompt, the rest left as `{}` for the server to check
+    assert out["properties"]["root"]["properties"]["a"]["type"] == "object"  # the start is inlined as usual
