@@ -39,10 +39,12 @@ class Instructions:
     repository: list[tuple[str, str]] = field(default_factory=list)  # (path relative to the workspace, text)
     records: list[dict[str, Any]] = field(default_factory=list)  # for run_started
 
-    def add_trusted(self, label: str, text: str, path: str | None = None) -> None:
+    def add_trusted(self, label: str, text: str, path: str | None = None, source: str | None = None,
+                    raw: bytes | None = None) -> None:
+        """`source` (default: the label) and `raw` (default: the text), for run_started.instructions."""
         self.trusted.append((label, text))
-        raw = text.encode("utf-8")
-        self.records.append({"source": label, "path": path, "sha256": _sha(raw), "bytes": len(raw),
+        raw = text.encode("utf-8") if raw is None else raw
+        self.records.append({"source": source or label, "path": path, "sha256": _sha(raw), "bytes": len(raw),
                              "truncated": False})
 
     def system_prompt(self, leave_out: tuple[str, ...] = ()) -> str:
@@ -69,14 +71,9 @@ def gather(workspace: Path, files: list[str], append: list[str]) -> Instructions
             raw = path.read_bytes()
         except OSError as exc:
             raise InstructionsError(f"cannot read --instructions {spec}: {exc.strerror or exc}") from None
-        text = _text(raw, spec)
-        out.trusted.append((path.name, text))
-        out.records.append({"source": "--instructions", "path": str(path), "sha256": _sha(raw), "bytes": len(raw),
-                            "truncated": False})
+        out.add_trusted(path.name, _text(raw, spec), str(path), source="--instructions", raw=raw)
     for text in append:
-        out.trusted.append(("--append-system-prompt", text))
-        out.records.append({"source": "--append-system-prompt", "path": None, "sha256": _sha(text.encode()),
-                            "bytes": len(text.encode()), "truncated": False})
+        out.add_trusted("--append-system-prompt", text)
     left = REPO_CAP_BYTES
     top = root(workspace)
     for path in chain(workspace):
