@@ -151,15 +151,13 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
            verbosity: int, sandbox: str | None = None, expect_hash: str | None = None,
            policy_spec: str | None = None, workspace: str | None = None, force: bool = False,
            apply_changes: bool = False, mcp_configs: list[str] | None = None) -> RunOutcome:
+    from runner.mcp_setup import mcp_servers, recorded_mcp_configs, start_mcp
     from runner.session import (
         budget_for,
         call_env,
         context_for,
         make_model,
-        mcp_servers,
-        recorded_mcp_configs,
         settings_for,
-        start_mcp,
     )
     from runner.subagents.delegate import attach
     from runner.subagents.profiles import recorded_dirs

@@ -38,3 +38,25 @@ def file_sha256(path: Path) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except FileNotFoundError:
         return None
+
+
+MISSING = object()
+
+
+def json_pointer(root: Any, ref: str) -> Any:
+    """What a local `$ref` (`#`, `#/a/b~1c/0`) names inside `root`; MISSING when it names nothing there
+    (a remote reference included: nothing is fetched)."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return MISSING
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return MISSING
+    return node

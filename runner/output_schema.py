@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from runner.jsonutil import MISSING, json_pointer
 from runner.outcome import Failed, UsageError
 
 MAX_REPAIRS = 2
@@ -129,17 +130,6 @@ def _unresolved_refs(schema: Any) -> list[str]:
 
 
 def _resolves(schema: Any, ref: str) -> bool:
-    if not ref.startswith("#"):
-        return False
-    if ref == "#" or not ref.startswith("#/"):
+    if ref.startswith("#") and not ref.startswith("#/"):
         return True  # the root, or a plain-name anchor ($anchor): the validator resolves those itself
-    node = schema
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
-    return True
+    return json_pointer(schema, ref) is not MISSING

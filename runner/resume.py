@@ -27,6 +27,7 @@ from runner.instructions import without_output_schema
 from runner.integrity import TamperError, verify
 from runner.jsonutil import canonical, file_sha256
 from runner.loop import run_loop
+from runner.mcp_setup import recorded_mcp_configs
 from runner.outcome import Status, UsageError
 from runner.output_schema import OutputSchema
 from runner.output_schema import recorded as recorded_schema
@@ -36,7 +37,7 @@ from runner.policy.load import load_policy, parse_approval, policy_from_snapshot
 from runner.policy.model import Policy
 from runner.recorder import Recording, RunOutcome, early_failure, record
 from runner.rundir import default_runs_dir, iter_events, portable, workspace_of
-from runner.session import OWN_OUTPUTS, RunOptions, conclude, prepare, recorded_mcp_configs, settings_for
+from runner.session import OWN_OUTPUTS, RunOptions, conclude, prepare, settings_for
 from runner.settings import policy_layer
 from runner.task import parse_task
 from runner.trust import load_env_files

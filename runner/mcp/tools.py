@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from runner.jsonutil import MISSING, json_pointer
+
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_NAME = 64
 HASH_LEN = 8
@@ -189,20 +191,8 @@ def _walk(node: Any, root: dict[str, Any], depth: int, refs: tuple[str, ...], bu
 
 
 def _resolve(root: dict[str, Any], ref: str) -> Any:
-    if ref == "#":
-        return root
-    if not ref.startswith("#/"):
-        return None  # remote references are not fetched
-    node: Any = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
+    found = json_pointer(root, ref)  # remote references are not fetched
+    return None if found is MISSING else found
 
 
 def _top(schema: dict[str, Any]) -> dict[str, Any]:

@@ -186,14 +186,19 @@ def _git(ws: Path, *args: str) -> None:
                    capture_output=True)
 
 
-def test_a_changed_workspace_is_refused_and_apply_changes_resumes_a_fresh_checkout(fake, workspace, agent_run,
-                                                                                   tmp_path):
+def _agent_edited_a_committed_file(fake, workspace: Path, agent_run):
+    """A git workspace with notes.txt committed; a run (stopped by its turn budget) that rewrote it."""
     (workspace / "notes.txt").write_text("v1\n")
     _git(workspace, "init", "-q")
     _git(workspace, "add", "notes.txt", "task.md")
     _git(workspace, "commit", "-qm", "base")
     fake.add(reply(calls=[("write", {"path": "notes.txt", "content": "v2 by the agent\n"})]))
-    first = agent_run("--max-turns", "1", "task.md")
+    return agent_run("--max-turns", "1", "task.md")
+
+
+def test_a_changed_workspace_is_refused_and_apply_changes_resumes_a_fresh_checkout(fake, workspace, agent_run,
+                                                                                   tmp_path):
+    first = _agent_edited_a_committed_file(fake, workspace, agent_run)
     assert first.code == 5 and "notes.txt" in (first.run_dir / "changes.patch").read_text()
 
     (workspace / "notes.txt").write_text("someone else's edit\n")
@@ -275,12 +280,7 @@ def test_a_resume_reuses_the_recorded_tools_and_prompt(fake, workspace, agent_ru
 
 
 def test_force_still_applies_the_changes_it_was_asked_to(fake, workspace, agent_run, tmp_path):
-    (workspace / "notes.txt").write_text("v1\n")
-    _git(workspace, "init", "-q")
-    _git(workspace, "add", "notes.txt", "task.md")
-    _git(workspace, "commit", "-qm", "base")
-    fake.add(reply(calls=[("write", {"path": "notes.txt", "content": "v2 by the agent\n"})]))
-    first = agent_run("--max-turns", "1", "task.md")
+    first = _agent_edited_a_committed_file(fake, workspace, agent_run)
     laptop = tmp_path / "laptop"
     subprocess.run(["git", "clone", "-q", str(workspace), str(laptop)], check=True)
     (laptop / "other.txt").write_text("an unrelated local file\n")
