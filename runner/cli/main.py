@@ -14,8 +14,6 @@ from typing import Any
 
 import click
 
-from runner import __version__
-
 # name -> (module, attribute, the first paragraph of its help): the seam where imports become lazy.
 # tests/test_cli_docs.py checks each text against the command's own help.
 COMMANDS = {
@@ -74,7 +72,9 @@ def _short(text: str, limit: int) -> str:
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="agent-run")
+# The version is written once, in pyproject.toml: click reads the installed distribution's metadata
+# (importlib.metadata.version("agent-run")), and only when --version is given.
+@click.version_option(package_name="agent-run", prog_name="agent-run")
 def cli() -> None:
     """Run an LLM agent headless, under a policy, with an auditable run directory.
 
