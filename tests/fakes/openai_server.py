@@ -4,14 +4,16 @@ Tests give it a script: one step per expected request, in order. A step is
 - `reply(content=..., calls=[(name, args), ...])`: an assistant message (args: a
   dict, JSON-encoded for you, or a raw string sent as is, valid JSON or not);
 - `error(status, headers=..., body=...)`: an HTTP error response;
-- `hang(seconds)`: wait before answering (for timeouts and interrupts);
+- `hang(seconds)`: wait before answering (for timeouts and interrupts); the wait ends early
+  when the server closes, so a hang may be as long as the test needs without slowing it;
 - `drop()`: close the connection without answering;
 - `truncated_stream(content)`: SSE chunks, then the connection closes with no
   finish_reason and no `[DONE]` (a server that died mid-answer);
 - `empty_stream()`: a 200 event stream with no chunks at all (llama-cpp-python
   failing inside a stream);
 - `trickle(seconds, interval)`: a 200 whose body never completes: SSE keep-alive
-  comments (streaming) or JSON whitespace (not streaming) every `interval`;
+  comments (streaming) or JSON whitespace (not streaming) every `interval`, until
+  `seconds` have passed or the server closes;
 - `raw(status, body, content_type)`: any bytes (an HTML proxy page, truncated JSON).
 `reply` can also send no usage (`usage=NO_USAGE`, as llama-cpp-python does when
 streaming), arguments as a JSON object (`args_as_object=True`, Ollama's shape), and
@@ -111,6 +113,7 @@ class FakeOpenAI:
         self.compactions = 0
         self.rejects: set[str] = set()  # request parameters answered with HTTP 400 (servers that refuse them)
         self._lock = threading.Lock()
+        self._closing = threading.Event()  # set on close: ends hangs and trickles still waiting
         self._turn = 0
         # marker -> (its turn counter, its steps): a conversation's own script (see `route`)
         self._routes: dict[str, tuple[list[int], list[Step]]] = {}
@@ -144,6 +147,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -194,7 +198,7 @@ class FakeOpenAI:
             return _send_json(h, 404, {"error": {"message": f"no route {h.path}"}})
         turn, step = self._next(body)
         while step is not None and step.kind == "hang":
-            time.sleep(step.seconds)
+            self._closing.wait(step.seconds)
             with self._lock:
                 script = self._queue(body)[1]
                 step = script.pop(0) if script else None
@@ -210,7 +214,7 @@ class FakeOpenAI:
         if step.kind == "raw":
             return _send_raw(h, step.status, step.body, step.content_type)
         if step.kind == "trickle":
-            return _send_trickle(h, bool(body.get("stream")), step.seconds, step.interval)
+            return _send_trickle(h, bool(body.get("stream")), step.seconds, step.interval, self._closing)
         if step.kind in ("truncated_stream", "empty_stream"):
             model = body.get("model", "m")
             return _send_stream(h, model, {"content": step.content}, {}, None, complete=False)
@@ -270,8 +274,10 @@ def _send_raw(h: BaseHTTPRequestHandler, status: int, data: bytes, content_type:
     h.wfile.write(data)
 
 
-def _send_trickle(h: BaseHTTPRequestHandler, stream: bool, seconds: float, interval: float) -> None:
-    """Headers at once, then a few bytes every `interval` for `seconds`: no read ever times out."""
+def _send_trickle(h: BaseHTTPRequestHandler, stream: bool, seconds: float, interval: float,
+                  closing: threading.Event) -> None:
+    """Headers at once, then a few bytes every `interval` for `seconds` (or until the server closes):
+    no read ever times out."""
     h.send_response(200)
     h.send_header("content-type", "text/event-stream" if stream else "application/json")
     h.send_header("connection", "close")
@@ -279,10 +285,10 @@ def _send_trickle(h: BaseHTTPRequestHandler, stream: bool, seconds: float, inter
     h.close_connection = True
     end = time.monotonic() + seconds
     try:
-        while time.monotonic() < end:
+        while time.monotonic() < end and not closing.is_set():
             h.wfile.write(b": keep-alive\n\n" if stream else b" ")
             h.wfile.flush()
-            time.sleep(interval)
+            closing.wait(interval)
     except OSError:  # the client gave up: what a deadline should make it do
         return
 

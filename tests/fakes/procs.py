@@ -20,7 +20,9 @@ def is_gone(pid: int) -> bool:
         return False
 
 
-def wait_gone(pid: int, grace_s: float = 3.0) -> bool:
+def wait_gone(pid: int, grace_s: float = 30.0) -> bool:
+    """True once `pid` is gone; False if it is still there after `grace_s` (which only stops a hang:
+    a process that is going usually goes in milliseconds, but a loaded machine may take seconds)."""
     end = time.monotonic() + grace_s
     while time.monotonic() < end:
         if is_gone(pid):

@@ -58,7 +58,8 @@ LATE_IMPORTS = ("detect_secrets.core.scan", "detect_secrets.core.secrets_collect
                 "stringprep")
 
 # Modules known to read the working directory on import, and how a child puts right what they kept.
-CWD_FIXUPS = {"multiprocessing.process": "ORIGINAL_DIR"}
+# (rich comes with httpx's optional CLI when installed, e.g. by twine; it keeps the cwd for tracebacks.)
+CWD_FIXUPS = {"multiprocessing.process": "ORIGINAL_DIR", "rich": "_IMPORT_CWD"}
 
 
 def _import_all(modules: list[str] | None) -> tuple[set[str], set[str]]:
@@ -118,7 +119,7 @@ class _Server:
         self.env_keys, cwd_readers = _import_all(modules)
         if cwd_readers:
             raise SystemExit(f"zygote: {sorted(cwd_readers)} read the working directory on import: a child would "
-                             "see the zygote's (add them to CWD_FIXUPS in tests/fakes/zygote.py)")
+                             "see the zygote's (add them to CWD_FIXUPS in tests/fakes/zygote_server.py)")
         if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
             raise SystemExit(f"zygote: imports started threads; cannot fork safely: {threading.enumerate()}")
         # Descriptors the imports opened stay in the children (as in a fresh process); all others close.
