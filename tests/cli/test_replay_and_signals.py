@@ -7,13 +7,13 @@ import json
 import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import hang, reply
 from tests.fakes.procs import wait_gone
+from tests.fakes.wait import HANG_S, until
 
 
 def _calls(result):
@@ -89,26 +89,25 @@ def _start(fake, workspace, *args):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for_event(workspace, type_, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _wait_for_event(workspace, type_, timeout=HANG_S):
+    def recorded():
         for log in (workspace / ".agent-run" / "runs").glob("*/events.jsonl"):
             if f'"type":"{type_}"' in log.read_text():
                 return log.parent
-        time.sleep(0.05)
-    raise AssertionError(f"no {type_} event within {timeout}s")
+        return None
+
+    return until(recorded, f"a {type_} event", timeout)
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_during_model_call(fake, workspace, sig, code):
-    fake.add(hang(30), reply("too late"))
+    # The server answers only once the test is over: the run can only end by the signal.
+    fake.add(hang(600), reply("too late"))
     proc = _start(fake, workspace, "task.md")
     run_dir = _wait_for_event(workspace, "model_request")
-    time.sleep(0.3)
-    sent = time.monotonic()
+    until(lambda: fake.requests, "the model request to reach the server")
     proc.send_signal(sig)
-    assert proc.wait(timeout=10) == code
-    assert time.monotonic() - sent < 5
+    assert proc.wait(timeout=HANG_S) == code
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["exit_code"] == code
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
@@ -119,20 +118,18 @@ def test_signal_during_model_call(fake, workspace, sig, code):
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_during_tool_kills_it(fake, workspace, sig, code):
-    fake.add(reply(calls=[("bash", {"command": "echo $$ > pid.txt; sleep 60"})]), reply("never"))
+    # The sleep outlasts every wait below: it is gone only if the run killed it.
+    fake.add(reply(calls=[("bash", {"command": "echo $$ > pid.txt; sleep 300"})]), reply("never"))
     proc = _start(fake, workspace, "--sandbox", "off", "--approve", "bash:shell:*", "task.md")
     run_dir = _wait_for_event(workspace, "tool_call")
-    deadline = time.monotonic() + 10
     # The shell creates pid.txt before it writes to it: wait for the whole line.
-    while not (workspace / "pid.txt").is_file() or not (workspace / "pid.txt").read_text().endswith("\n"):
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    pid = int((workspace / "pid.txt").read_text())
+    pid_file = workspace / "pid.txt"
+    until(lambda: pid_file.is_file() and pid_file.read_text().endswith("\n"), "the tool's pid in pid.txt")
+    pid = int(pid_file.read_text())
     proc.send_signal(sig)
-    assert proc.wait(timeout=10) == code
+    assert proc.wait(timeout=HANG_S) == code
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "interrupted" and summary["tool_calls"] == 1
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert [e["type"] for e in events[-3:]] == ["permission_decision", "interrupted", "run_finished"]
-    assert wait_gone(pid, grace_s=6), "the tool's process outlived the run"
+    assert wait_gone(pid), "the tool's process outlived the run"

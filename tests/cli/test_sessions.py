@@ -12,7 +12,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ import pytest
 from tests.cli.test_replay_and_signals import _start, _wait_for_event
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import error, hang, reply
+from tests.fakes.wait import HANG_S, until
 
 
 def messages_text(raw: bytes) -> str:
@@ -133,14 +133,12 @@ def test_a_finished_run_takes_a_follow_up_question_from_stdin(fake, workspace, a
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_an_interrupted_or_killed_run_resumes(fake, workspace, agent_run, sig):
     (workspace / "a.txt").write_text("alpha\n")
-    fake.add(reply(calls=[("read", {"path": "a.txt"})]), hang(30))
+    fake.add(reply(calls=[("read", {"path": "a.txt"})]), hang(600))  # answers only once the test is over
     proc = _start(fake, workspace, "task.md")
     run_dir = _wait_for_event(workspace, "model_request")
-    deadline = time.monotonic() + 20
-    while len(fake.requests) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    until(lambda: len(fake.requests) >= 2, "the second model request to reach the server")
     proc.send_signal(sig)
-    proc.wait(timeout=20)
+    proc.wait(timeout=HANG_S)
     proc.stdout.close()
     proc.stderr.close()
     assert (run_dir / "summary.json").exists() is (sig == signal.SIGTERM)
@@ -248,14 +246,15 @@ def test_a_moved_run_directory_replays_and_resumes_with_the_commands_it_printed(
 
 
 def test_a_run_in_progress_cannot_be_resumed_or_run_beside(fake, workspace, agent_run):
-    fake.add(hang(30))
+    # The first run waits on a server that answers only once the test is over, so it holds its lock throughout:
+    # a resume that waited for the lock instead of refusing would run into agent_run's timeout.
+    fake.add(hang(600))
     proc = _start(fake, workspace, "task.md")
     try:
         run_dir = _wait_for_event(workspace, "model_request")
-        started = time.monotonic()
         busy = agent_run("resume", str(run_dir))
         assert busy.code == 2 and f"pid {proc.pid}" in busy.stderr and "started" in busy.stderr
-        assert time.monotonic() - started < 15 and busy.new_dirs == []
+        assert busy.new_dirs == []
         beside = agent_run("task.md")
         assert beside.code == 2 and "in use" in beside.stderr and "--shared-workspace" in beside.stderr
         fake.add(reply("side by side"))
@@ -263,7 +262,7 @@ def test_a_run_in_progress_cannot_be_resumed_or_run_beside(fake, workspace, agen
         assert shared.code == 0, shared.stderr
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=20)
+        proc.communicate(timeout=HANG_S)
 
 
 def test_a_resume_reuses_the_recorded_tools_and_prompt(fake, workspace, agent_run):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from pathlib import Path
 
 from tests.fakes.openai_server import reply
+from tests.fakes.wait import HANG_S, until
 
 ALLOW_TASK = """{ "extends": "default", "permission": { "rules": [
   { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }"""
@@ -225,7 +225,7 @@ def test_a_child_past_its_own_turns_or_clock_returns_an_error(fake, workspace, a
     from tests.fakes.openai_server import hang
 
     fake.add(reply(calls=[_task({})]), reply("parent goes on"))
-    fake.route(CHILD, hang(3), reply("too late"))
+    fake.route(CHILD, hang(600), reply("too late"))  # answers when the test is over: only the child's clock ends it
     r = agent_run("--policy", slow, "task.md")
     assert r.code == 0, r.stderr
     assert json.loads(_tool_result(r, None, "task")["content"])["error"]["status"] == "timeout"
@@ -268,14 +268,12 @@ def test_a_run_killed_inside_a_child_leaves_a_whole_record_and_resumes_in_the_pa
     from tests.fakes.openai_server import hang
 
     fake.add(reply(calls=[_task({})]))
-    fake.route(CHILD, hang(30))
+    fake.route(CHILD, hang(600))  # answers only once the test is over
     proc = _start(fake, workspace, "--policy", _policy(workspace), "task.md")
     run_dir = _wait_for_event(workspace, "subagent_started")
-    deadline = time.monotonic() + 20
-    while len(fake.requests) < 2 and time.monotonic() < deadline:  # the child's request is in flight
-        time.sleep(0.05)
+    until(lambda: len(fake.requests) >= 2, "the child's model request to reach the server")
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 143
+    assert proc.wait(timeout=HANG_S) == 143
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "interrupted"
     assert {a["id"]: a["status"] for a in summary["agents"]}["a1"] == "stopped"
