@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import hang, reply
+from tests.fakes.wait import HANG_S, until
 
 GIT_ID = ("-c", "user.email=ci@example.com", "-c", "user.name=CI")
 
@@ -179,18 +179,15 @@ def test_mode_and_max_tokens_reach_every_task(fake, workspace, agent_run, tmp_pa
 
 def test_sigint_stops_the_running_task_and_starts_no_more(fake, workspace):
     names = _tasks(workspace, 2)
-    fake.route("version 0", hang(30), reply("late"))
+    fake.route("version 0", hang(600), reply("late"))  # answers only once the test is over
     fake.route("version 1", reply("never started"))
     env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test")
     proc = subprocess.Popen([*agent_run_argv(), "batch", *names], cwd=workspace, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs = workspace / ".agent-run" / "runs"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not fake.requests:
-        time.sleep(0.05)
-    assert fake.requests, "the first task never asked the model"
+    until(lambda: fake.requests, "the first task to ask the model")
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 130, out + err
     result = json.loads((runs / "batch.json").read_text())
     assert [(e["status"], e["exit_code"]) for e in result["tasks"]] == [("interrupted", 130), ("not_started", 130)]

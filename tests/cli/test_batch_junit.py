@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import xmlschema
 
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import hang, reply
+from tests.fakes.wait import HANG_S, until
 
 XSD = Path(__file__).resolve().parents[1] / "fixtures" / "junit-10.xsd"
 
@@ -73,21 +73,20 @@ def test_github_actions_reporting(fake, workspace, agent_run, tmp_path):
 
 def test_sigint_to_a_run_started_like_the_action(fake, workspace):
     # action.yml runs `exec agent-run …` in bash: the signal reaches agent-run itself.
-    fake.add(hang(30), reply("late"))
+    fake.add(hang(600), reply("late"))  # answers only once the test is over
     env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", GITHUB_ACTIONS="true")
     script = f'exec {" ".join(agent_run_argv())} --policy strict task.md'
     proc = subprocess.Popen(["bash", "-c", script], cwd=workspace, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
     runs = workspace / ".agent-run" / "runs"
-    while time.monotonic() < deadline:
+
+    def asked() -> list:
         logs = list(runs.glob("*/events.jsonl")) if runs.exists() else []
-        if logs and '"type":"model_request"' in logs[0].read_text():
-            break
-        time.sleep(0.05)
-    assert logs, "the run never reached its model request"
+        return logs if logs and '"type":"model_request"' in logs[0].read_text() else []
+
+    logs = until(asked, "the run's model request")
     proc.send_signal(signal.SIGINT)
-    code = proc.wait(timeout=20)
+    code = proc.wait(timeout=HANG_S)
     assert code == 130, proc.stderr.read() if proc.stderr else code
     run_dir = logs[0].parent
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -4,10 +4,10 @@ and `runs show --transcript`."""
 from __future__ import annotations
 
 import signal
-import time
 
 from tests.cli.test_replay_and_signals import _start, _wait_for_event
 from tests.fakes.openai_server import reply
+from tests.fakes.wait import HANG_S, until
 
 CHECK_TASK = "---\ncheck: python3 -c \"assert 1 == 2, 'the assertion text'\"\n---\nGo.\n"
 
@@ -62,14 +62,14 @@ def test_a_transcript_is_written_for_a_plain_success_too(fake, workspace, agent_
 
 
 def test_an_interrupted_run_has_its_transcript(fake, workspace):
-    fake.add(reply("Waiting.", calls=[("bash", {"command": "sleep 30"})]), reply("never"))
-    proc = _start(fake, workspace, "task.md", "--approve", "bash:shell:sleep *", "--sandbox", "off")
+    fake.add(reply("Waiting.", calls=[("bash", {"command": "touch tool-started; sleep 300"})]), reply("never"))
+    proc = _start(fake, workspace, "task.md", "--approve", "bash:shell:*", "--sandbox", "off")
     run_dir = _wait_for_event(workspace, "permission_decision")
-    time.sleep(0.3)
+    until(lambda: (workspace / "tool-started").exists(), "the tool to start")
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=15) == 130
+    assert proc.wait(timeout=HANG_S) == 130
     transcript = (run_dir / "transcript.md").read_text(encoding="utf-8")
     assert transcript.startswith("# agent-run: ") and "**interrupted** (exit 130)" in transcript
-    assert "> Waiting." in transcript and "sleep 30" in transcript
+    assert "> Waiting." in transcript and "sleep 300" in transcript
     assert "🛑 **Interrupted** by SIGINT" in transcript
 
