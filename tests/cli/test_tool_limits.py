@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -18,16 +17,16 @@ import pytest
 from tests.conftest import Result, _dirs, agent_run_argv, clean_env
 from tests.fakes.openai_server import reply
 
-TIMEOUT = 3.0
-# Each run has --timeout TIMEOUT and must succeed, which proves it finished in time; `took` only catches a hang
-# after that (in teardown), loosely: a tight wall-clock bound flakes on a loaded machine (speed is in bench/).
-HANG = 10 * TIMEOUT
+# Each run has --timeout TIMEOUT and must succeed: a tool that blocked (on a FIFO, a loop, a giant line) would
+# end the run at its timeout, status budget_exhausted, and fail the test. The timeout only stops such a hang:
+# a run here takes a second or two, several on a loaded machine; how fast the tools are is bench/'s to measure.
+# The process's own timeout comes after the run's, so even a hanging run leaves a whole run directory.
+TIMEOUT = 60
+PROCESS_TIMEOUT = 2 * TIMEOUT
 
 
-def _timed(agent_run, *args: str) -> tuple[Result, float]:
-    started = time.monotonic()
-    r = agent_run("--sandbox", "off", "--timeout", str(int(TIMEOUT)), *args, "task.md", timeout=60)
-    return r, time.monotonic() - started
+def _run(agent_run, *args: str) -> Result:
+    return agent_run("--sandbox", "off", "--timeout", str(TIMEOUT), *args, "task.md", timeout=PROCESS_TIMEOUT)
 
 
 def _complete(r: Result) -> None:
@@ -51,9 +50,8 @@ def fifo(workspace: Path) -> Path:
 def test_grep_skips_a_fifo(fake, workspace, fifo, agent_run):
     (workspace / "notes.txt").write_text("needle here\n")
     fake.add(reply(calls=[("grep", {"pattern": "needle", "path": "."})]), reply("done"))
-    r, took = _timed(agent_run)
+    r = _run(agent_run)
     assert r.code == 0, r.stderr
-    assert took < HANG
     _complete(r)
     [content] = _contents(r)
     assert content.startswith("notes.txt:1: needle here")
@@ -63,9 +61,8 @@ def test_grep_skips_a_fifo(fake, workspace, fifo, agent_run):
 
 def test_read_of_a_fifo_is_an_error_the_model_can_act_on(fake, workspace, fifo, agent_run):
     fake.add(reply(calls=[("read", {"path": "pipe"}), ("grep", {"pattern": "x", "path": "pipe"})]), reply("done"))
-    r, took = _timed(agent_run)
+    r = _run(agent_run)
     assert r.code == 0, r.stderr
-    assert took < HANG
     _complete(r)
     read, grep = (json.loads(c) for c in _contents(r))
     assert read["error"]["type"] == "IOError" and "not a regular file" in read["error"]["message"]
@@ -81,18 +78,17 @@ def _tree(root: Path, files: int, per_dir: int = 500) -> None:
         (d / f"f{i}.txt").write_bytes(body)
 
 
-def test_grep_over_a_big_tree_ends_well_within_the_timeout(fake, workspace, agent_run):
+def test_grep_over_a_big_tree_finishes_and_finds_nothing(fake, workspace, agent_run):
     _tree(workspace / "big", 20_000)
     fake.add(reply(calls=[("grep", {"pattern": "no-such-word", "path": "."})]), reply("done"))
-    r, took = _timed(agent_run)
+    r = _run(agent_run)
     assert r.code == 0, (r.stderr, r.summary)
-    assert took < HANG, took
     _complete(r)
     [content] = _contents(r)
     assert content.startswith("[no matches]")
 
 
-def _run_measured(fake, workspace: Path, tmp_path: Path, *args: str) -> tuple[Result, float, int | None]:
+def _run_measured(fake, workspace: Path, tmp_path: Path, *args: str) -> tuple[Result, int | None]:
     """Like the agent_run fixture, with the CLI's peak RSS in KiB, as /usr/bin/time tells it (None without
     it). Not the rusage of a child of this process: a forked child's peak starts at pytest's own size."""
     env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", AGENT_RUN_RETRY_BASE_S="0.01")
@@ -100,25 +96,21 @@ def _run_measured(fake, workspace: Path, tmp_path: Path, *args: str) -> tuple[Re
     before = _dirs(runs_dir)
     rss_file = tmp_path / "rss.txt"
     timer = ["/usr/bin/time", "-f", "%M", "-o", str(rss_file)] if os.access("/usr/bin/time", os.X_OK) else []
-    started = time.monotonic()
     proc = subprocess.run([*timer, *agent_run_argv(), *args], cwd=workspace, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60)
-    took = time.monotonic() - started
+                          capture_output=True, text=True, timeout=PROCESS_TIMEOUT)
     rss = int(rss_file.read_text().split()[-1]) if timer else None
-    return Result(proc.returncode, proc.stdout, proc.stderr, runs_dir, sorted(_dirs(runs_dir) - before)), took, rss
+    return Result(proc.returncode, proc.stdout, proc.stderr, runs_dir, sorted(_dirs(runs_dir) - before)), rss
 
 
-def test_read_of_a_giant_line_is_cut_in_bounded_memory_and_time(fake, workspace, tmp_path):
+def test_read_of_a_giant_line_is_cut_in_bounded_memory(fake, workspace, tmp_path):
     size = 200 * 1024 * 1024
     chunk = b"a" * (1024 * 1024)
     with (workspace / "giant.txt").open("wb") as f:
         for _ in range(size // len(chunk)):
             f.write(chunk)
     fake.add(reply(calls=[("read", {"path": "giant.txt", "limit": 5})]), reply("done"))
-    r, took, rss_kib = _run_measured(fake, workspace, tmp_path, "--sandbox", "off", "--timeout", str(int(TIMEOUT)),
-                                     "task.md")
+    r, rss_kib = _run_measured(fake, workspace, tmp_path, "--sandbox", "off", "--timeout", str(TIMEOUT), "task.md")
     assert r.code == 0, r.summary
-    assert took < HANG, took
     _complete(r)
     [content] = _contents(r)
     first = content.splitlines()[0]
@@ -143,9 +135,8 @@ def bad_name(workspace: Path) -> None:
 ])
 def test_a_name_that_is_not_utf8_is_shown_escaped(fake, workspace, bad_name, agent_run, tool, args, expected):
     fake.add(reply(calls=[(tool, args)]), reply("done"))
-    r, took = _timed(agent_run)
+    r = _run(agent_run)
     assert r.code == 0, r.stderr
-    assert took < HANG
     _complete(r)
     assert _contents(r) == [expected]
 
@@ -156,9 +147,8 @@ def test_list_copes_with_a_symlink_loop(fake, workspace, agent_run):
     (workspace / "self").symlink_to("self")
     fake.add(reply(calls=[("list", {"path": "."}), ("glob", {"pattern": "**"}),
                           ("grep", {"pattern": "x"})]), reply("done"))
-    r, took = _timed(agent_run)
+    r = _run(agent_run)
     assert r.code == 0, r.stderr
-    assert took < HANG
     _complete(r)
     listed, globbed, grepped = _contents(r)
     assert [e for e in listed.splitlines() if not e.startswith(".agent-run")] == [
@@ -188,12 +178,11 @@ def test_web_fetch_results_are_truncated_like_any_other(fake, tmp_path, workspac
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/big.txt"
         fake.add(reply(calls=[("web_fetch", {"url": url})]), reply("done"))
-        r, took = _timed(agent_run, "--policy", str(policy))
+        r = _run(agent_run, "--policy", str(policy))
     finally:
         server.shutdown()
         server.server_close()
     assert r.code == 0, r.stderr
-    assert took < HANG
     _complete(r)
     [result] = r.of_type("tool_result")
     assert len(result["content"].encode()) < 52_000
