@@ -5,6 +5,7 @@ inside a script, fail-on-denied."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,8 +64,9 @@ def test_action_inputs_and_outputs():
     action = load(ACTION)
     inputs = action["inputs"]
     assert {"task", "policy", "model", "api-key", "base-url", "max-turns", "timeout", "max-cost-usd", "junit",
-            "upload-artifact", "fail-on-denied", "version", "sandbox", "sandbox-fallback", "mcp-config",
+            "upload-artifact", "fail-on-denied", "sandbox", "sandbox-fallback", "mcp-config",
             "output-schema"} <= set(inputs)
+    assert "version" not in inputs  # agent-run is on no package index: the action installs its own checkout
     assert inputs["sandbox"]["default"] == "required" and inputs["sandbox-fallback"]["default"] == "true"
     assert inputs["policy"]["default"] == "default"
     assert inputs["upload-artifact"]["default"] == "true" and inputs["fail-on-denied"]["default"] == "true"
@@ -85,6 +87,20 @@ def test_action_runs_agent_run_with_exec_and_uploads_always():
     assert "github.run_attempt" in upload["with"]["name"] and "strategy.job-index" in upload["with"]["name"]
     python = action_step(uses="actions/setup-python@v5")
     assert python["with"]["python-version"] == "3.12"
+
+
+# `pip install agent-run`, `pipx install --quiet agent-run[x]`, `agent-run==0.2.0`: the package by its name on
+# an index, where it is not published. (`git+https://github.com/owner/agent-run@v0.2.0` is a git URL.)
+INDEX_INSTALL = re.compile(r"\binstall\s+(?:-\S+\s+)*['\"]?agent[-_]run(?![\w/@.-])|\bagent[-_]run\s*[=~<>!]=")
+
+
+def test_no_install_command_names_the_package_on_an_index():
+    files = [ROOT / "README.md", ACTION, *WORKFLOWS, *sorted((ROOT / "docs").glob("*.md"))]
+    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if INDEX_INSTALL.search(line)]
+    assert not found, "\n".join(found)
+    assert INDEX_INSTALL.search("python -m pip install --quiet agent-run") and INDEX_INSTALL.search("agent-run==1.0")
+    assert not INDEX_INSTALL.search('pip install "git+https://github.com/owner/agent-run@v0.2.0"')
 
 
 def scripts(doc: Any) -> list[str]:
