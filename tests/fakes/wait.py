@@ -5,9 +5,10 @@ A test that waits names what it waits for; the time limit only stops a hang, so 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -25,3 +26,25 @@ def until(condition: Callable[[], T], what: str, timeout_s: float = HANG_S, inte
         if time.monotonic() > end:
             raise AssertionError(f"still waiting after {timeout_s:g} s for {what}")
         time.sleep(interval_s)
+
+
+def returns(call: Callable[[], T], what: str, timeout_s: float = HANG_S) -> T:
+    """`call()`'s result (or its exception), failing naming `what` if it has not returned after `timeout_s`:
+    for a call that must not wait on something that lasts longer still (a `sleep 300` it should have killed).
+    The call runs on a daemon thread, left behind if it hangs."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise AssertionError(f"still waiting after {timeout_s:g} s for {what}")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

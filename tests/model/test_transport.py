@@ -43,7 +43,8 @@ def test_streaming_yields_chunks():
 
 def test_errors_are_the_sdks():
     with FakeOpenAI() as fake:
-        fake.add(error(503, headers={"retry-after": "2"}), hang(600), reply("late"))  # answers when the server closes: never in time
+        # The hang ends when the server closes: the answer never comes in time.
+        fake.add(error(503, headers={"retry-after": "2"}), hang(600), reply("late"))
         with pytest.raises(openai.APIStatusError) as exc:
             create_chat_completion(client(fake), model="m", messages=MESSAGES)
         assert exc.value.status_code == 503 and exc.value.response.headers["retry-after"] == "2"
