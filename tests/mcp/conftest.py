@@ -6,7 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,8 +13,13 @@ import pytest
 
 from runner.mcp.client import McpServer
 from runner.mcp.config import ServerConfig
+from tests.fakes.wait import HANG_S, until
 
 SERVERS = Path(__file__).parent / "servers"
+# Timeouts for starts and calls that must succeed: they only stop a hang. A server starts in about a second
+# (an interpreter importing the MCP SDK), several on a loaded machine; a call takes milliseconds.
+START_S = 60
+CALL_S = 30
 
 
 def stdio_config(name: str, script: str, *args: str, env: dict[str, str] | None = None) -> ServerConfig:
@@ -48,7 +52,7 @@ def servers() -> Iterator[list[McpServer]]:
 @pytest.fixture
 def toolbox(tmp_path: Path, servers: list[McpServer]) -> McpServer:
     server = McpServer(stdio_config("toolbox", "toolbox.py"), log_path=tmp_path / "mcp" / "toolbox.log",
-                       start_timeout_s=20)
+                       start_timeout_s=START_S)
     servers.append(server)
     return server.start()
 
@@ -61,17 +65,18 @@ def http_toolbox() -> Iterator[str]:
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, str(SERVERS / "toolbox.py"), "--http", str(port), "--token", "x"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def listening() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"the HTTP test server exited ({proc.returncode}) before it listened on {port}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            return True
+        except OSError:
+            return False
+
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the HTTP test server did not listen on {port} (exit {proc.poll()})")
-                time.sleep(0.05)
+        until(listening, f"the HTTP test server to listen on {port}", timeout_s=START_S)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.kill()
-        proc.wait(timeout=5)
+        proc.wait(timeout=HANG_S)

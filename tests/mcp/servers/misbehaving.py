@@ -21,7 +21,7 @@ def main() -> None:
     if mode == "silent":
         for _ in sys.stdin:
             pass
-        time.sleep(60)  # stdin closed: still no answer; the client must kill us
+        time.sleep(600)  # stdin closed: still no answer, for longer than any test waits; the client must kill us
         return
     if mode == "exit":
         sys.stderr.write("fatal: missing API key EXAMPLE_TOKEN\n")

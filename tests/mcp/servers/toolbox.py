@@ -43,6 +43,8 @@ def broken() -> CallToolResult:
 
 @server.tool(description="Never returns.")
 def hang() -> str:
+    sys.stderr.write("toolbox: hanging\n")  # in the client's log: a test waits for it
+    sys.stderr.flush()
     while True:
         time.sleep(1)
 
