@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runner.jsonutil import canonical  # noqa: E402
+from runner.core.jsonutil import canonical  # noqa: E402
 from tests.conftest import agent_run_argv, clean_env  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, reply  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Masking cost (runner/mask.py): MB/s over typical tool output, with no secrets and with some; the same
+"""Masking cost (runner/record/mask.py): MB/s over typical tool output, with no secrets and with some; the same
 through the streaming path a spill file takes; µs per logged event; the one-time setup. Prints figures;
 asserts nothing about wall time (only that the secrets were masked).
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from runner.mask import MaskedStream, Masker
+from runner.record.mask import MaskedStream, Masker
 
 SECRETS = [
     "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+from runner.engine.explain import with_hard_limits
 from runner.policy import load as policy_load
 from runner.policy.decide import decide
-from runner.policy.explain import with_hard_limits
 from runner.policy.jsonc import parse_json5
 from runner.policy.load import load_policy
 from runner.policy.model import Policy, Target

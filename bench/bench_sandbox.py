@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from runner.sandbox.config import config_from
+from runner.policy.sandbox_config import config_from
 from runner.sandbox.probe import probe
 from runner.sandbox.runtime import Sandbox, open_sandbox
 from runner.tools.base import ToolContext

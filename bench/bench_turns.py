@@ -1,6 +1,6 @@
 """The runner's own per-turn cost: does turn 1,000 cost what turn 10 does?
 
-Runs a whole session in this process (`runner.session.execute`, the real `OpenAIChat`, the real
+Runs a whole session in this process (`runner.run.assemble.execute`, the real `OpenAIChat`, the real
 `openai` SDK over HTTP) against the scripted server on 127.0.0.1 (in a child process). Every
 turn the model reads one more file of a fixed size, so messages have fixed sizes and the context
 manager keeps the prompt bounded by the window: what is measured is the runner's per-turn overhead,
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from runner.model.openai_chat import OpenAIChat  # noqa: E402
-from runner.session import RunOptions, execute  # noqa: E402
+from runner.run.assemble import RunOptions, execute  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, reply  # noqa: E402
 
 MARKS = (10, 100, 1000)

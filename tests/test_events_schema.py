@@ -1,4 +1,4 @@
-"""runner/schemas/events.schema.json: a valid schema that says exactly what runner/events.py emits."""
+"""runner/schemas/events.schema.json: a valid schema that says exactly what runner/core/events.py emits."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from runner import events as events_module
-from runner.events import (
+from runner.core import events as events_module
+from runner.core.events import (
     Compaction,
     Event,
     GuardWarning,
@@ -35,11 +35,11 @@ from runner.events import (
     UserMessage,
     tag,
 )
-from runner.jsonutil import sha256_text
+from runner.core.jsonutil import sha256_text
+from runner.core.outcome import EXIT_CODES, Status
 from runner.model.base import assistant_message, usage_dict
-from runner.outcome import EXIT_CODES, Status
 from runner.policy.model import DOMAINS, Decision
-from runner.rundir import EventLog, create_run_dir, utc_now
+from runner.record.rundir import EventLog, create_run_dir, utc_now
 from runner.tools.base import ERROR_TYPES
 from tests.fakes.event_schema import event_error, load_schema, validate_events_file
 
@@ -201,7 +201,7 @@ def test_events_as_logged_are_valid(tmp_path):
 
 
 def test_a_masking_log_writes_valid_events(tmp_path):
-    from runner.mask import Masker
+    from runner.record.mask import Masker
 
     run_id, run_dir = create_run_dir(tmp_path / "runs", tmp_path)
     log = EventLog(run_dir / "events.jsonl", run_id, masker=Masker({"DEPLOY_TOKEN": "tok-0123456789"}))

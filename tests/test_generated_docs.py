@@ -1,4 +1,4 @@
-"""Doc tables generated from their one source (runner/docgen.py) cannot drift from it."""
+"""Doc tables generated from their one source (runner/cli/docgen.py) cannot drift from it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import docgen
+from runner.cli import docgen
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((ROOT / "runner" / "schemas" / "events.schema.json").read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""runner/mask.py: token shapes from detect-secrets plus ours, the environment's secret values, and
+"""runner/record/mask.py: token shapes from detect-secrets plus ours, the environment's secret values, and
 masking of text that arrives in pieces."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from runner.jsonutil import canonical, sha256_text
-from runner.mask import MARKER, MaskedStream, Masker, secret_values
+from runner.core.jsonutil import canonical, sha256_text
+from runner.record.mask import MARKER, MaskedStream, Masker, secret_values
 
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
@@ -146,7 +146,7 @@ print("unchanged" if Masker({{"DEPLOY_PASSWORD": "hunter2hunter2"}}).mask(text)[
 
 
 def test_required_literals_only_skip_texts_that_cannot_match(masker):
-    from runner.mask import required_literal
+    from runner.record.mask import required_literal
 
     assert required_literal(re.compile(r"ab(c|d)efg[0-9]")) == "efg"
     assert required_literal(re.compile(r"xyz|abc")) == ""

@@ -1,4 +1,4 @@
-"""runner/repofile.py: a repository file the runner reads itself is a regular file, read without
+"""runner/workspace/repofile.py: a repository file the runner reads itself is a regular file, read without
 following a link or waiting on a FIFO, and kept only up to its cap."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from runner.instructions import gather
-from runner.repofile import read_capped
-from runner.skills import discover as discover_skills
 from runner.subagents.profiles import discover as discover_profiles
+from runner.workspace.instructions import gather
+from runner.workspace.repofile import read_capped
+from runner.workspace.skills import discover as discover_skills
 
 
 def test_a_capped_read_keeps_the_head_and_knows_the_whole(tmp_path):
@@ -62,7 +62,7 @@ def test_an_oversized_profile_is_skipped_and_a_huge_agents_md_is_cut(tmp_path):
 
 
 def test_a_recorded_prompt_loses_only_its_output_schema_section(tmp_path):
-    from runner.instructions import Instructions, without_output_schema
+    from runner.workspace.instructions import Instructions, without_output_schema
 
     both = Instructions()
     both.add_trusted("notes.md", "Use tabs.")
@@ -76,7 +76,7 @@ def test_a_recorded_prompt_loses_only_its_output_schema_section(tmp_path):
 
 
 def test_a_skill_name_is_one_word_and_repository_skills_are_marked(tmp_path):
-    from runner.skills import index
+    from runner.workspace.skills import index
 
     ws = tmp_path / "ws"
     (ws / ".agents/skills/bad").mkdir(parents=True)

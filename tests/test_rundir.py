@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from runner.events import ModelRetry, RunStarted
-from runner.jsonutil import canonical
-from runner.rundir import EventLog, create_run_dir, new_run_id, read_events, utc_now, write_atomic, write_json
+from runner.core.events import ModelRetry, RunStarted
+from runner.core.jsonutil import canonical
+from runner.record.rundir import EventLog, create_run_dir, new_run_id, read_events, utc_now, write_atomic, write_json
 
 RUN_ID = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{6}$")
 

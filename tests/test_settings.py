@@ -7,7 +7,7 @@ import os
 import pydantic
 import pytest
 
-from runner.settings import DEFAULT_MODEL, load_settings, policy_layer
+from runner.engine.settings import DEFAULT_MODEL, load_settings, policy_layer
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""runner/workstate.py and runner/lock.py against what an agent (or a crafted run directory) can leave behind:
+"""workspace/state.py and record/lock.py against what an agent (or a crafted run directory) can leave behind:
 nothing there may hang the run, be followed out of its place, or be written through."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from runner.lock import acquire, is_locked
-from runner.workstate import WorkspaceMismatch, check, end_state
+from runner.record.lock import acquire, is_locked
+from runner.workspace.state import WorkspaceMismatch, check, end_state
 
 
 def test_a_symlink_or_fifo_the_agent_left_is_hashed_without_being_read(tmp_path):

@@ -1,4 +1,4 @@
-"""Worktrees (runner/worktree.py): never through a symlink, never one a run holds, never the workspace's git config."""
+"""Worktrees: never through a symlink, never one a run holds, never the workspace's git config."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.report.git import GitError, isolated_env, run_git
-from runner.worktree import WorktreeError, create_worktree, in_use, remove_older_worktrees
+from runner.workspace.git import GitError, isolated_env, run_git
+from runner.workspace.worktree import WorktreeError, create_worktree, in_use, remove_older_worktrees
 from tests.fakes.openai_server import reply
 
 GIT_ID = ("-c", "user.email=ci@example.com", "-c", "user.name=CI")
@@ -139,7 +139,7 @@ def test_cleanup_leaves_a_symlink_among_the_worktrees_and_its_target(tmp_path):
 
 @pytest.mark.parametrize("locked", ["", "sub"])
 def test_cleanup_skips_a_worktree_a_run_holds(tmp_path, locked):
-    """A run locks its workspace directory (the worktree, or a subdirectory of it) as runner/lock.py does."""
+    """A run locks its workspace directory (the worktree, or a subdirectory of it) as runner/record/lock.py does."""
     repo = _repo(tmp_path / "repo")
     held, free = _old_worktree(repo, "held"), _old_worktree(repo, "free")
     fd = os.open(held / locked, os.O_RDONLY | os.O_DIRECTORY)
@@ -158,7 +158,7 @@ def test_cleanup_skips_a_worktree_a_run_holds(tmp_path, locked):
 def test_cleanup_lists_only_what_it_removed(tmp_path, monkeypatch):
     repo = _repo(tmp_path / "repo")
     tree = _old_worktree(repo, "old")
-    monkeypatch.setattr("runner.worktree.shutil.rmtree", lambda *a, **k: None)
+    monkeypatch.setattr("runner.workspace.worktree.shutil.rmtree", lambda *a, **k: None)
     assert remove_older_worktrees(repo, 86400) == []
     assert tree.is_dir()
 

@@ -28,9 +28,9 @@ from typing import Any
 import click
 
 from runner.cli.output import case_of
-from runner.outcome import EXIT_CODES, Status
+from runner.core.outcome import EXIT_CODES, Status
+from runner.record.rundir import default_runs_dir, write_json
 from runner.report.junit import write_junit
-from runner.rundir import default_runs_dir, write_json
 
 USAGE_ERROR = EXIT_CODES[Status.USAGE_ERROR]  # a refusal is one
 
@@ -150,8 +150,8 @@ def _isolation(home: Path, jobs: int, isolate: str | None, shared: bool) -> str 
 
 
 def _worktree_problem(home: Path) -> str | None:
-    """Why no worktree can be made of this workspace (runner/worktree.py would fail in every task), else None."""
-    from runner.report.git import SafeGit, find_repo
+    """Why no worktree can be made of this workspace (a worktree would fail in every task), else None."""
+    from runner.workspace.git import SafeGit, find_repo
 
     repo = find_repo(home)
     if repo is None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from runner.outcome import EXIT_CODES, Status
-from runner.rundir import default_runs_dir
+from runner.core.outcome import EXIT_CODES, Status
+from runner.record.rundir import default_runs_dir
 from runner.tools.spill import remove_older_than
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -43,7 +43,7 @@ def cleanup(workspace: str, runs_dir: str | None, older_than: str, spills_only: 
     root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir(Path(workspace).resolve())
     removed = remove_older_than(root, age, spills_only=spills_only, dry_run=dry_run)
     if not spills_only:
-        from runner.worktree import remove_older_worktrees
+        from runner.workspace.worktree import remove_older_worktrees
 
         removed += remove_older_worktrees(Path(workspace).resolve(), age, dry_run=dry_run)
     for path in removed:

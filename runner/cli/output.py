@@ -15,14 +15,14 @@ from typing import Any
 
 import click
 
-from runner.mask import secret_values
-from runner.recorder import RunOutcome
+from runner.engine.recorder import RunOutcome
+from runner.record.mask import secret_values
 from runner.report.github import GitHubReporter, endgroup, group, stop_commands
 from runner.report.junit import JUnitCase, write_junit
 
 
 def secrets_to_mask() -> list[str | None]:
-    """For `::add-mask::`: the API key and the value of every secret-named variable (runner.mask), so that
+    """For `::add-mask::`: the API key and the value of every secret-named variable (runner.record.mask), so that
     GitHub hides them in the raw log too. What agent-run itself prints is masked already (the summary and
     events are written through the run's Masker)."""
     return [os.environ.get(k) for k in ("OPENAI_API_KEY", "AGENT_RUN_API_KEY")] + [

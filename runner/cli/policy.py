@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from runner.outcome import EXIT_CODES, Status
-from runner.policy.explain import dumps, explain, explain_text, simulate, simulate_text
+from runner.core.outcome import EXIT_CODES, Status
+from runner.engine.explain import dumps, explain, explain_text, simulate, simulate_text
 from runner.policy.jsonc import PolicyError
 from runner.policy.load import check_policy, load_policy
 from runner.policy.model import DOMAINS
-from runner.rundir import default_runs_dir
+from runner.record.rundir import default_runs_dir
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
 DENIED = EXIT_CODES[Status.DENIED]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from runner.approve import describe_call, load_run, replay, select
 from runner.cli.output import finish, with_github
-from runner.outcome import EXIT_CODES, Status, UsageError
+from runner.core.outcome import EXIT_CODES, Status, UsageError
+from runner.sessions.replay import describe_call, load_run, replay, select
 
 
 @click.command("replay")

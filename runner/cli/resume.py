@@ -8,7 +8,7 @@ import click
 
 from runner.cli.output import finish, with_github
 from runner.cli.run import options_from, run_options
-from runner.resume import ContinueOptions, execute_continue
+from runner.sessions.resume import ContinueOptions, execute_continue
 
 
 @click.command("resume")

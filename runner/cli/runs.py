@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from runner.events import MAIN, call_ref
-from runner.outcome import EXIT_CODES, Status
+from runner.core.events import MAIN, call_ref
+from runner.core.outcome import EXIT_CODES, Status
+from runner.record.rundir import default_runs_dir, iter_events
 from runner.report.transcript import transcript_of
-from runner.rundir import default_runs_dir, iter_events
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
 ARGS_CHARS = 60

@@ -12,15 +12,15 @@ from typing import Any
 
 import click
 
-from runner.outcome import EXIT_CODES, Status
+from runner.core.outcome import EXIT_CODES, Status
 from runner.policy.decide import decide
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import protected_paths
 from runner.policy.load import load_policy
 from runner.policy.model import Policy
+from runner.policy.sandbox_config import SandboxConfig, SandboxConfigError, config_from, resolve_mode
 from runner.policy.targets import network_target
-from runner.rundir import default_runs_dir
-from runner.sandbox.config import SandboxConfig, SandboxConfigError, config_from, resolve_mode
+from runner.record.rundir import default_runs_dir
 from runner.sandbox.layout import policy_paths
 from runner.sandbox.probe import probe
 from runner.sandbox.proxy import Verdict

@@ -33,8 +33,8 @@ from runner.context.prune import (
     soft_trim,
     summarized,
 )
-from runner.events import Compaction, Emit
-from runner.jsonutil import canonical, estimate_tokens, sha256_text
+from runner.core.events import Compaction, Emit
+from runner.core.jsonutil import canonical, estimate_tokens, sha256_text
 
 DEFAULT_CHARS_WINDOW = 120_000  # ADR-0002 A: with no known window, 120k characters
 LOW_WATER_GAP = 0.15  # a stage-2 batch must bring the context this far below its threshold
@@ -77,7 +77,7 @@ class ContextManager:
     peak: float = 0.0
     stage: str = "none"
     spill: Callable[[str], str | None] | None = None  # keeps a full result, returns where
-    masker: Any = None  # runner.mask.Masker: the snapshot is a log surface, secrets masked like the rest
+    masker: Any = None  # runner.record.mask.Masker: the snapshot is a log surface, secrets masked like the rest
     root: Path | None = None  # what snapshot paths are relative to (the run dir); None: history_dir's parent
     _bound: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
     _summary_floor: int | None = None  # no summary below this many tokens (back-off after one that fell short)

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from runner.jsonutil import short
+from runner.core.jsonutil import short
 
 SUMMARY_MARKER = "[Session summary]"
 CLEARED_MARKER = "[tool output cleared"

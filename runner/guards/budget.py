@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.events import Event, ModelResponse, agent_id
+from runner.core.events import Event, ModelResponse, agent_id
+from runner.core.outcome import BudgetExhausted
 from runner.model.base import ModelReply
 from runner.model.catalog import Price
-from runner.outcome import BudgetExhausted
 
 # A server that counts under a third of the runner's estimate did not see the whole prompt: it
 # dropped the tools or truncated the messages. Only for prompts big enough to judge.

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from runner.call import CallRecord, Verdict
-from runner.jsonutil import short
-from runner.outcome import Denied
+from runner.core.jsonutil import short
+from runner.core.outcome import Denied
+from runner.engine.call import CallRecord, Verdict
 
 DEFAULT_MAX_DENIALS = 3
 

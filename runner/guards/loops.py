@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from runner.jsonutil import short
+from runner.core.jsonutil import short
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,8 @@ class LoopGuard:
         self.detector = LoopDetector(config)
 
     def __call__(self, record: Any) -> Any:
-        from runner.call import Verdict
-        from runner.outcome import DoomLoop
+        from runner.core.outcome import DoomLoop
+        from runner.engine.call import Verdict
 
         label = f"{record.tool} {short(record.arguments)}"
         fired, warnings = self.detector.observe(Observation(record.fingerprint, record.content_sha256,

@@ -27,23 +27,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.events import McpServerFailed, McpServerStarted, NetworkRequest
+from runner.core.events import McpServerFailed, McpServerStarted, NetworkRequest
+from runner.core.outcome import UsageError
 from runner.mcp.client import CLOSE_WAIT_S, McpError, McpServer
 from runner.mcp.config import ServerConfig, load_mcp_config, merge, servers_from_mapping
+from runner.mcp.tool import DEFAULT_CALL_TIMEOUT_S, McpTool
 from runner.mcp.tools import specs_for, tool_names
-from runner.outcome import UsageError
 from runner.policy.jsonc import PolicyError
 from runner.policy.model import Target
-from runner.sandbox.config import SandboxConfig, SandboxConfigError, net_target, network_rules
+from runner.policy.sandbox_config import SandboxConfig, SandboxConfigError, net_target, network_rules
 from runner.sandbox.layout import toolchain_root
 from runner.sandbox.paths import extra_paths
 from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import RUN_PROXY
-from runner.tools.mcp import DEFAULT_CALL_TIMEOUT_S, McpTool
 
 if TYPE_CHECKING:
-    from runner.call import CallEnv
-    from runner.recorder import Recording
+    from runner.engine.call import CallEnv
+    from runner.engine.recorder import Recording
 
 START_TIMEOUT_S = 30.0
 LATE_CLOSE_S = 1.0  # past the run's deadline, what a server gets to exit before its SIGKILL
@@ -184,7 +184,7 @@ def _allowed(rec: Recording, env: CallEnv, config: ServerConfig) -> None:
     """An HTTP server is reached only if the policy allows its URL (domain mcp, target url:<url>)."""
     if config.transport != "http":
         return
-    from runner.call import decide_and_record
+    from runner.engine.call import decide_and_record
 
     target = Target("mcp", f"url:{config.url}")
     decision, _ = decide_and_record(env, f"mcp-start-{config.name}", f"mcp__{config.name}", "mcp", [target],
@@ -285,7 +285,7 @@ def _server_net(rec: Recording, env: CallEnv, name: str, rules: list[Any]) -> An
     """A server's own allow-list (trusted config), as rules after the run's `network` ones: decided and recorded
     as the run's own sandbox does it (runner/sandbox/session.py `_net_decider`): a permission_decision, a
     network_request, and a denial in the summary."""
-    from runner.call import decide_and_record
+    from runner.engine.call import decide_and_record
     from runner.sandbox.session import net_verdict
 
     own = dataclasses.replace(env, policy=env.policy.with_rules(rules))

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.jsonutil import MISSING, json_pointer
+from runner.core.jsonutil import MISSING, json_pointer
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_NAME = 64

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runner.events import Event
-from runner.jsonutil import canonical, estimate_tokens
+from runner.core.events import Event
+from runner.core.jsonutil import canonical, estimate_tokens
 
 
 @dataclass(frozen=True)

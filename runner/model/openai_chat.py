@@ -14,8 +14,9 @@ from typing import Any
 
 import openai
 
-from runner.events import Event, ModelRetry
-from runner.jsonutil import short
+from runner.core.events import Event, ModelRetry
+from runner.core.jsonutil import short
+from runner.core.outcome import BudgetExhausted, ModelError
 from runner.model.base import (
     ModelReply,
     arguments_text,
@@ -27,7 +28,6 @@ from runner.model.base import (
 )
 from runner.model.retry import REFUSABLE, BadResponse, backoff, is_transient, refused_parameter, retry_after
 from runner.model.transport import create_chat_completion
-from runner.outcome import BudgetExhausted, ModelError
 
 
 class OpenAIChat:

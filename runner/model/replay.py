@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runner.events import Event
+from runner.core.events import Event
+from runner.core.outcome import ModelError, UsageError
 from runner.model.base import ModelReply
-from runner.outcome import ModelError, UsageError
-from runner.rundir import read_events
+from runner.record.rundir import read_events
 
 
 class ReplayModel:

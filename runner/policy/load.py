@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 from runner.policy.jsonc import Located, PolicyError, parse
 from runner.policy.match import compile_pattern
 from runner.policy.model import DOMAINS, Policy, Rule
-from runner.sandbox.config import SandboxConfigError, config_from, network_rules
+from runner.policy.sandbox_config import SandboxConfigError, config_from, network_rules
 
 
 def shipped_dir() -> Path:
@@ -39,7 +39,7 @@ def policy_ref(path: str, workspace: Path) -> str:
     resolved = Path(path)
     if resolved.parent == shipped_dir() and resolved.suffix == ".jsonc":
         return resolved.stem
-    from runner.rundir import portable
+    from runner.record.rundir import portable
 
     return portable(resolved, workspace)
 

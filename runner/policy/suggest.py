@@ -19,7 +19,7 @@ from typing import Any
 from runner.policy.limits import HARD_LIMIT
 from runner.policy.match import exact_pattern, split_target
 from runner.policy.shell import command_words
-from runner.rundir import read_events
+from runner.record.rundir import read_events
 
 # How many words name the action, for commands whose first word is not enough.
 ARITY: dict[str, int] = {

@@ -14,7 +14,7 @@ import difflib
 import subprocess
 from pathlib import Path
 
-from runner.report.git import SafeGit
+from runner.workspace.git import SafeGit
 
 MAX_SNAPSHOT_BYTES = 2 * 1024 * 1024
 

@@ -1,7 +1,7 @@
 """`--stream --output-format stream-json`: the model's text as it arrives, one stdout line per piece:
 `{"type": "text_delta", "turn": N, "text": "..."}`. Never written to events.jsonl.
 
-Masked like everything printed, the way `runner.mask.MaskedStream` masks a spill file: the last `HOLD`
+Masked like everything printed, the way `runner.record.mask.MaskedStream` masks a spill file: the last `HOLD`
 characters (or more: the longest secret value in the environment) wait until more text, or the end of the
 reply, shows they are no part of a secret, and a secret that reaches into them waits whole. So a token split
 across deltas is masked whole. Unlike `MaskedStream`, nothing is cut inside a secret to bound the buffer: a
@@ -15,7 +15,7 @@ import json
 import threading
 from typing import Any, TextIO
 
-from runner.mask import Masker, redact
+from runner.record.mask import Masker, redact
 
 # What waits for more text. A secret found by its start (a PEM block, a JWT) is held from there while it grows,
 # so the hold need only cover what needs context (`password = "…"`) and the environment's secret values.

@@ -21,8 +21,8 @@ from math import isfinite
 from pathlib import Path
 from typing import Any
 
-from runner.outcome import Status
-from runner.rundir import write_atomic
+from runner.core.outcome import Status
+from runner.record.rundir import write_atomic
 
 FAILURE_STATUSES = frozenset(s.value for s in (Status.FAILED, Status.DENIED, Status.DOOM_LOOP,
                                                  Status.BUDGET_EXHAUSTED, Status.INTERRUPTED))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from runner.events import (
+from runner.core.events import (
     Event,
     ModelRequest,
     ModelResponse,
@@ -17,10 +17,10 @@ from runner.events import (
     ToolResult,
     agent_id,
 )
-from runner.jsonutil import short
+from runner.core.jsonutil import short
 
 if TYPE_CHECKING:
-    from runner.mask import Masker
+    from runner.record.mask import Masker
 
 
 class Progress:

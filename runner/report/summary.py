@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.events import (
+from runner.core.events import (
     MAIN,
     Event,
     GuardWarning,

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from runner.sandbox.config import SandboxConfigError
+from runner.policy.sandbox_config import SandboxConfigError
 
 
 def extra_paths(raw: Iterable[str], workspace: Path, what: str) -> list[Path]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.policy.sandbox_config import SandboxConfig
 from runner.sandbox.bwrap import bwrap_argv
-from runner.sandbox.config import SandboxConfig
 from runner.sandbox.layout import Layout, LayoutInput, build_layout
 from runner.sandbox.probe import Probe, probe
 from runner.sandbox.proxy import Decide, EgressProxy

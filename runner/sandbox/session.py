@@ -11,19 +11,19 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from runner.events import NetworkRequest
-from runner.outcome import UsageError
+from runner.core.events import NetworkRequest
+from runner.core.outcome import UsageError
 from runner.policy.model import Target
-from runner.sandbox.config import SandboxConfigError, config_from, net_target, resolve_mode
+from runner.policy.sandbox_config import SandboxConfigError, config_from, net_target, resolve_mode
 from runner.sandbox.layout import policy_paths
 from runner.sandbox.paths import extra_paths
 from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import Sandbox, SandboxUnavailable, open_sandbox
 
 if TYPE_CHECKING:
-    from runner.call import CallEnv
+    from runner.engine.call import CallEnv
+    from runner.engine.recorder import Recording
     from runner.policy.decide import CallDecision
-    from runner.recorder import Recording
 
 
 def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[str, str] | None = None) -> Sandbox:
@@ -57,7 +57,7 @@ def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[
 
 
 def _net_decider(rec: Recording, env: CallEnv):
-    from runner.call import decide_and_record
+    from runner.engine.call import decide_and_record
 
     def decide(host: str, port: int) -> Verdict:
         target = Target("network", net_target(host, port))

@@ -31,23 +31,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.call import CallEnv, authorize_within
 from runner.context.manager import ContextConfig, ContextManager
-from runner.events import MAIN, Emit, ModelRequest, SubagentFinished, SubagentStarted, tag
+from runner.core.events import MAIN, Emit, ModelRequest, SubagentFinished, SubagentStarted, tag
+from runner.core.jsonutil import canonical, sha256_text, short
+from runner.core.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, UsageError
+from runner.engine.call import CallEnv, authorize_within
+from runner.engine.loop import Limits, LoopResult, run_loop
 from runner.guards.denials import DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
-from runner.jsonutil import canonical, sha256_text, short
-from runner.loop import Limits, LoopResult, run_loop
 from runner.model.catalog import price_for, window_for
-from runner.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, UsageError
-from runner.rundir import LogBroken, portable, write_atomic
-from runner.skills import Restriction
+from runner.record.rundir import LogBroken, portable, write_atomic
 from runner.subagents.profiles import Profile
 from runner.subagents.tool import TaskTool
 from runner.tools.base import ToolContext, ToolError, ToolOutput
 from runner.tools.readable import policy_decider
 from runner.tools.registry import Registry
 from runner.tools.todo import Todo
+from runner.workspace.skills import Restriction
 
 SUBAGENT_PROMPT = """
 # You are a subagent
@@ -81,8 +81,8 @@ class TurnCounter:
 class Shared:
     """One per run: what every agent's delegation shares."""
 
-    rec: Any  # runner.recorder.Recording
-    settings: Any  # runner.settings.Settings
+    rec: Any  # runner.engine.recorder.Recording
+    settings: Any  # runner.engine.settings.Settings
     policy_sections: dict[str, Any]
     profiles: dict[str, Profile]
     budget: Any  # runner.guards.budget.Budget
@@ -327,7 +327,7 @@ def _status(exc: RunEnded) -> str:
 
 
 def _make_model(settings: Any, name: str, deadline: float, aid: str) -> Any:
-    from runner.session import make_model
+    from runner.run.assemble import make_model
 
     if name.startswith("replay:"):  # a recorded run replayed: this child's own recorded replies
         from runner.model.replay import ReplayModel
@@ -339,7 +339,7 @@ def _make_model(settings: Any, name: str, deadline: float, aid: str) -> Any:
 def _context(rec: Any, sections: dict[str, Any], settings: Any, model_name: str, model: Any,
              tools: list[dict[str, Any]], emit: Emit, history: Path, aid: str, deadline: float) -> ContextManager:
     """The child's pruning and compaction, as the run's, its history apart."""
-    from runner.session import context_manager
+    from runner.run.assemble import context_manager
 
     window = window_for(model_name, settings.context_window if model_name == settings.model else None)
     config = ContextConfig.from_policy(sections.get("compaction", {}), window)
@@ -384,7 +384,7 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     if not offered:
         return None
     if prompt is None:  # a continued run recorded before its prompt was kept: agent-run's own, nothing re-read
-        from runner.prompt import SYSTEM_PROMPT
+        from runner.workspace.prompt import SYSTEM_PROMPT
 
         prompt = SYSTEM_PROMPT
     turns = TurnCounter(settings.max_turns)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.skills import SkillError, front_matter, parse_allowed
+from runner.workspace.skills import SkillError, front_matter, parse_allowed
 
 SOURCES = (".agents/agents", ".claude/agents")
 KNOWN_KEYS = frozenset({"name", "description", "tools", "model", "max_turns", "mode"})

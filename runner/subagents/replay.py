@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.call import truncated
-from runner.conversation import ConversationError, of_agent, rebuild
-from runner.jsonutil import canonical, sha256_text
-from runner.outcome import UsageError
+from runner.core.jsonutil import canonical, sha256_text
+from runner.core.outcome import UsageError
+from runner.engine.call import truncated
+from runner.record.conversation import ConversationError, of_agent, rebuild
 from runner.tools.base import ToolError
 
 

@@ -53,7 +53,7 @@ class ToolContext:
     call_tool: str = ""
     # runner.sandbox.runtime.Sandbox: wraps every process a tool starts; None runs it bare.
     sandbox: Any = None
-    # runner.mask.Masker: what a tool writes to the run directory (spill files) is masked; None keeps it as is.
+    # runner.record.mask.Masker: what a tool writes to the run directory (spill files) is masked; None keeps it as is.
     masker: Any = None
 
 

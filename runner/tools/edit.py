@@ -4,8 +4,8 @@ import difflib
 from typing import Any
 
 from runner.policy.model import Target
+from runner.record.atomic import atomic_write
 from runner.tools import paths
-from runner.tools.atomic import atomic_write
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 MAX_DIFF_LINES = 80

@@ -2,7 +2,7 @@
 
 Only the index of skills is in the system prompt; the body arrives here when the model asks, so the
 prompt prefix never changes (003 P3). Decided like a read of the SKILL.md. Loading a skill makes its
-`allowed-tools` (if any) the restriction on later calls, until the next `skill` call (runner/skills.py).
+`allowed-tools` (if any) the restriction on later calls, until the next `skill` call (runner/workspace/skills.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from runner.policy.model import Target
 from runner.policy.targets import path_target
-from runner.skills import Restriction, Skill
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.workspace.skills import Restriction, Skill
 
 MAX_FILES_LISTED = 30
 

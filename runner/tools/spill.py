@@ -3,7 +3,7 @@
 `Spill` streams bytes to `<run_dir>/outputs/tool_<time>_<random>` as they arrive,
 keeping only a bounded head and tail in memory, so a command printing gigabytes
 leaves memory flat and the whole output on disk. With a masker the file holds the
-masked text (runner.mask), while the head and tail the model reads do not.
+masked text (runner.record.mask), while the head and tail the model reads do not.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner.mask import MaskedStream
+from runner.record.mask import MaskedStream
 from runner.tools.truncate import Limits, Truncation, render, truncate_head, truncate_tail
 
 if TYPE_CHECKING:
-    from runner.mask import Masker
+    from runner.record.mask import Masker
 
 
 def new_spill_path(outputs_dir: Path, ttl_days: float | None = None) -> Path:
@@ -196,7 +196,7 @@ def remove_older_than(runs_dir: Path, max_age_s: float, *, spills_only: bool, dr
     removed: list[Path] = []
     if not runs_dir.is_dir():
         return removed
-    from runner.lock import is_locked  # cleanup only
+    from runner.record.lock import is_locked  # cleanup only
 
     for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
         if is_locked(run) is not None:  # still running (or being resumed): never pulled from under it

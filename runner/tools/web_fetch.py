@@ -118,7 +118,7 @@ class WebFetch(Tool):
             more = f"; max_bytes up to {limit} reads more" if max_bytes < limit else f" (the limit is {limit})"
             content += f"\n\n[body cut at {max_bytes} bytes{more}]"
         # `body_*`: the fetch's own figures. `truncated` and `bytes` are the truncation's, which every result
-        # passes through (runner.call.truncated): a page within max_bytes may still be far past the limits.
+        # passes through (runner.engine.call.truncated): a page within max_bytes may still be far past the limits.
         details = {"hops": got.hops, "body_bytes": len(got.body), "body_cut": got.truncated,
                    "content_type": got.media_type}
         return ToolOutput(content, details)

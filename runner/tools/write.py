@@ -4,8 +4,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.policy.model import Target
+from runner.record.atomic import atomic_write
 from runner.tools import paths
-from runner.tools.atomic import atomic_write
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.edit import MAX_DIFF_INPUT_CHARS, render_diff
 

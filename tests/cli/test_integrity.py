@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from runner.integrity import GENESIS, line_hash, seal
+from runner.record.integrity import GENESIS, line_hash, seal
 from tests.fakes.openai_server import reply
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from runner.context.manager import ContextConfig, ContextManager, load_snapshot
 from runner.context.prune import SUMMARY_MARKER, carried_line, elide_arguments, recent_start, summarized
-from runner.jsonutil import canonical, estimate_tokens
+from runner.core.jsonutil import canonical, estimate_tokens
 from tests.context.test_prune import convo, ph
 
 

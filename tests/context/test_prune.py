@@ -68,7 +68,7 @@ def test_summary_carries_protected_outputs_verbatim():
 
 
 def test_placeholder_names_the_spill_file():
-    from runner.loop import placeholder
+    from runner.engine.loop import placeholder
 
     cut = "...\nFull output: /r/outputs/tool_20261122T0_ab12 — use grep"
     text = placeholder("c1", "bash", '{"command": "make"}', cut)

@@ -18,8 +18,8 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator
 
-from runner.integrity import GENESIS, line_hash
-from runner.jsonutil import sha256_text
+from runner.core.jsonutil import sha256_text
+from runner.record.integrity import GENESIS, line_hash
 
 RUN_ID = re.compile(r"\d{8}T\d{12}Z-[0-9a-f]{6}")
 

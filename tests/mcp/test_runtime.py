@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from runner.call import CallEnv
-from runner.events import McpServerFailed, NetworkRequest, PermissionDecision
+from runner.core.events import McpServerFailed, NetworkRequest, PermissionDecision
+from runner.core.outcome import UsageError
+from runner.engine.call import CallEnv
 from runner.mcp.config import ServerConfig
 from runner.mcp.runtime import McpRuntime, _server_net, _wrapper, command_prefixes, env_path, start_all
 from runner.mcp.tools import MAX_DESCRIPTION
-from runner.outcome import UsageError
 from runner.policy.load import load_policy
-from runner.sandbox.config import SandboxConfig, network_rules
+from runner.policy.sandbox_config import SandboxConfig, network_rules
 from runner.sandbox.runtime import INSIDE, PROXY_VARS, Sandbox, open_sandbox
 from runner.tools.base import ToolContext
 from runner.tools.registry import core_tools

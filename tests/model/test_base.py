@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.jsonutil import canonical, estimate_tokens
+from runner.core.jsonutil import canonical, estimate_tokens
 from runner.model.base import assistant_message, estimated_usage, reported, text_tool_call, usage_dict
 
 TOOLS = ["read", "list", "grep", "bash"]

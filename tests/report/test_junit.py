@@ -13,7 +13,7 @@ import pytest
 import xmlschema
 from junitparser import Error, Failure, JUnitXml
 
-from runner.outcome import Status
+from runner.core.outcome import Status
 from runner.report.junit import JUnitCase, format_time, junit_xml, write_junit
 
 SCHEMA = xmlschema.XMLSchema(str(Path(__file__).parent.parent / "fixtures" / "junit-10.xsd"))

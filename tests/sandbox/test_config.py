@@ -1,4 +1,4 @@
-"""runner/sandbox/config.py: the mode's precedence, the `sandbox` section, and the network
+"""runner/policy/sandbox_config.py: the mode's precedence, the `sandbox` section, and the network
 allow-list as `network` rules, down to how a loaded policy and `policy explain` decide with it."""
 
 from __future__ import annotations
@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from runner.engine.explain import explain
 from runner.policy.decide import decide
-from runner.policy.explain import explain
 from runner.policy.jsonc import PolicyError
 from runner.policy.load import load_policy
 from runner.policy.model import Rule
-from runner.policy.targets import network_target
-from runner.sandbox.config import (
+from runner.policy.sandbox_config import (
     NETWORK_SOURCE,
     SandboxConfig,
     SandboxConfigError,
@@ -24,6 +23,7 @@ from runner.sandbox.config import (
     parse_allow_entry,
     resolve_mode,
 )
+from runner.policy.targets import network_target
 
 # --- resolve_mode -----------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.config import SandboxConfig
+from runner.policy.sandbox_config import SandboxConfig
 from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import INSIDE, PROXY_PORT, PROXY_VARS, Sandbox, open_sandbox
 from tests.fakes.listener import Listener

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.config import SandboxConfigError
+from runner.policy.sandbox_config import SandboxConfigError
 from runner.sandbox.layout import LayoutInput, toolchain_root
 from runner.sandbox.paths import extra_path, extra_paths
 from tests.sandbox.test_layout import DIRS, FakeFS, _kinds, _visible

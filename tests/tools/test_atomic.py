@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from runner.tools.atomic import atomic_write
+from runner.record.atomic import atomic_write
 
 
 def test_creates_a_file_with_the_umask_mode(tmp_path):

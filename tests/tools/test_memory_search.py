@@ -6,9 +6,9 @@ from typing import ClassVar
 
 import pytest
 
-from runner.events import Event, ModelResponse, RunStarted, ToolCall, ToolResult
-from runner.jsonutil import sha256_text
-from runner.rundir import EventLog
+from runner.core.events import Event, ModelResponse, RunStarted, ToolCall, ToolResult
+from runner.core.jsonutil import sha256_text
+from runner.record.rundir import EventLog
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.memory_search import CONTEXT_CHARS, MAX_LIMIT, MAX_SNIPPET_CHARS, MemorySearch
 from runner.tools.registry import core_tools

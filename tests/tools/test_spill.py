@@ -80,7 +80,7 @@ TOKEN = b"ghp_" + b"Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 
 
 def test_a_masking_stream_writes_masked_bytes_and_gives_the_model_the_real_ones(tmp_path):
-    from runner.mask import Masker
+    from runner.record.mask import Masker
 
     data = (b"\xff\xfe raw bytes, " + "é".encode() + TOKEN + b"\n" + b"filler line\n" * 40_000) * 3 + TOKEN
     spill = Spill(tmp_path / "outputs", window=1000, masker=Masker({}))
@@ -94,7 +94,7 @@ def test_a_masking_stream_writes_masked_bytes_and_gives_the_model_the_real_ones(
 
 
 def test_a_masking_stream_that_is_not_cut_leaves_no_file(tmp_path):
-    from runner.mask import Masker
+    from runner.record.mask import Masker
 
     spill = Spill(tmp_path / "outputs", window=1000, masker=Masker({}))
     spill.write(TOKEN)
@@ -104,7 +104,7 @@ def test_a_masking_stream_that_is_not_cut_leaves_no_file(tmp_path):
 
 
 def test_spill_text_masks_the_file_only(tmp_path):
-    from runner.mask import Masker
+    from runner.record.mask import Masker
 
     text = "x\n" * 30 + TOKEN.decode()
     out, details = spill_text(tmp_path / "o", text, Limits(20, 1000), from_end=True, masker=Masker({}))

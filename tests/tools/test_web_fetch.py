@@ -422,8 +422,8 @@ def test_policy_schema_for_web_section(tmp_path, web, ok):
 def test_each_redirect_hop_is_decided_and_recorded(ws, base):
     # An open redirect on an allowed URL must not lead to a URL the policy does not allow, and the
     # denial is an audit event like any other (so it reaches summary.json and the exit code).
-    from runner.call import CallEnv, authorize_within
-    from runner.events import PermissionDecision
+    from runner.core.events import PermissionDecision
+    from runner.engine.call import CallEnv, authorize_within
     from runner.policy.load import load_policy
     from runner.tools.registry import core_tools
 

@@ -36,8 +36,8 @@ def explain(policy: Policy, domain: str, value: str, workspace: Path, runs_dir: 
 
 def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
     """Re-decide every tool call of a recorded run under `policy`; report what changes."""
-    from runner.call import parse_call
-    from runner.rundir import read_events  # the event log machinery: only for a recorded run
+    from runner.engine.call import parse_call
+    from runner.record.rundir import read_events  # the event log machinery: only for a recorded run
     from runner.tools.base import ToolContext, ToolError
     from runner.tools.registry import core_tools
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.jsonutil import canonical
-from runner.mask import MARKER
+from runner.core.jsonutil import canonical
+from runner.record.mask import MARKER
 
 NOT_EXECUTED = canonical({"error": {"type": "IOError", "message": "this call was not executed: the run ended "
                                                                   "before it"}})

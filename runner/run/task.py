@@ -23,7 +23,7 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
-from runner.outcome import UsageError
+from runner.core.outcome import UsageError
 
 
 class FrontMatter(pydantic.BaseModel):

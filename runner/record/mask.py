@@ -1,6 +1,6 @@
 """Masking: what a log keeps of a secret is `[REDACTED:kind]`.
 
-Pure. `Masker(environ)` is made once per run (runner.recorder) and handed to every surface that
+Pure. `Masker(environ)` is made once per run (runner.engine.recorder) and handed to every surface that
 writes what a run saw — events.jsonl, spill files, summary.json, the stderr progress lines — while
 the model keeps receiving the unmasked text. It finds:
 
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runner.jsonutil import canonical, sha256_text
+from runner.core.jsonutil import canonical, sha256_text
 
 MARKER = "[REDACTED:"
 MIN_VALUE_CHARS = 8

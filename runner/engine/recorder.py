@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.events import Event, RunFinished, RunInterrupted
-from runner.integrity import seal
-from runner.lock import Lock, LockHeld, WorkspaceLock, acquire, lock_workspace
-from runner.mask import Masker
-from runner.outcome import Interrupted, RunEnded, Status, exit_code
+from runner.core.events import Event, RunFinished, RunInterrupted
+from runner.core.outcome import Interrupted, RunEnded, Status, exit_code
+from runner.record.integrity import seal
+from runner.record.lock import Lock, LockHeld, WorkspaceLock, acquire, lock_workspace
+from runner.record.mask import Masker
+from runner.record.rundir import EventLog, LogBroken, create_run_dir, portable, write_atomic, write_json
 from runner.report.progress import Progress
 from runner.report.summary import SummaryBuilder
 from runner.report.transcript import transcript_of
-from runner.rundir import EventLog, LogBroken, create_run_dir, portable, write_atomic, write_json
 from runner.tools.base import ToolContext
 
 
@@ -226,7 +226,7 @@ def commands_for(run_dir: Path, workspace: Path, summary: dict[str, Any]) -> dic
 
 def write_transcript(run_dir: Path, summary: dict[str, Any], masker: Masker) -> None:
     """transcript.md, after summary.json is on disk so that nothing here can cost it. It is not sealed
-    (runner.integrity.SEALED_FILES): it is derived from events.jsonl and summary.json, which are, so it
+    (runner.record.integrity.SEALED_FILES): it is derived from events.jsonl and summary.json, which are, so it
     can show the final summary (integrity hash included), and `runs show --transcript` renders it afresh
     from those sealed sources rather than trusting this copy."""
     try:

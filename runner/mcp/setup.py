@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner.call import CallEnv
-from runner.jsonutil import file_sha256
+from runner.core.jsonutil import file_sha256
+from runner.engine.call import CallEnv
+from runner.engine.recorder import Recording
+from runner.engine.settings import Settings
 from runner.policy.model import Policy
-from runner.recorder import Recording
-from runner.rundir import portable
-from runner.settings import Settings
+from runner.record.rundir import portable
 
 
 def mcp_servers(rec: Recording, policy: Policy, given: list[str], environ: dict[str, str]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from runner.report.git import GitError, Repo, find_repo, isolated_env, run_git
+from runner.workspace.git import GitError, Repo, find_repo, isolated_env, run_git
 
 WORKTREES = Path(".agent-run") / "worktrees"
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -110,7 +110,7 @@ def _populate(repo: Repo, workspace: Path, head: str, dest_fd: int, dest: Path) 
 
 def _uncommitted(repo: Repo, workspace: Path, head: str, home: Path, env: dict[str, str]) -> str:
     """`git diff --binary HEAD` of the workspace's tracked files, by a git directory of the runner's own (the
-    sealed layout of runner/report/git.py): its config is empty, so a `.gitattributes` naming a filter or
+    sealed layout of runner/workspace/git.py): its config is empty, so a `.gitattributes` naming a filter or
     diff driver names nothing, and `.git/config` is never opened."""
     gd = home / "git"
     for sub in ("refs/heads", "refs/tags", "objects/info"):
@@ -294,7 +294,7 @@ def _ignore_all(agent: int, path: Path) -> None:
 def in_use(path: Path) -> bool:
     """Whether a run holds the worktree at path: an exclusive flock on its directory (or on one inside it, where
     a run in a subdirectory of the repository locks its workspace) cannot be taken at once — the lock
-    runner/lock.py `lock_workspace` takes. A path that cannot be opened as a directory is not in use."""
+    runner/record/lock.py `lock_workspace` takes. A path that cannot be opened as a directory is not in use."""
     try:
         fd = os.open(path, _DIR)
     except OSError:

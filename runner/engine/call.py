@@ -20,14 +20,14 @@ from typing import Any
 
 import jsonschema
 
-from runner.events import Emit, GuardWarning, PermissionDecision, ToolCall, ToolResult, call_ref
-from runner.jsonutil import canonical, sha256_text
-from runner.outcome import RunEnded
+from runner.core.events import Emit, GuardWarning, PermissionDecision, ToolCall, ToolResult, call_ref
+from runner.core.jsonutil import canonical, sha256_text
+from runner.core.outcome import RunEnded
 from runner.policy.decide import CallDecision, decide
 from runner.policy.match import exact_pattern
 from runner.policy.model import Policy, Target
 from runner.policy.targets import target_path
-from runner.rundir import portable, utc_now
+from runner.record.rundir import portable, utc_now
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
 from runner.tools.spill import spill_text
@@ -72,7 +72,8 @@ class CallEnv:
     before_edit: Callable[[list[Path]], None] | None = None  # sees files before an edit-domain call changes them
     admit: Callable[[str], str] | None = None  # context stage 1: may trim a result before it is first sent
     home: Path | None = None  # where printed commands are run from (the workspace; a worktree run's origin)
-    # runner.skills.Restriction (the loaded skill's allowed-tools), or a subagent's runner.subagents.delegate.AllOf
+    # runner.workspace.skills.Restriction (the loaded skill's allowed-tools),
+    # or a subagent's runner.subagents.delegate.AllOf
     restrict: Any = None
     agent: dict[str, Any] | None = None  # a subagent's {id, name, parent_call_id, depth}; None: the run's own
 

@@ -1,12 +1,12 @@
 """`agent-run resume` and `agent-run fork`: a recorded run's conversation, continued in a new run.
 
-The new run starts from the old run's conversation exactly as it was sent (runner/conversation.py),
+The new run starts from the old run's conversation exactly as it was sent (runner/record/conversation.py),
 with the old run's recorded `tools` array, so its first request extends the old run's last one
 byte for byte and the provider's prompt cache holds. Then one user message says why the old run
 stopped (which loop, which budget, which denials; a fork: from which turn) and, if given, the
 person's MESSAGE. Budgets are fresh; the policy is the one given now, by default the old run's own
 snapshot (checked: sealed, or matching the hash its `run_started` recorded). The workspace must be
-in the state the run left it (runner/workstate.py). The old run is locked while it is continued
+in the state the run left it (runner/workspace/state.py). The old run is locked while it is continued
 and is never rewritten: only its append-only `continuations.jsonl` names the runs that continued it.
 """
 
@@ -21,27 +21,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
-from runner.events import UserMessage
-from runner.instructions import without_output_schema
-from runner.integrity import TamperError, verify
-from runner.jsonutil import canonical, file_sha256
-from runner.loop import run_loop
-from runner.mcp_setup import recorded_mcp_configs
-from runner.outcome import Status, UsageError
-from runner.output_schema import OutputSchema
-from runner.output_schema import recorded as recorded_schema
+from runner.core.events import UserMessage
+from runner.core.jsonutil import canonical, file_sha256
+from runner.core.outcome import Status, UsageError
+from runner.engine.loop import run_loop
+from runner.engine.recorder import Recording, RunOutcome, early_failure, record
+from runner.engine.settings import policy_layer
+from runner.mcp.setup import recorded_mcp_configs
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import HARD_LIMIT
 from runner.policy.load import load_policy, parse_approval, policy_from_snapshot, resolve_policy_path
 from runner.policy.model import Policy
-from runner.recorder import Recording, RunOutcome, early_failure, record
-from runner.rundir import default_runs_dir, iter_events, portable, workspace_of
-from runner.session import OWN_OUTPUTS, RunOptions, conclude, prepare, settings_for
-from runner.settings import policy_layer
-from runner.task import parse_task
-from runner.trust import load_env_files
-from runner.workstate import WorkspaceMismatch, check
+from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
+from runner.record.integrity import TamperError, verify
+from runner.record.rundir import default_runs_dir, iter_events, portable, workspace_of
+from runner.run.assemble import OWN_OUTPUTS, RunOptions, conclude, prepare, settings_for
+from runner.run.task import parse_task
+from runner.workspace.instructions import without_output_schema
+from runner.workspace.output_schema import OutputSchema
+from runner.workspace.output_schema import recorded as recorded_schema
+from runner.workspace.state import WorkspaceMismatch, check
+from runner.workspace.trust import load_env_files
 
 CONTINUATIONS = "continuations.jsonl"
 RUN_ID = re.compile(r"[0-9]{8}T[0-9]{12}Z-[0-9a-f]{6}")
@@ -126,7 +126,7 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
     skills = None
     if any(t.get("function", {}).get("name") == "skill" for t in tools or []):
         # The recorded index is in the prompt; its calls are served by the skills found now.
-        from runner.skills import discover
+        from runner.workspace.skills import discover
 
         skills = discover(rec.workspace, opts.run.skills)[0]
     agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,

@@ -1,7 +1,7 @@
 """Doc tables generated from their one source; a test fails when a checked-in copy drifts.
 
-    python -m runner.docgen          # rewrite every generated region in place
-    python -m runner.docgen --check  # exit 1, naming the files, when one is out of date
+    python -m runner.cli.docgen          # rewrite every generated region in place
+    python -m runner.cli.docgen --check  # exit 1, naming the files, when one is out of date
 
 A generated region sits between `<!-- generated: NAME -->` and `<!-- end generated -->`;
 everything outside the markers is hand-written and left alone.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMAND = "python -m runner.docgen"
+COMMAND = "python -m runner.cli.docgen"
 END = "<!-- end generated -->"
 # Every event has these; the hand-written text above the table says what they are.
 COMMON_FIELDS = ("seq", "ts", "run_id", "type", "prev")

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.call import CallEnv, handle_call
 from runner.context.manager import ContextManager
 from runner.context.prune import CLEARED_MARKER
-from runner.events import Emit, ModelRequest, ModelResponse, UserMessage
-from runner.jsonutil import canonical, estimate_tokens, sha256_text, short
+from runner.core.events import Emit, ModelRequest, ModelResponse, UserMessage
+from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
+from runner.core.outcome import BudgetExhausted, Failed
+from runner.engine.call import CallEnv, handle_call
 from runner.model.base import ChatModel, ModelReply, text_tool_call
-from runner.outcome import BudgetExhausted, Failed
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
     where the context manager prunes (in batches). A resumed conversation passes its history, the
     number of its next turn, the recorded `tools` array and the `previous` run's last prompt (which
     its first request must extend). `snapshot` keeps the messages as sent whenever they do not
-    simply extend this loop's previous request (runner/conversation.py rebuilds from them). `recite` gives
+    simply extend this loop's previous request (runner/record/conversation.py rebuilds from them). `recite` gives
     text to append before a request (the plan, after a compaction or a long stretch; 003 P5).
     `check_answer` returns what to tell the model when a final answer is not acceptable (--output-schema),
     None when it is; it raises to end the run."""

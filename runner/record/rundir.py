@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from runner.integrity import GENESIS, line_hash
-from runner.jsonutil import canonical
-from runner.outcome import Failed
-from runner.tools.atomic import atomic_write
+from runner.core.jsonutil import canonical
+from runner.core.outcome import Failed
+from runner.record.atomic import atomic_write
+from runner.record.integrity import GENESIS, line_hash
 
 if TYPE_CHECKING:
-    from runner.events import Event
-    from runner.mask import Masker
+    from runner.core.events import Event
+    from runner.record.mask import Masker
 
 
 def utc_now() -> str:
@@ -82,7 +82,7 @@ def write_json(path: Path, data: Any) -> None:
 class EventLog:
     """events.jsonl: one canonical JSON object per line, flushed per event so a
     killed run leaves every event it emitted on disk, each line whole. With a masker,
-    each line is the masked record (secrets as `[REDACTED:kind]`, see runner.mask)."""
+    each line is the masked record (secrets as `[REDACTED:kind]`, see runner.record.mask)."""
 
     def __init__(self, path: Path, run_id: str, mirror: TextIO | None = None, masker: Masker | None = None) -> None:
         self.path = path

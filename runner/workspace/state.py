@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from runner.mask import MARKER
-from runner.repofile import read_capped
-from runner.report.git import GitError, isolated_env, run_git
+from runner.record.mask import MARKER
+from runner.workspace.git import GitError, isolated_env, run_git
+from runner.workspace.repofile import read_capped
 
 SHOWN = 5  # differences named in a refusal; the rest are counted
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.prompt import SYSTEM_PROMPT
-from runner.repofile import read_capped
-from runner.report.git import find_repo
+from runner.workspace.git import find_repo
+from runner.workspace.prompt import SYSTEM_PROMPT
+from runner.workspace.repofile import read_capped
 
 _REPO_HEADING = "\n# Project instructions from the repository"
 REPO_CAP_BYTES = 32 * 1024  # all repository instruction files together (Codex: project_doc_max_bytes)

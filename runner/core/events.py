@@ -81,7 +81,7 @@ class ModelRequest(Event):
     extends_previous: bool  # this prompt's messages start with the previous request's
     # {path, sha256} of the messages as sent (history/<n>.json), written when they do not simply extend
     # the previous request's (a run's first request, after pruning): with the events after it, the
-    # conversation can be rebuilt exactly (runner/conversation.py)
+    # conversation can be rebuilt exactly (runner/record/conversation.py)
     snapshot: dict[str, str] | None = None
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner.call import CallEnv, handle_call
-from runner.events import Event, ToolResult
-from runner.outcome import Status
-from runner.recorder import Recording
+from runner.core.events import Event, ToolResult
+from runner.core.outcome import Status
+from runner.engine.call import CallEnv, handle_call
+from runner.engine.recorder import Recording
 from runner.report.transcript import CHECK_CALL_ID, CHECK_TAIL_LINES, split_result, tail_lines
 
 __all__ = ["CHECK_CALL_ID", "run_check"]

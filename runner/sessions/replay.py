@@ -19,23 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from runner import __version__
-from runner.call import handle_call
-from runner.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
-from runner.events import RunStarted, ToolResult, call_ref, tag
-from runner.instructions import without_output_schema
-from runner.integrity import TamperError, verify
-from runner.jsonutil import sha256_text
-from runner.loop import Limits, run_loop
-from runner.mask import MARKER
-from runner.outcome import Status, UsageError
-from runner.output_schema import recorded as recorded_schema
+from runner.core.events import RunStarted, ToolResult, call_ref, tag
+from runner.core.jsonutil import sha256_text
+from runner.core.outcome import Status, UsageError
+from runner.engine.call import handle_call
+from runner.engine.loop import Limits, run_loop
+from runner.engine.recorder import Recording, RunOutcome, early_failure, record
+from runner.engine.settings import policy_layer
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import HARD_LIMIT
 from runner.policy.load import load_policy, parse_approval, policy_from_snapshot
 from runner.policy.model import Policy
-from runner.recorder import Recording, RunOutcome, early_failure, record
-from runner.rundir import read_events, workspace_of
-from runner.settings import policy_layer
+from runner.record.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
+from runner.record.integrity import TamperError, verify
+from runner.record.mask import MARKER
+from runner.record.rundir import read_events, workspace_of
+from runner.workspace.instructions import without_output_schema
+from runner.workspace.output_schema import recorded as recorded_schema
 
 
 @dataclass
@@ -46,7 +46,7 @@ class RecordedRun:
     task: str
     policy: Policy  # the snapshot, without its hard-limit rules (they are re-added last)
 
-    workspace: Path = Path()  # where it is replayed (runner.resume.choose_workspace)
+    workspace: Path = Path()  # where it is replayed (runner.sessions.resume.choose_workspace)
 
     def denied(self) -> list[dict[str, Any]]:
         """Denied calls in order: the tool_call event plus its permission decision, and `ref`, the call as
@@ -58,7 +58,7 @@ class RecordedRun:
 
 
 def load_run(run_dir: Path, expect_hash: str | None = None, policy_spec: str | None = None) -> RecordedRun:
-    """The recorded run, verified first (runner/integrity.py): a run directory an agent could have
+    """The recorded run, verified first (runner/record/integrity.py): a run directory an agent could have
     rewritten is refused (exit 2). Its policy snapshot is used only when the run verifies as sealed;
     otherwise (a run killed before its summary) `policy_spec` (`--policy`) is required."""
     try:
@@ -99,9 +99,9 @@ def _summary_of(run_dir: Path) -> dict[str, Any] | None:
 
 def placed(run: RecordedRun, workspace: str | None, *, force: bool = False, apply: bool = False) -> RecordedRun:
     """The run with the workspace it is replayed in, checked to be in the state the run left it
-    (runner/workstate.py) unless `force` (which still applies the run's changes when `apply` asks)."""
-    from runner.resume import Source, choose_workspace
-    from runner.workstate import WorkspaceMismatch, check
+    (runner/workspace/state.py) unless `force` (which still applies the run's changes when `apply` asks)."""
+    from runner.sessions.resume import Source, choose_workspace
+    from runner.workspace.state import WorkspaceMismatch, check
 
     run.workspace = choose_workspace(workspace, Source(run.run_dir, run.events, run.started, None, True))
     try:
@@ -151,8 +151,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
            verbosity: int, sandbox: str | None = None, expect_hash: str | None = None,
            policy_spec: str | None = None, workspace: str | None = None, force: bool = False,
            apply_changes: bool = False, mcp_configs: list[str] | None = None) -> RunOutcome:
-    from runner.mcp_setup import mcp_servers, recorded_mcp_configs, start_mcp
-    from runner.session import (
+    from runner.mcp.setup import mcp_servers, recorded_mcp_configs, start_mcp
+    from runner.run.assemble import (
         budget_for,
         call_env,
         context_for,
@@ -237,7 +237,7 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
             return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
         except UsageError as exc:
             return Status.USAGE_ERROR, exc.reason
-        from runner.resume import note_cache_break
+        from runner.sessions.resume import note_cache_break
 
         note_cache_break(rec, conversation)
         model = make_model(settings, deadline)

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runner.jsonutil import canonical
+from runner.core.jsonutil import canonical
 
 GENESIS = "0" * 64
 SEALED_FILES = ("task.md", "policy.json", "changes.patch", "tools.json", "workspace.json", "output.json")

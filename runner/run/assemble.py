@@ -14,40 +14,40 @@ from typing import Any
 import pydantic
 
 from runner import __version__
-from runner.call import CallEnv, authorize_within
-from runner.check import run_check
 from runner.context.manager import ContextConfig, ContextManager
-from runner.events import ModelRequest, ModelResponse, RunStarted
+from runner.core.events import ModelRequest, ModelResponse, RunStarted
+from runner.core.jsonutil import file_sha256, sha256_text
+from runner.core.outcome import Status, UsageError
+from runner.engine.call import CallEnv, authorize_within
+from runner.engine.loop import Limits, LoopResult, run_loop
+from runner.engine.recorder import Recording, RunOutcome, early_failure, record
+from runner.engine.settings import Settings, load_settings, model_params, policy_layer
 from runner.guards.budget import Budget
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
-from runner.instructions import InstructionsError, gather
-from runner.jsonutil import file_sha256, sha256_text
-from runner.loop import Limits, LoopResult, run_loop
-from runner.mcp_setup import mcp_servers, start_mcp
+from runner.mcp.setup import mcp_servers, start_mcp
 from runner.model.base import ChatModel
 from runner.model.catalog import price_for, window_for
 from runner.model.replay import ReplayModel
-from runner.outcome import Status, UsageError
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.load import load_policy, policy_ref
 from runner.policy.match import compile_pattern, exact_pattern
 from runner.policy.model import Policy, Rule
 from runner.policy.targets import path_target
-from runner.recorder import Recording, RunOutcome, early_failure, record
+from runner.record.rundir import default_runs_dir, new_run_id, portable, write_atomic, write_json
 from runner.report.changes import ChangeTracker
-from runner.report.git import SafeGit
-from runner.rundir import default_runs_dir, new_run_id, portable, write_atomic, write_json
+from runner.run.check import run_check
+from runner.run.task import Task, parse_task
 from runner.sandbox.session import start_sandbox
-from runner.settings import Settings, load_settings, model_params, policy_layer
-from runner.task import Task, parse_task
 from runner.tools.readable import policy_decider
 from runner.tools.registry import core_tools
 from runner.tools.spill import keep
 from runner.tools.truncate import Limits as TruncationLimits
-from runner.trust import EnvFiles, load_env_files, narrow, task_is_trusted
-from runner.workstate import end_state
+from runner.workspace.git import SafeGit
+from runner.workspace.instructions import InstructionsError, gather
+from runner.workspace.state import end_state
+from runner.workspace.trust import EnvFiles, load_env_files, narrow, task_is_trusted
 
 OWN_OUTPUTS = "<run outputs>"
 MIN_CONTEXT_WINDOW = 16_384
@@ -67,7 +67,7 @@ class RunOptions:
     stream_events: bool = False  # every event on stdout as it happens (--output-format stream-json)
     cli_settings: dict[str, Any] = field(default_factory=dict)  # only flags actually given
     verbosity: int = 1
-    isolate: str | None = None  # "worktree": run in a private copy of the workspace (runner/worktree.py)
+    isolate: str | None = None  # "worktree": run in a private copy of the workspace (runner/workspace/worktree.py)
     shared_workspace: bool = False  # run beside another run in the same workspace
     mcp_configs: list[str] = field(default_factory=list)  # --mcp-config, in order
     instructions: list[str] = field(default_factory=list)  # --instructions FILE, in order
@@ -84,7 +84,7 @@ def execute(opts: RunOptions) -> RunOutcome:
     runs_dir = Path(opts.runs_dir).expanduser().resolve() if opts.runs_dir else default_runs_dir(workspace)
     home = workspace
     if opts.isolate == "worktree":
-        from runner.worktree import WorktreeError, create_worktree
+        from runner.workspace.worktree import WorktreeError, create_worktree
 
         try:
             workspace = create_worktree(workspace, new_run_id())
@@ -114,7 +114,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
         raise UsageError(str(exc)) from None
     schema = None
     if opts.output_schema:
-        from runner.output_schema import OutputSchema
+        from runner.workspace.output_schema import OutputSchema
 
         schema = OutputSchema(opts.output_schema)
         instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema)
@@ -150,7 +150,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     """Budgets, the model, the call hooks (policy, guards, sandbox), change tracking and `run_started`:
     everything between a run's settings and its loop, the same for `run`, `resume` and `fork`.
     `tools` is a recorded tools array (a continued run keeps its prefix); `readable` are earlier runs'
-    directories the agent may read (their spill files); `skills` (runner/skills.py), when given, get the
+    directories the agent may read (their spill files); `skills` (runner/workspace/skills.py), when given, get the
     `skill` tool and its allowed-tools restriction; `child_prompt` is a subagent's system prompt before its
     profile (None: agent-run's own and the workspace's AGENTS.md); `started` are extra run_started fields."""
     rec.summary.policy = policy.path
@@ -173,8 +173,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
     start_mcp(rec, env, servers, files.environ(), settings)
     if skills is not None:
-        from runner.skills import Restriction
         from runner.tools.skill import SkillTool
+        from runner.workspace.skills import Restriction
 
         env.restrict = Restriction()
         env.registry = env.registry.with_tools([SkillTool(skills, env.restrict)])
@@ -211,8 +211,8 @@ def trusted_inputs(opts: RunOptions, environ: dict[str, str]) -> tuple[Path, ...
 
 
 def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any]:
-    """Skills from --skills and the workspace; their index goes into the system prompt (runner/skills.py)."""
-    from runner.skills import discover, index
+    """Skills from --skills and the workspace; their index goes into the system prompt (runner/workspace/skills.py)."""
+    from runner.workspace.skills import discover, index
 
     skills, warnings = discover(rec.workspace, opts.skills)
     for warning in warnings:

@@ -17,8 +17,8 @@ from typing import Any
 
 from dotenv import dotenv_values
 
-from runner.outcome import UsageError
-from runner.report.git import find_repo
+from runner.core.outcome import UsageError
+from runner.workspace.git import find_repo
 
 # Budgets front matter may only lower; anything else it sets is ignored when untrusted.
 NARROWING = ("max_turns", "timeout", "max_tokens", "max_cost_usd", "max_output_tokens")

@@ -24,7 +24,7 @@ import yaml
 
 from runner.policy.match import compile_pattern
 from runner.policy.model import Target
-from runner.repofile import read_capped
+from runner.workspace.repofile import read_capped
 
 SOURCES = (".agents/skills", ".claude/skills")
 MAX_SKILLS = 100

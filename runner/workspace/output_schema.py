@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runner.jsonutil import MISSING, json_pointer
-from runner.outcome import Failed, UsageError
+from runner.core.jsonutil import MISSING, json_pointer
+from runner.core.outcome import Failed, UsageError
 
 MAX_REPAIRS = 2
 MAX_ERRORS_SHOWN = 5
@@ -51,7 +51,7 @@ class OutputSchema:
 
     def keep(self, rec: Any) -> None:
         """The validated value: summary `output`, output.json (sealed), stdout in text mode."""
-        from runner.rundir import write_json
+        from runner.record.rundir import write_json
 
         rec.extra["output"] = self.value
         write_json(rec.run_dir / "output.json", self.value)
