@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import reply
+from tests.fakes.wait import HANG_S, until
 
 SERVERS = Path(__file__).parents[1] / "mcp" / "servers"
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
@@ -159,12 +160,11 @@ def test_server_everything_over_stdio_and_streamable_http(fake, workspace, agent
     http = subprocess.Popen([node, str(everything), "streamableHttp"], env={**os.environ, "PORT": str(port)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        def listening() -> bool:
             with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
+                return probe.connect_ex(("127.0.0.1", port)) == 0
+
+        until(listening, f"server-everything to listen on {port}")
         url = f"http://127.0.0.1:{port}/mcp"
         config = write_config(workspace, {"ev": stdio, "web": {"type": "http", "url": url}})
         (workspace / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": [
@@ -185,4 +185,4 @@ def test_server_everything_over_stdio_and_streamable_http(fake, workspace, agent
         assert failed["web"]["kind"] == "refused"
     finally:
         http.terminate()
-        http.communicate(timeout=10)
+        http.communicate(timeout=HANG_S)
