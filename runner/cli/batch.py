@@ -10,6 +10,12 @@ Parallel tasks must not share a working tree: each would list the others' edits 
 `-j N > 1` every task gets a worktree of its own (`run --isolate worktree`), which needs git;
 a non-git workspace is refused unless `--shared-workspace` says the sharing is wanted.
 See docs/batch.md.
+
+On GitHub Actions (GITHUB_ACTIONS=true) the batch reports as `run` does, for all its tasks: each task
+still writes its own step summary, but the step's outputs and annotations are the batch's. A task's
+annotations would die with its stderr (captured here), so the batch writes every task's, titled with
+the task; and its tasks do not get GITHUB_OUTPUT (each would overwrite the last one's outputs): the
+batch writes one output, `results`, batch.json on one line.
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from typing import Any
 
 import click
 
-from runner.cli.output import case_of
+from runner.cli.output import case_of, secrets_to_mask
 from runner.core.outcome import EXIT_CODES, Status
 from runner.record.rundir import default_runs_dir, write_json
+from runner.report.github import annotations, command, escape_property, mask, outputs_block, stop_commands
 from runner.report.junit import write_junit
 
 USAGE_ERROR = EXIT_CODES[Status.USAGE_ERROR]  # a refusal is one
@@ -83,10 +90,14 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
     """
     env_format = os.environ.get("AGENT_RUN_OUTPUT_FORMAT")
     fmt = output_format or (env_format if env_format in ("text", "json") else "text")
+    on_github = os.environ.get("GITHUB_ACTIONS") == "true"
+    if on_github:  # before anything is printed: the runner hides these values in the whole log from here on
+        for line in mask(secrets_to_mask()):
+            click.echo(line, err=True)
     home = Path(workspace or os.getcwd()).expanduser().resolve()
     isolation = _isolation(home, jobs, isolate, shared_workspace)
     if isinstance(isolation, _Refusal):
-        _refuse(str(isolation), fmt)
+        _refuse(str(isolation), fmt, on_github)
         return
 
     common: list[str] = []
@@ -114,11 +125,23 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
     runs_root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir(home)
     out = Path(batch_json).expanduser() if batch_json else runs_root / "batch.json"
     _write_result(out, result)
-    if fmt == "json":
-        click.echo(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
-    else:
-        _print_table(tasks, summaries)
-        click.echo(f"agent-run: batch result: {out}", err=True)
+    printed = (json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) if fmt == "json"
+               else "\n".join(_table(tasks, summaries)))
+    told = "" if fmt == "json" else f"agent-run: batch result: {out}"
+    # A reason may carry an endpoint's or a check's words: no line of it may issue a workflow command.
+    before, after = stop_commands(f"{printed}\n{told}") if on_github else ("", "")
+    if before:
+        click.echo(before, err=True)
+    click.echo(printed)
+    sys.stdout.flush()
+    if told:
+        click.echo(told, err=True)
+    if after:
+        click.echo(after, err=True)
+        for task, summary in zip(tasks, summaries, strict=True):
+            for line in _task_annotations(task, summary):
+                click.echo(line, err=True)
+        _write_github_output(result)
     if junit:
         write_junit(junit, [case_of(s, t) for t, s in zip(tasks, summaries, strict=True)])
     sys.exit(worst)
@@ -166,12 +189,40 @@ def _worktree_problem(home: Path) -> str | None:
     return None if head else f"{repo.top} has no commit yet (a worktree starts from HEAD)"
 
 
-def _refuse(reason: str, fmt: str) -> None:
+def _refuse(reason: str, fmt: str, on_github: bool) -> None:
+    refusal = {"status": "usage_error", "exit_code": USAGE_ERROR, "reason": reason, "tasks": []}
     if fmt == "json":  # a consumer of stdout gets an object either way, shaped like `run`'s usage error
-        click.echo(json.dumps({"status": "usage_error", "exit_code": USAGE_ERROR, "reason": reason, "tasks": []},
-                              indent=2, sort_keys=True, ensure_ascii=False))
+        click.echo(json.dumps(refusal, indent=2, sort_keys=True, ensure_ascii=False))
     click.echo(f"agent-run: usage_error (exit {USAGE_ERROR}): {reason}", err=True)
+    if on_github:
+        click.echo(command("error", reason, title="agent-run batch: usage error"), err=True)
+        _write_github_output(refusal)
     sys.exit(USAGE_ERROR)
+
+
+def _task_annotations(task: str, summary: dict[str, Any]) -> list[str]:
+    """The annotations `run` would have written for this task (from its masked summary), each title
+    naming the task: in a batch, "denied bash" alone does not say which task."""
+    lines = []
+    for line in annotations(summary, summary.get("loop_warnings") or []):
+        # `command` escapes `:` and `,` in property values, so the title ends at the first `::` or `,`.
+        head, sep, tail = line.partition(" title=")
+        end = min(i for i in (tail.find("::"), tail.find(","), len(tail)) if i >= 0)
+        lines.append(f"{head}{sep}{tail[:end]}{escape_property(f' ({task})')}{tail[end:]}" if sep else line)
+    return lines
+
+
+def _write_github_output(result: dict[str, Any]) -> None:
+    """The step's output `results`: batch.json on one line (fromJSON() in a later step)."""
+    path = os.environ.get("GITHUB_OUTPUT")
+    if not path:
+        return
+    text = json.dumps(result, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    try:
+        with open(path, "a", encoding="utf-8", newline="\n") as f:
+            f.write(outputs_block({"results": text}))
+    except OSError as exc:  # as for batch.json: the tasks' outcome (the exit code) matters more
+        click.echo(f"agent-run: warning: could not write the step output results: {exc}", err=True)
 
 
 def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[str, Any]]:
@@ -187,6 +238,10 @@ def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[
                 if child.poll() is None:
                     child.send_signal(signum)
 
+    # The step's outputs are the batch's (`results`): a task writing its own would replace the previous
+    # task's, and the step would end with whichever finished last.
+    child_env = {k: v for k, v in os.environ.items() if k != "GITHUB_OUTPUT"}
+
     def run_one(task: str) -> dict[str, Any]:
         argv = [*_self_argv(), "run", "--output-format", "json", "-q", *common, task]
         started = time.monotonic()
@@ -195,7 +250,7 @@ def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[
                 return {"status": "not_started", "exit_code": 128 + stopped[0],
                         "reason": f"the batch was stopped by {signal.Signals(stopped[0]).name} first"}
             child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env=child_env)
             children.add(child)
         out, err = child.communicate()
         with lock:
@@ -242,14 +297,14 @@ def _write_result(path: Path, result: dict[str, Any]) -> None:
         click.echo(f"agent-run: warning: could not write {path}: {exc}", err=True)
 
 
-def _print_table(tasks: tuple[str, ...], summaries: list[dict[str, Any]]) -> None:
+def _table(tasks: tuple[str, ...], summaries: list[dict[str, Any]]) -> list[str]:
     rows = [(t, s.get("status", "?"), str(s.get("exit_code")), str(s.get("turns", "")),
              f"{s.get('duration_s', 0) or 0:.1f}s", s.get("run_dir") or s.get("reason") or "")
             for t, s in zip(tasks, summaries, strict=True)]
     header = ("task", "status", "exit", "turns", "time", "run dir")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
-    for row in [header, *rows]:
-        click.echo("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5])
+    return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5]
+            for row in [header, *rows]]
 
 
 def _self_argv() -> list[str]:
