@@ -98,7 +98,7 @@ def test_a_missing_git_is_a_worktree_error_and_leaves_nothing(tmp_path, monkeypa
 def test_run_git_maps_a_hang_and_a_failure(tmp_path):
     fake = tmp_path / "bin" / "git"
     fake.parent.mkdir()
-    fake.write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 5\n")
+    fake.write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 60\n")  # far past the timeout: only the timeout ends it
     fake.chmod(0o755)
     env = isolated_env(str(tmp_path))
     env["PATH"] = str(fake.parent)
