@@ -67,10 +67,3 @@ def test_a_refused_batch_on_github_says_why_and_outputs_it(fake, workspace, agen
     refusal = json.loads(github_outputs(output)["results"])
     assert refusal["status"] == "usage_error" and refusal["exit_code"] == 2 and refusal["tasks"] == []
 
-
-def test_batch_outside_github_writes_no_workflow_commands(fake, workspace, agent_run, tmp_path):
-    fake.add(reply(calls=[("bash", {"command": "make"})]), reply("could not build"))
-    output = tmp_path / "github-output"
-    r = agent_run("batch", "task.md", env={"GITHUB_OUTPUT": str(output)})  # GITHUB_ACTIONS unset
-    assert r.code == 3
-    assert "::" not in r.stderr and not output.exists()
