@@ -129,10 +129,11 @@ def agent_run_zygote() -> Iterator[Zygote | None]:
 
 @pytest.fixture
 def agent_run(fake: FakeOpenAI, workspace: Path, agent_run_zygote: Zygote | None):
-    """Run `agent-run ARGS` against the fake server, in the workspace; wait for it."""
+    """Run `agent-run ARGS` against the fake server, in the workspace; wait for it. The timeout only stops a
+    hang: a run here takes a second or a few (a batch of several, more), several times that on a loaded machine."""
 
     def run(*args: str, env: dict[str, str] | None = None, input: str | None = None,
-            timeout: float = 60) -> Result:
+            timeout: float = 180) -> Result:
         full_env = clean_env(**{"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
                                 "AGENT_RUN_RETRY_BASE_S": "0.01", **(env or {})})
         runs_dir = workspace / ".agent-run" / "runs"

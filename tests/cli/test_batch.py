@@ -56,7 +56,7 @@ def test_parallel_tasks_editing_one_file_get_independent_patches(fake, workspace
     _make_repo(workspace)
     for i in range(4):
         _writes_its_version(fake, i)
-    r = agent_run("batch", "-j", "4", *names, timeout=120)
+    r = agent_run("batch", "-j", "4", *names, timeout=600)  # ~8 s on 2 idle cores: the timeout only stops a hang
     assert r.code == 0, r.stdout + r.stderr
     assert len(r.new_dirs) == 4
     assert (workspace / "shared.txt").read_text() == "base\n"  # the workspace itself is untouched
