@@ -149,6 +149,19 @@ def agent_run(fake: FakeOpenAI, workspace: Path, agent_run_zygote: Zygote | None
     return run
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The machine's tools, installed once before any worker starts (xdist's controller; a plain run
+    itself): a test that expects a run without sandbox warnings must not race the sandbox tests' install."""
+    import platform
+
+    if hasattr(session.config, "workerinput"):
+        return
+    if platform.system() == "Linux" and shutil.which("bwrap") is None:
+        apt_install("bubblewrap")
+    if shutil.which("rg") is None:
+        apt_install("ripgrep")
+
+
 @pytest.fixture(scope="session")
 def sandbox_available() -> None:
     """Sandbox tests run the real bubblewrap. On Linux they never skip: missing, it is installed

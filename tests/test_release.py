@@ -27,12 +27,19 @@ def step(job: str, step_id: str) -> dict[str, Any]:
     return next(s for s in load(RELEASE)["jobs"][job]["steps"] if s.get("id") == step_id)
 
 
+def clean_environ() -> dict[str, str]:
+    """The job's environment as a fresh runner has it: no CI variables, no model keys, and no PYTHONPATH (a
+    suite run against another checkout must not put its code before the wheel's)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("GITHUB_", "OPENAI_", "AGENT_RUN_")) and k != "PYTHONPATH"}
+
+
 def run_script(script: str, cwd: Path, tmp: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """A `run:` as GitHub runs it (`bash --noprofile --norc -eo pipefail FILE`), with this venv's `python`,
     `twine` and `agent-run` first on PATH as setup-python's would be."""
     path = tmp / f"step-{abs(hash(script))}.sh"
     path.write_text(script)
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "OPENAI_", "AGENT_RUN_"))}
+    full_env = clean_environ()
     full_env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", **env)
     # Generous: only a hang should hit it (the build installs hatchling into an isolated env first).
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)], cwd=cwd, env=full_env,
@@ -118,7 +125,7 @@ def test_build_makes_an_sdist_and_a_wheel_of_the_version_that_twine_accepts(chec
 
 def test_the_wheel_in_a_fresh_venv_reports_its_version_and_runs_the_quickstart(checkout, wheel_venv):
     where = subprocess.run([str(wheel_venv / "bin" / "python"), "-c", "import runner; print(runner.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=checkout.parent).stdout
+                           capture_output=True, text=True, check=True, cwd=checkout.parent, env=clean_environ()).stdout
     assert Path(where).is_relative_to(wheel_venv)  # the wheel's code, not this checkout's
     proc = run_script(step("build", "smoke")["run"], checkout, checkout.parent, VENV=str(wheel_venv),
                       TAG=f"v{VERSION}")

@@ -22,7 +22,7 @@ import jsonschema
 
 from runner.core.events import Emit, GuardWarning, PermissionDecision, ToolCall, ToolResult, call_ref
 from runner.core.jsonutil import canonical, sha256_text
-from runner.core.outcome import RunEnded
+from runner.guards.base import CallRecord, Guard
 from runner.policy.decide import CallDecision, decide
 from runner.policy.match import exact_pattern
 from runner.policy.model import Policy, Target
@@ -32,30 +32,6 @@ from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
 from runner.tools.spill import spill_text
 from runner.tools.truncate import count_lines
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """What guards see of a finished call."""
-
-    call_id: str
-    tool: str
-    arguments: str
-    fingerprint: str  # tool name + sha256 of the arguments as stable JSON
-    denied: bool
-    error_type: str | None
-    content_sha256: str
-
-
-@dataclass
-class Verdict:
-    """A guard's answer: warnings appended to this call's result, or the end of the run."""
-
-    warnings: list[tuple[str, str]] = field(default_factory=list)  # (detector, message)
-    stop: RunEnded | None = None
-
-
-Guard = Callable[[CallRecord], Verdict | None]
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runner.core.jsonutil import short
 from runner.core.outcome import Denied
-from runner.engine.call import CallRecord, Verdict
+from runner.guards.base import CallRecord, Verdict
 
 DEFAULT_MAX_DENIALS = 3
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.core.jsonutil import short
+from runner.core.outcome import DoomLoop
+from runner.guards.base import CallRecord, Verdict
 
 
 @dataclass(frozen=True)
@@ -137,10 +139,7 @@ class LoopGuard:
     def __init__(self, config: LoopConfig) -> None:
         self.detector = LoopDetector(config)
 
-    def __call__(self, record: Any) -> Any:
-        from runner.core.outcome import DoomLoop
-        from runner.engine.call import Verdict
-
+    def __call__(self, record: CallRecord) -> Verdict:
         label = f"{record.tool} {short(record.arguments)}"
         fired, warnings = self.detector.observe(Observation(record.fingerprint, record.content_sha256,
                                                             record.error_type is not None, label))

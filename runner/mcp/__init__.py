@@ -1,5 +1,6 @@
 """MCP (Model Context Protocol) servers as tools: configuration, a synchronous client over the official SDK,
-and the mapping from a server's tools and results to what a model sees.
+the mapping from a server's tools and results to what a model sees, the MCP tool itself, and the wiring
+of a run's servers (`setup.py`, `runtime.py`: started in the run's sandbox, decided by its policy).
 
-Self-contained: nothing here knows about sessions, the recorder or the CLI; the runner wires it in.
+May import `runner.sandbox`, the engine and everything below; knows nothing of sessions or the CLI.
 """

@@ -11,23 +11,33 @@ speaking MCP is dropped for the rest of the run (runner/mcp/runtime.py records i
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from runner.mcp.client import McpCallError
+from runner.mcp.client import McpCallError, McpError, McpServer
 from runner.mcp.tools import convert_result
 from runner.policy.model import Target
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
-if TYPE_CHECKING:
-    from runner.mcp.runtime import McpRuntime
-
 DEFAULT_CALL_TIMEOUT_S = 120.0
+
+
+class Servers(Protocol):
+    """What a tool needs of the run's servers (runner/mcp/runtime.py McpRuntime): the tool is built by the
+    runtime and handed it, so it names this contract rather than the runtime that implements it."""
+
+    call_timeout_s: float
+
+    def usable(self, name: str) -> McpServer | None: ...
+
+    def why_down(self, name: str) -> str: ...
+
+    def call_failed(self, name: str, exc: McpError) -> None: ...
 
 
 class McpTool(Tool):
     domain = "mcp"
 
-    def __init__(self, function: dict[str, Any], server: str, tool: str, runtime: McpRuntime) -> None:
+    def __init__(self, function: dict[str, Any], server: str, tool: str, runtime: Servers) -> None:
         """`function`: the tool's entry from runner/mcp/tools.py specs_for (name, capped description,
         sanitised parameters), so what the model sees has one code path."""
         self.name = str(function["name"])  # type: ignore[misc]  # per instance: each MCP tool is its own

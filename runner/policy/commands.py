@@ -14,10 +14,11 @@ known at run time where an option could be (`git log $ARGS`, a glob) is itself a
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from runner.policy.sed import backup_name, sed_script_is_safe
 
 Word = str | None
 
@@ -301,39 +302,7 @@ def _sed(args: list[Word], eff: Effects) -> None:
             if path is not None:
                 eff.writes.append(path)
                 if suffix:
-                    eff.writes.append(_backup_name(path, suffix))
-
-
-def _backup_name(path: str, suffix: str) -> str:
-    """GNU sed's backup file: `*` in the suffix is the file's name; without `/` it is beside the file."""
-    if "*" not in suffix:
-        return path + suffix
-    name = suffix.replace("*", posixpath.basename(path))
-    return name if "/" in name else posixpath.join(posixpath.dirname(path), name)
-
-
-_SED_ADDRESS = r"(?:\d+(?:~\d+)?|\$|/(?:\\.|[^\\/\n])*/[IM]*)"
-_SED_PART = r"(?:\\.|(?!(?P=d))[^\\])*(?P=d)"  # up to the next unescaped delimiter
-# One sed command that neither writes a file nor runs a program (no w, W, e, s///w, s///e).
-_SED_COMMAND = re.compile(rf"""
-    [\s;]* (?:{_SED_ADDRESS} (?:\s*,\s*(?:[+~]\d+|{_SED_ADDRESS}))? )? [\s!]*   # addresses, negation
-    (?: [{{}}=dDgGhHnNpPxzFlLqQ][ \t\d]*                                    # no file, no program
-      | [\#:btT][^\n;]* | [rRv][^\n]*                                        # comment, label, file read
-      | [aic](?:\\.|[^\\\n])*                                                 # text
-      | [sy](?P<d>[^\\\n]){_SED_PART}{_SED_PART}[gpiImM\d \t]*(?=[\n;}}]|$)   # s and y, harmless flags
-    )""", re.VERBOSE | re.DOTALL)
-
-
-def sed_script_is_safe(script: str) -> bool:
-    """Whether a sed script only edits its stream: no `w`/`W`/`e` command, no `s///w` or `s///e`
-    flag. A script this reader cannot follow command by command is not safe."""
-    i = 0
-    while i < len(script.rstrip(" \t\n;")):
-        found = _SED_COMMAND.match(script, i)
-        if found is None or found.end() == i:
-            return False
-        i = found.end()
-    return True
+                    eff.writes.append(backup_name(path, suffix))
 
 
 _SORT_VALUE = frozenset({"--key", "--field-separator", "--output", "--buffer-size", "--temporary-directory",

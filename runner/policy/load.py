@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 from runner.policy.jsonc import Located, PolicyError, parse
 from runner.policy.match import compile_pattern
-from runner.policy.model import DOMAINS, Policy, Rule
+from runner.policy.model import DOMAINS, Policy, Rule, snapshot
 from runner.policy.sandbox_config import SandboxConfigError, config_from, network_rules
 
 
@@ -210,14 +210,6 @@ def _load_chain(path: Path, seen: tuple[Path, ...]) -> Policy:
 
 
 _NOT_SECTIONS = frozenset({"$schema", "extends", "permission", "mode", "description"})
-
-
-def snapshot(mode: str, sections: dict[str, Any], rules: list[Rule], files: list[str]) -> dict[str, Any]:
-    """The resolved policy as one JSON document: what the run actually used."""
-    permission = {**sections.get("permission", {}),
-                  "rules": [{"domain": r.domain, "pattern": r.pattern.raw, "decision": r.decision,
-                             "source": r.source, "index": r.index} for r in rules]}
-    return {"mode": mode, **sections, "permission": permission, "files": files}
 
 
 def _compile_rules(located: Located, file: str) -> list[Rule]:

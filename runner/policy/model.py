@@ -48,8 +48,6 @@ class Policy:
     narrowed_by: tuple[Policy, ...] = ()
 
     def with_rules(self, extra: list[Rule]) -> Policy:
-        from runner.policy.load import snapshot
-
         rules = [*self.rules, *extra]
         resolved = snapshot(self.mode, self.sections, rules, self.files)
         if self.narrowed_by:
@@ -66,3 +64,11 @@ class Policy:
         chain = (*self.narrowed_by, other)
         return Policy(self.path, self.mode, self.rules, self.files, self.sections,
                       {**self.resolved, "narrowed_by": [p.resolved for p in chain]}, chain)
+
+
+def snapshot(mode: str, sections: dict[str, Any], rules: list[Rule], files: list[str]) -> dict[str, Any]:
+    """The resolved policy as one JSON document: what the run actually used."""
+    permission = {**sections.get("permission", {}),
+                  "rules": [{"domain": r.domain, "pattern": r.pattern.raw, "decision": r.decision,
+                             "source": r.source, "index": r.index} for r in rules]}
+    return {"mode": mode, **sections, "permission": permission, "files": files}

@@ -14,30 +14,20 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import shlex
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-# GitHub rejects a step's summary over 1 MiB (all writes of the step together).
-SUMMARY_HARD_LIMIT = 1024 * 1024
-SUMMARY_LIMIT = SUMMARY_HARD_LIMIT - 24 * 1024  # what we aim for: a margin under the hard limit
-MAX_DENIAL_ROWS = 100
-MAX_CHANGED_FILES = 300
-MAX_CELL_CHARS = 300
-MAX_ANSWER_CHARS = 20_000
+from runner.report.markdown import last_turns
+from runner.report.step_summary import MAX_TURNS_CHARS, SUMMARY_LIMIT, sandbox_text, step_summary
+
 # GitHub shows at most 10 error annotations per step (50 per job); more is noise.
 MAX_DENIAL_ANNOTATIONS = 10
 # A job's outputs are capped at 1 MB in total; summary-json gets at most this much.
 MAX_SUMMARY_JSON_BYTES = 512 * 1024
 MIN_MASK_LENGTH = 4
 
-_STATUS_ICON = {
-    "success": "✅", "failed": "❌", "usage_error": "⚠️", "denied": "⛔", "doom_loop": "🔁",
-    "budget_exhausted": "⏱️", "model_error": "💥", "interrupted": "🛑",
-}
 _ERROR_TITLES = {
     "doom_loop": "agent-run: doom loop", "budget_exhausted": "agent-run: budget exhausted",
     "model_error": "agent-run: model error", "failed": "agent-run: failed", "usage_error": "agent-run: usage error",
@@ -188,17 +178,6 @@ def output_values(summary: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def sandbox_text(sandbox: Mapping[str, Any] | None) -> str:
-    """`bwrap, network none` / `none (bubblewrap (bwrap) is not installed)`: what contained the run."""
-    if not sandbox:
-        return ""
-    if sandbox.get("active"):
-        network = sandbox.get("network")
-        net = "allow-list " + ", ".join(network["allow"]) if isinstance(network, Mapping) else str(network)
-        return f"{sandbox.get('mechanism')}, network {net}"
-    return f"none ({sandbox.get('reason')})"
-
-
 def compact_summary_json(summary: Mapping[str, Any], limit: int = MAX_SUMMARY_JSON_BYTES) -> str:
     """summary.json on one line. Over `limit` bytes (a job's outputs share 1 MB), the answer is cut and
     then denials are dropped from the end, with `denials_omitted` / `answer_truncated` saying so:
@@ -250,193 +229,6 @@ def outputs_block(values: Mapping[str, str], delimiter: str | None = None) -> st
 
 
 # -- the step summary (Markdown) ----------------------------------------------------------------
-
-
-def code_span(text: str, *, in_table: bool = True) -> str:
-    """`text` as a Markdown code span: a fence longer than any backtick run in it, padded when it starts
-    or ends with a backtick (or with spaces on both sides, which CommonMark would strip), line breaks
-    as spaces (what a code span renders anyway; a raw one would end a table row), and in a table `|` as
-    `\\|`, which GFM unescapes inside code spans too. (GFM cannot express a backslash right before a
-    pipe in a table cell: `a\\|b` shows as `a\\\\|b`.)"""
-    text = re.sub(r"\r\n|\r|\n", " ", str(text))
-    if not text:
-        return "—"
-    if in_table:
-        text = text.replace("|", "\\|")
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = ""
-    if text[0] == "`" or text[-1] == "`" or (text[0] == " " and text[-1] == " " and text.strip()):
-        pad = " "
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&!#])")
-
-
-def md_text(text: str) -> str:
-    """Plain text for Markdown: one line, the characters that would format, link or inject HTML escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", re.sub(r"\s*[\r\n]+\s*", " ", str(text)))
-
-
-def _clip(text: str, limit: int = MAX_CELL_CHARS) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _fenced(text: str, info: str = "") -> str:
-    fence = "`" * max(3, max((len(run) for run in re.findall(r"`{3,}", text)), default=0) + 1)
-    return f"{fence}{info}\n{text}\n{fence}"
-
-
-def _number(n: Any) -> str:
-    return f"{n:,}" if isinstance(n, int) else ("?" if n is None else str(n))
-
-
-def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT, *, recent_turns: str | None = None,
-                 earlier_turns: int = 0, artifact: str | None = None) -> str:
-    """Markdown for $GITHUB_STEP_SUMMARY: the ending, figures, denials with their full commands and replay
-    commands, loop and budget findings, the check (a failed one with its output tail, folded), changed
-    files, the answer, the last turns of the transcript (`recent_turns`, folded; `earlier_turns` before
-    them not shown) and how to get the rest without a link (the `artifact` name and `runs show`).
-    At most `limit` UTF-8 bytes: long lists are cut with a note first, then (only for pathological single
-    fields) the text itself."""
-    status = str(summary.get("status", "?"))
-    exit_code = summary.get("exit_code")
-    usage = summary.get("usage") or {}
-    icon = _STATUS_ICON.get(status)
-    out: list[str] = [f"## {icon + ' ' if icon else ''}agent-run: {md_text(status)} (exit {exit_code})", ""]
-    if summary.get("reason"):
-        out += [f"**Reason:** {md_text(_clip(summary['reason'], 2000))}", ""]
-
-    cost = usage.get("cost_usd")
-    duration = summary.get("duration_s")
-    rows = [
-        ("Status", f"{code_span(status)} (exit {exit_code})"),
-        ("Turns", f"{_number(summary.get('turns'))} ({_number(summary.get('tool_calls'))} tool calls)"),
-        ("Tokens", f"{_number(usage.get('prompt_tokens'))} prompt ({_number(usage.get('cached_tokens'))} cached), "
-                   f"{_number(usage.get('completion_tokens'))} completion"
-                   + (f", {_number(usage['total_tokens'])} total" if usage.get("total_tokens") is not None else "")),
-        ("Cost", f"${cost:.4f}" if isinstance(cost, int | float) else "unknown (no price for this model)"),
-        ("Duration", f"{duration:.1f} s" if isinstance(duration, int | float) else "?"),
-        ("Model", code_span(_clip(summary.get("model") or ""))),
-        ("Policy", code_span(_clip(summary.get("policy") or ""))),
-        ("Sandbox", ("" if (summary.get("sandbox") or {}).get("active", True) else "⚠️ ")
-         + md_text(_clip(sandbox_text(summary.get("sandbox")) or "?"))),
-        ("Run", code_span(_clip(summary.get("run_id") or ""))),
-        ("Integrity", code_span(str((summary.get("integrity") or {}).get("sha256") or "?"))
-         + " (check a downloaded run: `agent-run replay RUN_DIR --expect-hash` this)"),
-        ("Run dir", code_span(_clip(summary.get("run_dir") or ""))),
-    ]
-    out += ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
-
-    denials = list(summary.get("denials") or [])
-    if denials:
-        out += [f"### ⛔ Denied calls ({len(denials)})", "",
-                "| call | tool | target | rule | approve and run it |", "|---|---|---|---|---|"]
-        for d in denials[:MAX_DENIAL_ROWS]:
-            rule = d.get("rule") or {}
-            pattern = code_span(_clip(rule["pattern"])) if rule.get("pattern") else "no rule (`ask`)"
-            out.append(" | ".join([
-                "", code_span(_clip(d.get("call_id") or "")), code_span(_clip(d.get("tool") or "")),
-                _target_cell(d), pattern,
-                code_span(_clip(d.get("replay") or "", 4 * MAX_CELL_CHARS)), "",
-            ]).strip())
-        if len(denials) > MAX_DENIAL_ROWS:
-            out += ["", f"*… and {len(denials) - MAX_DENIAL_ROWS:,} more denied calls "
-                        "(the list is cut here; all of them are in `summary.json`).*"]
-        if summary.get("replay"):
-            out += ["", "Approve and run every denied call:", "", _fenced(str(summary["replay"]), "sh")]
-        out.append("")
-
-    loop = summary.get("loop")
-    if isinstance(loop, Mapping):
-        out += ["### 🔁 Loop detected", "",
-                f"Detector {code_span(str(loop.get('detector')), in_table=False)} reached "
-                f"{loop.get('count')} of {loop.get('threshold')} on "
-                f"{code_span(_clip(str(loop.get('call') or '')), in_table=False)}.", ""]
-    budget = summary.get("budget")
-    if isinstance(budget, Mapping):
-        used = f", used {budget['used']}" if budget.get("used") is not None else ""
-        out += ["### ⏱️ Budget exhausted", "",
-                f"Budget {code_span(str(budget.get('name')), in_table=False)}: limit {budget.get('limit')}{used}.", ""]
-    check = summary.get("check")
-    if isinstance(check, Mapping):
-        ok = check.get("ok")
-        verdict = "✅ passed" if ok else "❌ failed"
-        out += ["### Check", "",
-                f"{verdict}: {code_span(_clip(str(check.get('command') or ''), 1000), in_table=False)} "
-                f"(exit code {check.get('exit_code')})", ""]
-        tail = check.get("output_tail")
-        if not ok and isinstance(tail, str) and tail.strip():
-            out += ["<details><summary>The check's output (its last lines)</summary>", "",
-                    _fenced(_clip(tail, MAX_ANSWER_CHARS), "text"), "", "</details>", ""]
-    todos = [t for t in summary.get("todos") or [] if isinstance(t, Mapping)]
-    if todos:  # the plan the agent kept (todo): what it meant to do, and what it finished
-        marks = {"completed": "☑", "in_progress": "▶"}
-        out += [f"### Plan ({sum(t.get('status') == 'completed' for t in todos)}/{len(todos)} completed)", ""]
-        out += [f"- {marks.get(str(t.get('status')), '☐')} "
-                f"{code_span(_clip(str(t.get('content')), 300), in_table=False)}" for t in todos] + [""]
-    changed = summary.get("changed_files")
-    if isinstance(changed, list):
-        out += [f"### Changed files ({len(changed)})", ""]
-        out += [f"- {code_span(_clip(str(p), 1000), in_table=False)}" for p in changed[:MAX_CHANGED_FILES]]
-        if not changed:
-            out.append("None.")
-        if len(changed) > MAX_CHANGED_FILES:
-            out.append(f"- *… and {len(changed) - MAX_CHANGED_FILES:,} more (the list is cut here; "
-                       "see `changes.patch` in the run directory).*")
-        out.append("")
-    answer = summary.get("answer")
-    if isinstance(answer, str) and answer.strip():
-        cut = len(answer) > MAX_ANSWER_CHARS
-        out += ["<details><summary>Final answer</summary>", "", _fenced(answer[:MAX_ANSWER_CHARS], "text"),
-                *(["", f"*(cut at {MAX_ANSWER_CHARS:,} characters)*"] if cut else []), "", "</details>", ""]
-    if recent_turns and recent_turns.strip() and len(recent_turns) <= MAX_TURNS_CHARS:
-        before = f" ({earlier_turns} earlier turn(s) not shown)" if earlier_turns else ""
-        out += [f"<details><summary>The last turns of the transcript{before}</summary>", "",
-                recent_turns.strip("\n"), "", "</details>", ""]
-    out += _the_rest(summary, artifact)
-    return _cap("\n".join(out) + "\n", limit)
-
-
-MAX_TURNS_CHARS = 60_000
-
-
-def _target_cell(d: Mapping[str, Any]) -> str:
-    """The denied target and, when it says more, the call's full command (a target is one simple command
-    of a compound one: `echo x && rm -rf build` is denied on `rm -rf build`)."""
-    cell = code_span(_clip(d.get("target") or ""))
-    command = d.get("command")
-    if isinstance(command, str) and command.strip() and command not in str(d.get("target") or ""):
-        cell += f"<br>in {code_span(_clip(command, 4 * MAX_CELL_CHARS))}"
-    return cell
-
-
-def _the_rest(summary: Mapping[str, Any], artifact: str | None) -> list[str]:
-    """A link-free way to the whole run: the artifact that holds the run directory, and the command."""
-    if not summary.get("run_id"):
-        return []
-    where = (f"the artifact {code_span(artifact, in_table=False)}" if artifact
-             else "the run directory artifact")
-    run = str(summary["run_id"])
-    return ["### The whole run", "",
-            f"Download {where} and, where you unpacked it (its run directory is "
-            f"{code_span(run, in_table=False)}), read the transcript:", "",
-            _fenced(f"agent-run runs show {shlex.quote(run)} --transcript", "sh"), ""]
-
-
-def _cap(text: str, limit: int) -> str:
-    data = text.encode()
-    if len(data) <= limit:
-        return text
-    note = "\n\n*… the summary is cut here (GitHub's 1 MiB limit); the run directory has everything.*\n"
-    room = max(0, limit - len(note.encode()))
-    head = data[:room].decode("utf-8", errors="ignore")
-    head = head[: head.rfind("\n") + 1] if "\n" in head else ""  # never leave half a table row
-    return head + note if len((head + note).encode()) <= limit else ""
-
-
-# -- the reporter -------------------------------------------------------------------------------
 
 
 class GitHubReporter:
@@ -498,7 +290,6 @@ def _recent_turns(summary: Mapping[str, Any]) -> tuple[str | None, int]:
         markdown = (Path(str(run_dir)) / "transcript.md").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None, 0
-    from runner.report.transcript import last_turns  # transcript imports this module
 
     for n in range(RECENT_TURNS, 0, -1):
         text, earlier = last_turns(markdown, n, shift=2)

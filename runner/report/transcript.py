@@ -11,7 +11,6 @@ run inside, cut to OUTPUT_LINES lines (the spill file or the event says where th
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -19,19 +18,12 @@ from typing import Any
 
 from runner.core.events import MAIN, call_ref
 from runner.record.rundir import iter_events
-from runner.report.github import code_span
+from runner.report.markdown import code_span, fence
 
 OUTPUT_LINES = 40
 CHECK_TAIL_LINES = 60
 CHECK_CALL_ID = "check"
 _TAIL_TOOLS = frozenset({"bash"})  # errors come last: show the end of their output
-
-
-def fence(text: str, info: str = "") -> str:
-    """`text` in a fenced block no line of it can close."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    mark = "`" * max(3, longest + 1)
-    return f"{mark}{info}\n{text.rstrip(chr(10))}\n{mark}"
 
 
 def split_result(content: str) -> tuple[str | None, str]:
@@ -345,29 +337,3 @@ def transcript_of(run_dir: Path, summary: Mapping[str, Any] | None = None) -> st
     except OSError:
         task = None
     return render(iter_events(run_dir / "events.jsonl"), summary if isinstance(summary, Mapping) else {}, task)
-
-
-def last_turns(markdown: str, n: int = 3, *, shift: int = 0) -> tuple[str, int]:
-    """The last `n` `## Turn` sections of a rendered transcript (up to the next top-level section, the
-    final answer), and how many turns came before them. `shift` demotes their headings by that many
-    levels (for embedding). Headings inside fenced blocks are output, not structure: left alone."""
-    turns: list[list[str]] = []
-    current: list[str] | None = None
-    fence_mark: str | None = None
-    for line in markdown.splitlines():
-        if fence_mark is None and (m := re.match(r"^(`{3,})", line)):
-            fence_mark = m.group(1)
-        elif fence_mark is not None and line.strip() == fence_mark:
-            fence_mark = None
-        elif fence_mark is None and line.startswith("#"):
-            if line.startswith("## Turn "):
-                current = []
-                turns.append(current)
-            elif line.startswith("## ") or line.startswith("# "):
-                current = None
-            if shift and current is not None:
-                line = "#" * shift + line
-        if current is not None:
-            current.append(line)
-    shown = turns[-n:] if n > 0 else []
-    return "\n".join(line for turn in shown for line in turn).strip("\n"), len(turns) - len(shown)

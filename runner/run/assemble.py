@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,10 @@ import pydantic
 
 from runner import __version__
 from runner.context.manager import ContextConfig, ContextManager
-from runner.core.events import ModelRequest, ModelResponse, RunStarted
+from runner.core.events import ModelRequest, RunStarted
 from runner.core.jsonutil import file_sha256, sha256_text
 from runner.core.outcome import Status, UsageError
+from runner.engine.build import context_manager, make_model
 from runner.engine.call import CallEnv, authorize_within
 from runner.engine.loop import Limits, LoopResult, run_loop
 from runner.engine.recorder import Recording, RunOutcome, early_failure, record
@@ -37,17 +37,22 @@ from runner.policy.model import Policy, Rule
 from runner.policy.targets import path_target
 from runner.record.rundir import default_runs_dir, new_run_id, portable, write_atomic, write_json
 from runner.report.changes import ChangeTracker
+from runner.report.deltas import TextDeltas
 from runner.run.check import run_check
 from runner.run.task import Task, parse_task
 from runner.sandbox.session import start_sandbox
+from runner.subagents.delegate import attach
 from runner.tools.readable import policy_decider
 from runner.tools.registry import core_tools
-from runner.tools.spill import keep
+from runner.tools.skill import SkillTool
 from runner.tools.truncate import Limits as TruncationLimits
 from runner.workspace.git import SafeGit
 from runner.workspace.instructions import InstructionsError, gather
+from runner.workspace.output_schema import OutputSchema
+from runner.workspace.skills import Restriction, discover, index
 from runner.workspace.state import end_state
 from runner.workspace.trust import EnvFiles, load_env_files, narrow, task_is_trusted
+from runner.workspace.worktree import WorktreeError, create_worktree
 
 OWN_OUTPUTS = "<run outputs>"
 MIN_CONTEXT_WINDOW = 16_384
@@ -84,8 +89,6 @@ def execute(opts: RunOptions) -> RunOutcome:
     runs_dir = Path(opts.runs_dir).expanduser().resolve() if opts.runs_dir else default_runs_dir(workspace)
     home = workspace
     if opts.isolate == "worktree":
-        from runner.workspace.worktree import WorktreeError, create_worktree
-
         try:
             workspace = create_worktree(workspace, new_run_id())
         except WorktreeError as exc:
@@ -114,8 +117,6 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
         raise UsageError(str(exc)) from None
     schema = None
     if opts.output_schema:
-        from runner.workspace.output_schema import OutputSchema
-
         schema = OutputSchema(opts.output_schema)
         instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema)
     skills = load_skills(rec, opts, instructions)
@@ -124,19 +125,14 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
                     child_prompt=instructions.system_prompt(leave_out=("--output-schema",)),
                     instructions=instructions.records or None)
     messages = [{"role": "system", "content": instructions.system_prompt()}, {"role": "user", "content": task.text}]
-    result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, context=agent.context,
-                      snapshot=agent.context.snapshot, recite=agent.recite,
-                      check_answer=schema.check if schema else None)
-    if schema is not None:
-        schema.keep(rec)
-    return conclude(rec, task, agent, result)
+    return drive(rec, task, agent, messages, schema=schema)
 
 
 @dataclass
 class Agent:
     """What the loop runs with: built once per run by `prepare`."""
 
-    model: ChatModel
+    model: ChatModel | None  # None: prepared to execute calls only (a replay without --continue)
     env: CallEnv
     limits: Limits
     context: ContextManager
@@ -146,13 +142,17 @@ class Agent:
 
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
             task_path: Path, *, tools: list[dict[str, Any]] | None = None, readable: tuple[Path, ...] = (),
-            skills: list[Any] | None = None, child_prompt: str | None = None, **started: Any) -> Agent:
+            skills: list[Any] | None = None, child_prompt: str | None = None, profile_dirs: Sequence[str] = (),
+            rerun: list[str] | None = None, needs_model: bool = True, **started: Any) -> Agent:
     """Budgets, the model, the call hooks (policy, guards, sandbox), change tracking and `run_started`:
-    everything between a run's settings and its loop, the same for `run`, `resume` and `fork`.
+    everything between a run's settings and its loop, the one path for `run`, `resume`, `fork` and `replay`.
     `tools` is a recorded tools array (a continued run keeps its prefix); `readable` are earlier runs'
-    directories the agent may read (their spill files); `skills` (runner/workspace/skills.py), when given, get the
-    `skill` tool and its allowed-tools restriction; `child_prompt` is a subagent's system prompt before its
-    profile (None: agent-run's own and the workspace's AGENTS.md); `started` are extra run_started fields."""
+    directories the agent may read (their spill files); `skills` (runner/workspace/skills.py), when given, get
+    the `skill` tool and its allowed-tools restriction; `child_prompt` is a subagent's system prompt before
+    its profile (None: agent-run's own and the workspace's AGENTS.md); `profile_dirs` are a recorded run's
+    profile directories, read as repository content; `rerun` the argv printed commands start with (None:
+    this task's); `needs_model` False for a replay that only executes calls (it needs no endpoint or key);
+    `started` are extra run_started fields."""
     rec.summary.policy = policy.path
     rec.summary.model = settings.model
     servers = mcp_servers(rec, policy, opts.mcp_configs, files.environ())  # checked: exit 2 before anything starts
@@ -160,12 +160,12 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     budget = budget_for(rec, policy, settings, opts.cli_settings)
     on_delta = None
     if opts.stream_events and settings.stream:  # --stream with stream-json: text_delta lines as they arrive
-        from runner.report.deltas import TextDeltas
-
         on_delta = TextDeltas(sys.stdout, rec.ctx.masker)
         rec.closers.insert(0, on_delta.close)
-    model = make_model(settings, deadline, on_delta)
-    env = call_env(rec, policy, settings, deadline, _rerun_base(opts, policy, rec.workspace, task_path),
+    model = make_model(settings, deadline, on_delta) if needs_model else None
+    if rerun is None:
+        rerun = _rerun_base(opts, policy, rec.workspace, task_path)
+    env = call_env(rec, policy, settings, deadline, rerun,
                    sandbox_mode=opts.sandbox, environ=files.environ(), readable=readable,
                    inputs=trusted_inputs(opts, files.environ()))
     if isinstance(model, ReplayModel):  # policy.json is written by now (call_env)
@@ -173,14 +173,9 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
     start_mcp(rec, env, servers, files.environ(), settings)
     if skills is not None:
-        from runner.tools.skill import SkillTool
-        from runner.workspace.skills import Restriction
-
         env.restrict = Restriction()
         env.registry = env.registry.with_tools([SkillTool(skills, env.restrict)])
-    from runner.subagents.delegate import attach  # the task tool (runner/subagents/), unless they are off
-
-    turns = attach(rec, env, settings, policy, budget, opts.agents, child_prompt)
+    turns = attach(rec, env, settings, policy, budget, opts.agents, child_prompt, profile_dirs)
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))
@@ -212,8 +207,6 @@ def trusted_inputs(opts: RunOptions, environ: dict[str, str]) -> tuple[Path, ...
 
 def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any]:
     """Skills from --skills and the workspace; their index goes into the system prompt (runner/workspace/skills.py)."""
-    from runner.workspace.skills import discover, index
-
     skills, warnings = discover(rec.workspace, opts.skills)
     for warning in warnings:
         print(f"agent-run: warning: skill skipped: {warning}", file=sys.stderr)
@@ -224,7 +217,27 @@ def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any
     return skills
 
 
-def conclude(rec: Recording, task: Task, agent: Agent, result: LoopResult) -> tuple[Status, str | None]:
+def drive(rec: Recording, task: Task, agent: Agent, messages: list[dict[str, Any]], *, turn: int = 1,
+          previous: list[dict[str, Any]] | None = None,
+          schema: OutputSchema | None = None) -> tuple[Status, str | None]:
+    """The loop from `messages` (a continued run: from its recorded conversation, at `turn`, its last prompt's
+    hash `previous`), then `finish`: the same for every kind of run."""
+    assert agent.model is not None, "prepare(needs_model=False) builds an agent that cannot be driven"
+    result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, turn, context=agent.context,
+                      tools=agent.tools, previous=previous, snapshot=agent.context.snapshot, recite=agent.recite,
+                      check_answer=schema.check if schema else None)
+    return finish(rec, task, agent, result, schema)
+
+
+def finish(rec: Recording, task: Task, agent: Agent, result: LoopResult | None,
+           schema: OutputSchema | None = None) -> tuple[Status, str | None]:
+    """How every run ends once its work is done: the output schema's answer kept, the task's check run on
+    the answer, and the status (denied when anything was denied). `result` None: a replay that executed
+    approved calls and asked no model (no answer, nothing to check)."""
+    if schema is not None:
+        schema.keep(rec)
+    if result is None:
+        return rec.finished_status()
     rec.answer = result.answer
     if task.check:
         failed = run_check(task.check, agent.env, rec, result.turns)
@@ -258,32 +271,6 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
 
     rec.finishers.append(metrics)
     return manager
-
-
-def context_manager(rec: Recording, config: ContextConfig, model: ChatModel, tools: list[dict[str, Any]], emit: Any,
-                    history: Path, turn: Callable[[], int], root: Path | None = None,
-                    deadline: float | None = None) -> ContextManager:
-    """An agent's context manager: its compaction call (on its model, with its tools, tool_choice none), its
-    spill files in the run's outputs, its history snapshots in `history` (a subagent's: under the run's), its
-    compaction call bounded by `deadline` (a subagent's own clock), else the run's."""
-
-    def summarize(messages: list[dict[str, Any]]) -> str:
-        started = time.monotonic()
-        until = deadline if deadline is not None else rec.ctx.deadline
-        left = until - time.monotonic() if until is not None else None
-        reply = model.complete(messages, tools, turn=turn(), emit=emit, timeout=left, tool_choice="none")
-        emit(ModelResponse(turn=turn(), message=reply.message, usage=reply.usage,
-                           finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))
-        text = (reply.message.get("content") or "").strip()
-        if not text:
-            raise ValueError("the compaction call returned no text")
-        return text
-
-    def spill(content: str) -> str | None:
-        return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.ctx.masker)
-                if rec.ctx.outputs_dir else None)
-
-    return ContextManager(config, emit, history, summarize, spill=spill, masker=rec.ctx.masker, root=root)
 
 
 def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any], masker: Any = None) -> None:
@@ -445,24 +432,6 @@ def _setting_source(key: str, cli: dict[str, Any], env_files: tuple[Path, ...], 
         if any(name.upper() == var for name in dotenv_values(path)):
             return f"{var} in {path}"
     return f"invalid setting {key}" + (" (from the policy)" if key in lower else "")
-
-
-def make_model(settings: Settings, deadline: float,
-               on_delta: Callable[[int, str], None] | None = None) -> ChatModel:
-    if settings.model.startswith("replay:"):
-        return ReplayModel(Path(settings.model[len("replay:") :]).expanduser())
-    from runner.model.openai_chat import OpenAIChat  # the openai SDK costs ~0.5 s to import: only when used
-
-    api_key = settings.api_key.get_secret_value() if settings.api_key else None
-    if not api_key:
-        if not settings.base_url:
-            raise UsageError("no API key: set OPENAI_API_KEY (or point OPENAI_BASE_URL at a server that needs "
-                             "none), or use --model replay:RUN_DIR")
-        api_key = "not-needed"  # local servers (Ollama, llama.cpp) ignore it; the SDK insists on one
-    return OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url, stream=settings.stream,
-                      max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
-                      retry_cap_s=settings.retry_cap_s, request_timeout_s=settings.request_timeout_s,
-                      deadline=deadline, on_delta=on_delta, params=model_params(settings))
 
 
 def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Path) -> list[str]:

@@ -12,115 +12,73 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner import __version__
-from runner.core.events import RunStarted, ToolResult, call_ref, tag
-from runner.core.jsonutil import sha256_text
+from runner.core.events import ToolResult, call_ref, tag
 from runner.core.outcome import Status, UsageError
 from runner.engine.call import handle_call
-from runner.engine.loop import Limits, run_loop
 from runner.engine.recorder import Recording, RunOutcome, early_failure, record
-from runner.engine.settings import policy_layer
-from runner.policy.jsonc import PolicyError
-from runner.policy.limits import HARD_LIMIT
-from runner.policy.load import load_policy, parse_approval, policy_from_snapshot
+from runner.mcp.setup import recorded_mcp_configs
+from runner.policy.load import parse_approval
 from runner.policy.model import Policy
 from runner.record.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
-from runner.record.integrity import TamperError, verify
 from runner.record.mask import MARKER
-from runner.record.rundir import read_events, workspace_of
+from runner.run.assemble import Agent, RunOptions, drive, finish, prepare
+from runner.run.task import Task, parse_task
+from runner.sessions.load import (
+    Recorded,
+    checked_workspace,
+    load_recorded,
+    note_cache_break,
+    recorded_policy,
+    recorded_settings,
+)
+from runner.subagents.profiles import recorded_dirs
+from runner.subagents.replay import continue_children
 from runner.workspace.instructions import without_output_schema
+from runner.workspace.output_schema import OutputSchema
 from runner.workspace.output_schema import recorded as recorded_schema
+from runner.workspace.trust import load_env_files
 
 
 @dataclass
-class RecordedRun:
-    run_dir: Path
-    events: list[dict[str, Any]]
-    started: dict[str, Any]
-    task: str
-    policy: Policy  # the snapshot, without its hard-limit rules (they are re-added last)
+class Replayed:
+    """A recorded run and the policy its denied calls are replayed under (the snapshot, without its hard
+    limits: they are re-added last)."""
 
-    workspace: Path = Path()  # where it is replayed (runner.sessions.resume.choose_workspace)
+    run: Recorded
+    policy: Policy
 
     def denied(self) -> list[dict[str, Any]]:
         """Denied calls in order: the tool_call event plus its permission decision, and `ref`, the call as
         `--call` names it (a subagent's prefixed with its agent id: call ids repeat across conversations)."""
-        calls = {call_ref(e.get("agent"), e["call_id"]): e for e in self.events if e["type"] == "tool_call"}
-        refs = ((d, call_ref(d.get("agent"), d["call_id"])) for d in self.events
+        events = self.run.events
+        calls = {call_ref(e.get("agent"), e["call_id"]): e for e in events if e["type"] == "tool_call"}
+        refs = ((d, call_ref(d.get("agent"), d["call_id"])) for d in events
                 if d["type"] == "permission_decision" and d["decision"] == "deny")
         return [{**calls[ref], "decision": d, "ref": ref} for d, ref in refs if ref in calls]
 
 
-def load_run(run_dir: Path, expect_hash: str | None = None, policy_spec: str | None = None) -> RecordedRun:
-    """The recorded run, verified first (runner/record/integrity.py): a run directory an agent could have
-    rewritten is refused (exit 2). Its policy snapshot is used only when the run verifies as sealed;
-    otherwise (a run killed before its summary) `policy_spec` (`--policy`) is required."""
-    try:
-        sealed = verify(run_dir, expect_hash)
-    except FileNotFoundError as exc:
-        raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
-    except TamperError as exc:
-        raise UsageError(f"refusing to replay: {exc}") from None
-    if sealed is None and policy_spec is None:
-        raise UsageError(f"{run_dir} was never sealed (the run was killed before its summary): its policy snapshot "
-                         "cannot be trusted; name the policy with --policy")
-    try:
-        events = read_events(run_dir / "events.jsonl")
-        snapshot = json.loads((run_dir / "policy.json").read_text(encoding="utf-8"))
-        task = (run_dir / "task.md").read_text(encoding="utf-8")
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
-    started = next((e for e in events if e["type"] == "run_started"), None)
-    if started is None:
-        raise UsageError(f"{run_dir}: the run never started (no run_started event)")
-    if policy_spec is not None:
-        try:
-            policy = load_policy(policy_spec)
-        except PolicyError as exc:
-            raise UsageError(str(exc)) from None
-    else:
-        policy = policy_from_snapshot(snapshot, str(run_dir / "policy.json"))
-    policy.rules = [r for r in policy.rules if r.source not in (HARD_LIMIT, "<run outputs>")]
-    return RecordedRun(run_dir, events, started, task, policy)
+def load_run(run_dir: Path, expect_hash: str | None = None, policy_spec: str | None = None) -> Replayed:
+    """The recorded run (runner/sessions/load.py), and its policy snapshot, used only when the run verifies
+    as sealed; otherwise (a run killed before its summary) `policy_spec` (`--policy`) is required."""
+    run = load_recorded(run_dir, "replay", expect_hash)
+    policy = recorded_policy(run, policy_spec, run.home or Path.cwd(), keep_approvals=True, sealed_only=True,
+                             warn=False)
+    return Replayed(run, policy)
 
 
-def _summary_of(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def placed(run: RecordedRun, workspace: str | None, *, force: bool = False, apply: bool = False) -> RecordedRun:
-    """The run with the workspace it is replayed in, checked to be in the state the run left it
-    (runner/workspace/state.py) unless `force` (which still applies the run's changes when `apply` asks)."""
-    from runner.sessions.resume import Source, choose_workspace
-    from runner.workspace.state import WorkspaceMismatch, check
-
-    run.workspace = choose_workspace(workspace, Source(run.run_dir, run.events, run.started, None, True))
-    try:
-        warning = check(run.workspace, run.run_dir, apply=apply, force=force)
-    except WorkspaceMismatch as exc:
-        raise UsageError(str(exc).replace("resume in", "replay in")) from None
-    if warning and not force:
-        print(f"agent-run: warning: {warning}", file=sys.stderr)
-    return run
-
-
-def select(run: RecordedRun, call_ids: list[str]) -> list[dict[str, Any]]:
-    denied = run.denied()
+def select(replayed: Replayed, call_ids: list[str]) -> list[dict[str, Any]]:
+    denied = replayed.denied()
     if not call_ids:
         return denied
     known = {d["ref"] for d in denied}
     unknown = [c for c in call_ids if c not in known]
     if unknown:
-        raise UsageError(f"not a denied call of {run.run_dir.name}: {', '.join(unknown)} "
+        raise UsageError(f"not a denied call of {replayed.run.run_dir.name}: {', '.join(unknown)} "
                          f"(denied: {', '.join(sorted(known)) or 'none'})")
     return [d for d in denied if d["ref"] in call_ids]
 
@@ -151,22 +109,13 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
            verbosity: int, sandbox: str | None = None, expect_hash: str | None = None,
            policy_spec: str | None = None, workspace: str | None = None, force: bool = False,
            apply_changes: bool = False, mcp_configs: list[str] | None = None) -> RunOutcome:
-    from runner.mcp.setup import mcp_servers, recorded_mcp_configs, start_mcp
-    from runner.run.assemble import (
-        budget_for,
-        call_env,
-        context_for,
-        make_model,
-        settings_for,
-    )
-    from runner.subagents.delegate import attach
-    from runner.subagents.profiles import recorded_dirs
-
     try:
-        run = placed(load_run(run_dir, expect_hash, policy_spec), workspace, force=force, apply=apply_changes)
-        chosen = select(run, call_ids)
+        replayed = load_run(run_dir, expect_hash, policy_spec)
+        run = replayed.run
+        place = checked_workspace(run, workspace, "replay", force=force, apply=apply_changes)
+        chosen = select(replayed, call_ids)
         # --continue produces the run's final answer: its --output-schema must still be checkable.
-        schema = recorded_schema(run.started, workspace_of(run.run_dir) or run.workspace) if resume else None
+        schema = recorded_schema(run.started, run.home or place) if resume else None
     except UsageError as exc:
         return early_failure(exc.reason)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
@@ -177,80 +126,82 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
     masked = [c for c in chosen if MARKER in c["arguments"]]
     if masked:
         return early_failure(masked_refusal(masked, others=len(chosen) - len(masked)))
+    opts = RunOptions(task=str(run.run_dir / "task.md"), workspace=str(place), sandbox=sandbox,
+                      cli_settings=cli_settings, verbosity=verbosity, mcp_configs=list(mcp_configs or []))
 
     def body(rec: Recording) -> tuple[Status, str | None]:
-        approvals = [parse_approval(a, i) for i, a in enumerate(p for c in chosen
-                                                                  for p in c["decision"].get("approve") or [])]
-        policy = run.policy.with_rules(approvals)
-        rec.summary.policy = policy.path
-        rec.extra.update(replay_of=run.started["run_id"], approved_calls=[c["ref"] for c in chosen])
-        lower = {**policy_layer(policy.sections), "model": run.started.get("model")}
-        settings = settings_for(cli_settings, (), lower)
-        rec.summary.model = settings.model
-        deadline = rec.started + settings.timeout
-        budget = budget_for(rec, policy, settings)
-        summary = _summary_of(run.run_dir)
-        given = mcp_configs or recorded_mcp_configs(summary, rec.home or run.workspace)
-        servers = mcp_servers(rec, policy, given, dict(os.environ))
-        env = call_env(rec, policy, settings, deadline, [], sandbox_mode=sandbox)
-        start_mcp(rec, env, servers, dict(os.environ), settings)
-        # The task tool (an approved `task` call runs its child; --continue goes on inside a child).
-        turns = attach(rec, env, settings, policy, budget, [],
-                       without_output_schema(system_prompt_of(run.run_dir, run.events) or "") or None,
-                       recorded_dirs(summary, rec.home or run.workspace))
-        (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
-        rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
-                            workspace=str(run.workspace), task_sha256=sha256_text(run.task),
-                            max_turns=settings.max_turns, timeout_s=settings.timeout,
-                            replay_of=run.started["run_id"], approved_calls=[c["ref"] for c in chosen],
-                            sandbox=rec.ctx.sandbox.describe()))
-        outcomes: list[dict[str, Any]] = []
-        rec.consumers.append(lambda e: outcomes.append({
-            "call_id": call_ref(e.agent, e.call_id), "tool": e.tool, "ok": e.ok, "error_type": e.error_type,
-            "bytes": e.bytes, "sha256": e.sha256}) if isinstance(e, ToolResult) else None)
-        results: dict[str | None, dict[str, str]] = {}
-        for c in chosen:
-            # What runs is shown before it runs: the human approves this, not a summary of it.
-            print(f"agent-run replay: running {c['ref']}: {describe_call(c)}", file=sys.stderr, flush=True)
-            call = {"id": c["call_id"], "type": "function",
-                    "function": {"name": c["tool"], "arguments": c["arguments"]}}
-            agent = c.get("agent")
-            emit = (lambda e, agent=agent: rec.emit(tag(e, agent))) if agent else rec.emit  # the child's, as logged
-            results.setdefault(agent["id"] if agent else None, {})[c["call_id"]] = handle_call(
-                call, dataclasses.replace(env, agent=agent) if agent else env, c["turn"], emit)
-        rec.extra["approved_results"] = list(outcomes)
-        if not resume:
-            failed = [r for r in outcomes if not r["ok"]]
-            if rec.summary.denials:
-                return rec.finished_status()
-            if failed:
-                return Status.FAILED, f"{len(failed)} approved call(s) failed: " + ", ".join(
-                    f"{r['call_id']} {r['error_type']}" for r in failed)
-            return Status.SUCCESS, None
-        from runner.subagents.replay import continue_children
+        return _replay(rec, replayed, chosen, opts, resume, schema)
 
-        try:
-            own, upto = continue_children(run.run_dir, run.events, chosen, results, env)
-            conversation = rebuild(run.run_dir, run.events, upto, own)
-            tools = recorded_tools(run.run_dir)
-        except ConversationError as exc:
-            return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
-        except UsageError as exc:
-            return Status.USAGE_ERROR, exc.reason
-        from runner.sessions.resume import note_cache_break
+    return record(place, run_dir.parent, verbosity, body, continues=run.run_dir, home=run.home or place)
 
-        note_cache_break(rec, conversation)
-        model = make_model(settings, deadline)
-        limits = Limits(settings.max_turns, deadline, settings.timeout,
-                        (budget.before_request,) + ((turns,) if turns else ()), (budget.on_reply,))
-        context = context_for(rec, policy, settings, model, env)
-        result = run_loop(conversation.messages, model, env, limits, rec.emit, conversation.last_turn + 1,
-                          context=context, tools=tools, previous=conversation.last_prompt,
-                          snapshot=context.snapshot, check_answer=schema.check if schema else None)
-        if schema is not None:
-            schema.keep(rec)
-        rec.answer = result.answer
-        return rec.finished_status()
 
-    return record(run.workspace, run_dir.parent, verbosity, body, continues=run.run_dir,
-                  home=workspace_of(run.run_dir) or run.workspace)
+def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], opts: RunOptions, resume: bool,
+            schema: OutputSchema | None) -> tuple[Status, str | None]:
+    """The replay as a run: prepared like any (runner/run/assemble.py), the approved calls executed as
+    recorded, then finished — or, with --continue, the conversation driven on from them."""
+    run = replayed.run
+    approvals = [parse_approval(a, i) for i, a in enumerate(p for c in chosen
+                                                              for p in c["decision"].get("approve") or [])]
+    policy = replayed.policy.with_rules(approvals)
+    refs = [c["ref"] for c in chosen]
+    rec.extra.update(replay_of=run.started["run_id"], approved_calls=refs)
+    (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
+    task = parse_task(run.task, str(run.run_dir / "task.md"), "task")
+    if not opts.mcp_configs:  # the servers the run had, unless others are given now
+        opts.mcp_configs = recorded_mcp_configs(run.summary, rec.home or rec.workspace)
+    try:
+        tools = recorded_tools(run.run_dir) if resume else None
+    except ConversationError as exc:
+        return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
+    settings = recorded_settings(run, policy, opts.cli_settings, ())
+    # The task tool: an approved `task` call runs its child; --continue goes on inside a child.
+    agent = prepare(rec, opts, load_env_files([]), task, policy, settings, run.run_dir / "task.md", tools=tools,
+                    child_prompt=without_output_schema(system_prompt_of(run.run_dir, run.events) or "") or None,
+                    profile_dirs=recorded_dirs(run.summary, rec.home or rec.workspace), rerun=[],
+                    needs_model=resume, replay_of=run.started["run_id"], approved_calls=refs)
+    outcomes, results = _execute(rec, agent, chosen)
+    if not resume:
+        failed = [r for r in outcomes if not r["ok"]]
+        if failed and not rec.summary.denials:
+            return Status.FAILED, f"{len(failed)} approved call(s) failed: " + ", ".join(
+                f"{r['call_id']} {r['error_type']}" for r in failed)
+        return finish(rec, task, agent, None)
+    return _continue(rec, run, task, agent, chosen, results, schema)
+
+
+def _execute(rec: Recording, agent: Agent, chosen: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
+                                                                                   dict[str | None, dict[str, str]]]:
+    """Each approved call exactly as the model asked (a subagent's in its own conversation's env): the
+    outcomes for summary.json, and the results by agent and call id for a --continue."""
+    outcomes: list[dict[str, Any]] = []
+    rec.consumers.append(lambda e: outcomes.append({
+        "call_id": call_ref(e.agent, e.call_id), "tool": e.tool, "ok": e.ok, "error_type": e.error_type,
+        "bytes": e.bytes, "sha256": e.sha256}) if isinstance(e, ToolResult) else None)
+    results: dict[str | None, dict[str, str]] = {}
+    for c in chosen:
+        # What runs is shown before it runs: the human approves this, not a summary of it.
+        print(f"agent-run replay: running {c['ref']}: {describe_call(c)}", file=sys.stderr, flush=True)
+        call = {"id": c["call_id"], "type": "function", "function": {"name": c["tool"], "arguments": c["arguments"]}}
+        agent_of = c.get("agent")
+        emit = (lambda e, agent_of=agent_of: rec.emit(tag(e, agent_of))) if agent_of else rec.emit  # as logged
+        env = dataclasses.replace(agent.env, agent=agent_of) if agent_of else agent.env
+        results.setdefault(agent_of["id"] if agent_of else None, {})[c["call_id"]] = handle_call(
+            call, env, c["turn"], emit)
+    rec.extra["approved_results"] = list(outcomes)
+    return outcomes, results
+
+
+def _continue(rec: Recording, run: Recorded, task: Task, agent: Agent, chosen: list[dict[str, Any]],
+              results: dict[str | None, dict[str, str]], schema: OutputSchema | None) -> tuple[Status, str | None]:
+    """--continue: the conversation from the turn of the last approved call, the approved results in
+    place of the denials (a subagent's call: its child goes on first, runner/subagents/replay.py)."""
+    try:
+        own, upto = continue_children(run.run_dir, run.events, chosen, results, agent.env)
+        conversation = rebuild(run.run_dir, run.events, upto, own)
+    except ConversationError as exc:
+        return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
+    except UsageError as exc:
+        return Status.USAGE_ERROR, exc.reason
+    note_cache_break(rec, conversation)
+    return drive(rec, task, agent, conversation.messages, turn=conversation.last_turn + 1,
+                 previous=conversation.last_prompt, schema=schema)

@@ -22,25 +22,27 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.events import UserMessage
-from runner.core.jsonutil import canonical, file_sha256
+from runner.core.jsonutil import canonical
 from runner.core.outcome import Status, UsageError
-from runner.engine.loop import run_loop
 from runner.engine.recorder import Recording, RunOutcome, early_failure, record
-from runner.engine.settings import policy_layer
 from runner.mcp.setup import recorded_mcp_configs
-from runner.policy.jsonc import PolicyError
-from runner.policy.limits import HARD_LIMIT
-from runner.policy.load import load_policy, parse_approval, policy_from_snapshot, resolve_policy_path
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
-from runner.record.integrity import TamperError, verify
-from runner.record.rundir import default_runs_dir, iter_events, portable, workspace_of
-from runner.run.assemble import OWN_OUTPUTS, RunOptions, conclude, prepare, settings_for
+from runner.record.rundir import default_runs_dir, iter_events, portable
+from runner.run.assemble import RunOptions, drive, prepare
 from runner.run.task import parse_task
+from runner.sessions.load import (
+    Recorded,
+    checked_workspace,
+    load_recorded,
+    note_cache_break,
+    recorded_policy,
+    recorded_settings,
+)
 from runner.workspace.instructions import without_output_schema
 from runner.workspace.output_schema import OutputSchema
 from runner.workspace.output_schema import recorded as recorded_schema
-from runner.workspace.state import WorkspaceMismatch, check
+from runner.workspace.skills import discover
 from runner.workspace.trust import load_env_files
 
 CONTINUATIONS = "continuations.jsonl"
@@ -59,47 +61,32 @@ class ContinueOptions:
     apply_changes: bool = False
 
 
-@dataclass
-class Source:
-    run_dir: Path
-    events: list[dict[str, Any]]
-    started: dict[str, Any]
-    summary: dict[str, Any] | None  # None: killed before its summary
-    sealed: bool
-
-    @property
-    def status(self) -> str:
-        return str(self.summary.get("status")) if self.summary else "killed"
-
-
 def execute_continue(opts: ContinueOptions) -> RunOutcome:
     if opts.run.instructions or opts.run.append_system_prompt:  # accepted by the shared options, never applied
         return early_failure(f"{opts.kind} sends the recorded system prompt: --instructions and "
                              "--append-system-prompt apply to a new run only")
     try:
-        source = load_source(locate(opts))
-        workspace = choose_workspace(opts.run.workspace, source)
+        source = load_recorded(locate(opts), "continue it")
         message = read_message(opts.message)
         if opts.kind == "fork" and opts.at is not None:
-            done = max((e["turn"] for e in source.events if e.get("type") == "model_response"), default=0)
+            done = max((e["turn"] for e in source.own_events if e.get("type") == "model_response"), default=0)
             if not 1 <= opts.at <= done:
                 raise UsageError(f"--at {opts.at}: {source.run_dir.name} has turns 1..{done}")
         conversation = rebuild(source.run_dir, source.events, opts.at)
         tools = recorded_tools(source.run_dir)
-        policy = choose_policy(opts.run, source, workspace)
-        schema = recorded_schema(source.started, workspace_of(source.run_dir) or workspace)
-        warning = check(workspace, source.run_dir, apply=opts.apply_changes, force=opts.force)
-        warning = None if opts.force else warning
-    except (UsageError, ConversationError, WorkspaceMismatch) as exc:
+        workspace = checked_workspace(source, opts.run.workspace, "resume", force=opts.force,
+                                      apply=opts.apply_changes)
+        policy = recorded_policy(source, opts.run.policy, workspace, approvals=opts.run.approvals,
+                                 mode=opts.run.mode)
+        schema = recorded_schema(source.started, source.home or workspace)
+    except (UsageError, ConversationError) as exc:
         reason = exc.reason if isinstance(exc, UsageError) else str(exc)
         return early_failure(f"cannot {opts.kind} {opts.source or 'the last run'}: {reason}")
     except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
         return early_failure(f"cannot {opts.kind} {opts.source or 'the last run'}: not a run directory this "
                              f"version can continue ({type(exc).__name__}: {exc})")
-    if warning:
-        print(f"agent-run: warning: {warning}", file=sys.stderr)
     runs_dir = (Path(opts.run.runs_dir).expanduser().resolve() if opts.run.runs_dir else source.run_dir.parent)
-    home = workspace_of(source.run_dir) or workspace
+    home = source.home or workspace
 
     def body(rec: Recording) -> tuple[Status, str | None]:
         return _continue(opts, rec, source, conversation, tools, policy, message, home, schema)
@@ -108,26 +95,22 @@ def execute_continue(opts: ContinueOptions) -> RunOutcome:
                   shared_workspace=opts.run.shared_workspace, continues=source.run_dir, home=home)
 
 
-def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversation: Conversation,
+def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversation: Conversation,
               tools: list[dict[str, Any]] | None, policy: Policy, message: str | None, home: Path,
               schema: OutputSchema | None) -> tuple[Status, str | None]:
-    text = (source.run_dir / "task.md").read_text(encoding="utf-8")
-    (rec.run_dir / "task.md").write_text(text, encoding="utf-8")
-    task = parse_task(text, str(source.run_dir / "task.md"), "task")
+    (rec.run_dir / "task.md").write_text(source.task, encoding="utf-8")
+    task = parse_task(source.task, str(source.run_dir / "task.md"), "task")
     origin = {"run_id": source.started["run_id"], "run_dir": portable(source.run_dir, home), "kind": opts.kind,
               "at_turn": conversation.last_turn, "status": source.status}
     rec.extra.update(title=(source.summary or {}).get("title") or task.title, resumed_from=origin,
                      task_file=(source.summary or {}).get("task_file") or "-")
     files = load_env_files(opts.run.env_files)
-    lower = {**policy_layer(policy.sections), "model": source.started.get("model")}
-    settings = settings_for(opts.run.cli_settings, files.paths, lower)
+    settings = recorded_settings(source, policy, opts.run.cli_settings, files.paths)
     if not opts.run.mcp_configs:  # the servers the run had, unless others are given now
         opts.run.mcp_configs = recorded_mcp_configs(source.summary, home)
     skills = None
     if any(t.get("function", {}).get("name") == "skill" for t in tools or []):
         # The recorded index is in the prompt; its calls are served by the skills found now.
-        from runner.workspace.skills import discover
-
         skills = discover(rec.workspace, opts.run.skills)[0]
     agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
                     readable=lineage(source), skills=skills, resumed_from=origin,
@@ -135,18 +118,13 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Source, conversatio
     _append_continuation(source.run_dir, rec, origin)
     todo = agent.env.registry.get("todo")
     if todo is not None:  # the plan goes on with the conversation
-        todo.items = last_plan(source.events, conversation.last_turn)
+        todo.items = last_plan(source.own_events, conversation.last_turn)
     turn = conversation.last_turn + 1
     note = stop_note(source, opts.kind, conversation, message)
     rec.emit(UserMessage(turn=turn, reason=opts.kind, content=note))
     note_cache_break(rec, conversation)
     messages = [*conversation.messages, {"role": "user", "content": note}]
-    result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, turn, context=agent.context,
-                      tools=agent.tools, previous=conversation.last_prompt, snapshot=agent.context.snapshot,
-                      recite=agent.recite, check_answer=schema.check if schema else None)
-    if schema is not None:  # the run's --output-schema holds for its continuation's answer too
-        schema.keep(rec)
-    return conclude(rec, task, agent, result)
+    return drive(rec, task, agent, messages, turn=turn, previous=conversation.last_prompt, schema=schema)
 
 
 def last_plan(events: list[dict[str, Any]], upto_turn: int) -> list[dict[str, str]]:
@@ -181,84 +159,6 @@ def locate(opts: ContinueOptions) -> Path:
     return path.resolve()
 
 
-def load_source(run_dir: Path) -> Source:
-    """The run, verified: a sealed run must verify whole; a killed one's log must chain up to its last line."""
-    try:
-        sealed = verify(run_dir)
-    except FileNotFoundError as exc:
-        raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
-    except TamperError as exc:
-        raise UsageError(f"refusing to continue it: {exc}") from None
-    # The run's own agent's: a subagent's conversation ended with its answer, which is in the parent's.
-    events = [e for e in iter_events(run_dir / "events.jsonl") if e.get("agent") is None]
-    started = next((e for e in events if e.get("type") == "run_started"), None)
-    if started is None:
-        raise UsageError(f"{run_dir}: the run never started (no run_started event)")
-    summary = None
-    if sealed is not None:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    return Source(run_dir, events, started, summary, sealed is not None)
-
-
-def choose_workspace(given: str | None, source: Source) -> Path:
-    """--workspace; else the workspace the run directory sits in (WORKSPACE/.agent-run/runs/ID: a workspace
-    moved, or unpacked from an artifact, brings its runs along) unless the run worked in one of its
-    worktrees; else the workspace the run recorded, if it is here; else the current directory."""
-    if given:
-        path = Path(given).expanduser().resolve()
-    else:
-        recorded = Path(source.started.get("workspace") or "")
-        layout = workspace_of(source.run_dir)
-        own = recorded.is_absolute() and recorded.is_dir()
-        if layout is not None and not (own and recorded.resolve().is_relative_to(layout / ".agent-run" / "worktrees")):
-            path = layout
-        else:
-            path = recorded.resolve() if own else Path.cwd().resolve()
-    if not path.is_dir():
-        raise UsageError(f"workspace {path} is not a directory")
-    return path
-
-
-def choose_policy(opts: RunOptions, source: Source, workspace: Path) -> Policy:
-    """--policy (a file or a shipped name) beats the run's own policy.json, which is used only when it
-    verifies: sealed, or — a killed run — equal to the hash its run_started recorded."""
-    approvals = [parse_approval(a, i) for i, a in enumerate(opts.approvals)] if opts.approvals else []
-    try:
-        if opts.policy:
-            policy = load_policy(opts.policy)
-        else:
-            snapshot = source.run_dir / "policy.json"
-            recorded = source.started.get("policy_sha256")
-            if not source.sealed and (recorded is None or file_sha256(snapshot) != recorded):
-                raise UsageError(f"{source.run_dir.name} was killed before its summary and its policy snapshot "
-                                 "cannot be checked; name the policy with --policy")
-            try:
-                data = json.loads(snapshot.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise UsageError(f"{snapshot}: cannot read the run's policy snapshot ({exc}); name the policy with "
-                                 "--policy") from None
-            policy = policy_from_snapshot(data, source.started["policy"])
-            policy.rules = [r for r in policy.rules if r.source not in (HARD_LIMIT, OWN_OUTPUTS, "--approve")]
-            _warn_if_changed(policy, source.started["policy"], workspace)
-        if approvals:
-            policy = policy.with_rules(approvals)
-    except PolicyError as exc:
-        raise UsageError(str(exc)) from None
-    return policy.with_mode(opts.mode) if opts.mode else policy
-
-
-def _warn_if_changed(snapshot: Policy, path: str, workspace: Path) -> None:
-    try:
-        current = load_policy(str(resolve_policy_path(path)))
-    except (PolicyError, OSError, FileNotFoundError):
-        return
-    mine = [(r.domain, r.pattern.raw, r.decision) for r in snapshot.rules if r.source in snapshot.files]
-    theirs = [(r.domain, r.pattern.raw, r.decision) for r in current.rules if r.source in current.files]
-    if mine != theirs or current.mode != snapshot.mode:
-        print(f"agent-run: warning: {portable(path, workspace)} changed since the run; continuing under the run's "
-              "snapshot of it (pass --policy to use the file as it is now)", file=sys.stderr)
-
-
 def read_message(message: str | None) -> str | None:
     if message != "-":
         return message
@@ -268,7 +168,7 @@ def read_message(message: str | None) -> str | None:
         raise UsageError(f"the message on stdin is not UTF-8 text (byte {exc.start})") from None
 
 
-def lineage(source: Source) -> tuple[Path, ...]:
+def lineage(source: Recorded) -> tuple[Path, ...]:
     """The run and the runs it continued (their spill files are named in the conversation)."""
     out, started, seen = [source.run_dir], source.started, {source.run_dir}
     while isinstance(started.get("resumed_from"), dict):
@@ -301,7 +201,7 @@ def _append_continuation(run_dir: Path, rec: Recording, origin: dict[str, Any]) 
               file=sys.stderr)
 
 
-def stop_note(source: Source, kind: str, conversation: Conversation, message: str | None) -> str:
+def stop_note(source: Recorded, kind: str, conversation: Conversation, message: str | None) -> str:
     """The user message that opens the continuation: why the run stopped, then the person's message."""
     summary = source.summary or {}
     reason = summary.get("reason") or ""
@@ -328,12 +228,3 @@ def stop_note(source: Source, kind: str, conversation: Conversation, message: st
     if conversation.unanswered:
         head += f" [{len(conversation.unanswered)} call(s) of turn {turn} were not executed before it stopped.]"
     return f"{head}\n\n{message}" if message else head
-
-
-
-def note_cache_break(rec: Recording, conversation: Conversation) -> None:
-    """The log kept `[REDACTED:kind]` where the original prompt had a secret: from that message on, the
-    continued prompt differs from the one the provider cached (summary `prompt_cache_break`)."""
-    if conversation.masked is not None:
-        rec.extra["prompt_cache_break"] = {"message_index": conversation.masked,
-                                           "reason": "a masked secret in the history"}

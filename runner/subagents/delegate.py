@@ -35,6 +35,7 @@ from runner.context.manager import ContextConfig, ContextManager
 from runner.core.events import MAIN, Emit, ModelRequest, SubagentFinished, SubagentStarted, tag
 from runner.core.jsonutil import canonical, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, UsageError
+from runner.engine.build import context_manager, make_model
 from runner.engine.call import CallEnv, authorize_within
 from runner.engine.loop import Limits, LoopResult, run_loop
 from runner.guards.denials import DenialGuard
@@ -120,14 +121,7 @@ class Delegation:
         child, its rebuilt one with the `tools` it was sent, its `previous` prompt and its recorded `aid`). Its
         answer, or a SubagentFailed error; raises what ends the run."""
         shared, settings, rec = self.shared, self.shared.settings, self.shared.rec
-        if shared.calls >= settings.subagent_max_calls:
-            raise ToolError("SubagentFailed", f"this run's subagent limit is reached ({settings.subagent_max_calls} "
-                            "task calls, subagents.maxCalls): do the rest yourself", status="limit")
-        model_name, note = self._model_for(profile)
-        price = price_for(model_name, shared.policy_sections.get("budget", {}).get("prices"))
-        if settings.max_cost_usd is not None and price is None and model_name != settings.model:
-            raise ToolError("SubagentFailed", f"profile {profile.name!r} runs on {model_name}, which has no price: "
-                            "--max-cost-usd cannot be kept (add it to the policy's budget.prices)", status="refused")
+        model_name, note, price = self._admit(profile)
         shared.calls += 1
         aid = aid or f"a{shared.next_id}"  # a replayed child keeps its recorded id
         shared.next_id = max(shared.next_id, int(aid[1:]) + 1)
@@ -197,6 +191,20 @@ class Delegation:
             if todo.items:
                 record["todos"] = todo.items
         return self._finish(result, record, emit, call_id, started, messages)
+
+    def _admit(self, profile: Profile) -> tuple[str, str | None, Any]:
+        """The child's model, a note about it, and its price — or a SubagentFailed the parent can act on: the
+        run's subagent limit is reached, or a cost budget cannot be kept on an unpriced model."""
+        settings = self.shared.settings
+        if self.shared.calls >= settings.subagent_max_calls:
+            raise ToolError("SubagentFailed", f"this run's subagent limit is reached ({settings.subagent_max_calls} "
+                            "task calls, subagents.maxCalls): do the rest yourself", status="limit")
+        model_name, note = self._model_for(profile)
+        price = price_for(model_name, self.shared.policy_sections.get("budget", {}).get("prices"))
+        if settings.max_cost_usd is not None and price is None and model_name != settings.model:
+            raise ToolError("SubagentFailed", f"profile {profile.name!r} runs on {model_name}, which has no price: "
+                            "--max-cost-usd cannot be kept (add it to the policy's budget.prices)", status="refused")
+        return model_name, note, price
 
     def _stopped(self, record: dict[str, Any], emit: Emit, call_id: str, started: float, reason: str) -> None:
         """The run ended while this child ran: recorded as `stopped` (the run's own ending says why)."""
@@ -327,8 +335,6 @@ def _status(exc: RunEnded) -> str:
 
 
 def _make_model(settings: Any, name: str, deadline: float, aid: str) -> Any:
-    from runner.run.assemble import make_model
-
     if name.startswith("replay:"):  # a recorded run replayed: this child's own recorded replies
         from runner.model.replay import ReplayModel
 
@@ -339,8 +345,6 @@ def _make_model(settings: Any, name: str, deadline: float, aid: str) -> Any:
 def _context(rec: Any, sections: dict[str, Any], settings: Any, model_name: str, model: Any,
              tools: list[dict[str, Any]], emit: Emit, history: Path, aid: str, deadline: float) -> ContextManager:
     """The child's pruning and compaction, as the run's, its history apart."""
-    from runner.run.assemble import context_manager
-
     window = window_for(model_name, settings.context_window if model_name == settings.model else None)
     config = ContextConfig.from_policy(sections.get("compaction", {}), window)
     return context_manager(rec, config, model, tools, emit, history,

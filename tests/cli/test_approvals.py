@@ -52,6 +52,37 @@ def test_replay_continue_resumes_the_conversation(fake, workspace, agent_run):
     assert resumed.of_type("model_request")[0]["turn"] == 2
 
 
+def test_a_replay_finishes_like_any_run(fake, workspace, agent_run):
+    """replay goes through the same assembly as run/resume: its changes, end state and tools are written too
+    (runner/run/assemble.py prepare/finish), with no model asked and no key needed."""
+    fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("needs approval"))
+    first = agent_run("task.md")
+    assert first.code == 3
+    second = agent_run("replay", str(first.run_dir), "--approve", env={"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""})
+    assert second.code == 0, second.stderr
+    assert "+hi" in (second.run_dir / "changes.patch").read_text()
+    assert second.summary["changed_files"] == ["out.txt"]
+    state = json.loads((second.run_dir / "workspace.json").read_text())
+    assert "out.txt" in json.dumps(state)
+    tools = json.loads((second.run_dir / "tools.json").read_text())
+    assert [t["function"]["name"] for t in tools] == [t["function"]["name"] for t in
+                                                      json.loads((first.run_dir / "tools.json").read_text())]
+    assert len(fake.requests) == 2
+
+
+def test_a_continued_replay_writes_history_and_runs_the_check(fake, workspace, agent_run):
+    (workspace / "task.md").write_text("---\ncheck: test -f out.txt\n---\nWrite out.txt\n")
+    fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("needs approval"))
+    first = agent_run("task.md")
+    assert first.code == 3
+    fake.add(reply("done"))
+    resumed = agent_run("replay", str(first.run_dir), "--approve", "--continue")
+    assert resumed.code == 0, resumed.stderr
+    assert resumed.summary["check"]["ok"] is True
+    assert list((resumed.run_dir / "history").glob("*.json"))
+    assert (resumed.run_dir / "changes.patch").is_file() and (resumed.run_dir / "workspace.json").is_file()
+
+
 def test_replay_of_unknown_call_is_usage_error(fake, workspace, agent_run):
     fake.add(reply(calls=[("bash", {"command": "true"})]), reply("x"))
     first = agent_run("task.md")

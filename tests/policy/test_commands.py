@@ -182,6 +182,6 @@ def test_xargs_to_an_ordinary_command_is_decided_without_a_floor():
     ("1e id", False), ("e", False), ("s/a/b", False), ("\\,x,d", False), ("s/a/b/ # e", False),
 ])
 def test_sed_script_reader(script, safe):
-    from runner.policy.commands import sed_script_is_safe
+    from runner.policy.sed import sed_script_is_safe
 
     assert sed_script_is_safe(script) is safe

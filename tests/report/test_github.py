@@ -11,15 +11,15 @@ from runner.report import github as gh
 from runner.report.github import (
     GitHubReporter,
     annotations,
-    code_span,
     endgroup,
     group,
     mask,
     output_values,
     outputs_block,
-    step_summary,
     stop_commands,
 )
+from runner.report.markdown import code_span
+from runner.report.step_summary import SUMMARY_LIMIT, step_summary
 
 REPLAY = "agent-run replay .agent-run/runs/20250101T000000000000Z-abc123 --call call_2 --approve"
 
@@ -312,16 +312,16 @@ def test_reporter_writes_summary_and_outputs_and_returns_annotations(tmp_path):
 
 def test_reporter_without_start_returns_only_annotations_and_respects_the_summary_budget(tmp_path):
     step_file = tmp_path / "step_summary.md"
-    step_file.write_bytes(b"x" * (gh.SUMMARY_LIMIT - 500))  # earlier writes used nearly all of the step's 1 MiB
+    step_file.write_bytes(b"x" * (SUMMARY_LIMIT - 500))  # earlier writes used nearly all of the step's 1 MiB
     r = GitHubReporter({"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step_file)})
     lines = r.finish(summary(status="model_error", exit_code=6, denials=[], reason="HTTP 503"))
     assert lines == ["::error title=agent-run%3A model error::model_error (exit 6): HTTP 503%0A"
                      "run dir: /ws/.agent-run/runs/20250101T000000000000Z-abc123"]
-    assert step_file.stat().st_size == gh.SUMMARY_LIMIT - 500  # no room left: nothing appended
+    assert step_file.stat().st_size == SUMMARY_LIMIT - 500  # no room left: nothing appended
 
 
 def test_the_sandbox_is_in_the_outputs_the_summary_and_a_warning_when_missing():
-    from runner.report.github import annotations, output_values, step_summary
+    from runner.report.github import annotations, output_values
 
     on = {"status": "success", "exit_code": 0, "sandbox": {"mode": "required", "active": True, "mechanism": "bwrap",
                                                           "network": {"allow": ["pypi.org"]}, "reason": None}}
@@ -361,7 +361,7 @@ def test_step_summary_through_the_cli_has_full_commands_last_turns_and_the_way_t
 
 
 def test_last_turns_keeps_the_last_sections_and_leaves_fenced_headings_alone():
-    from runner.report.transcript import last_turns
+    from runner.report.markdown import last_turns
 
     md = "# t\n\n## Task\n\nx\n\n## Turn 1\n\n> a\n\n## Turn 2\n\n```text\n## Turn 9\n```\n\n## Final answer\n\n> z\n"
     text, earlier = last_turns(md, 1, shift=2)

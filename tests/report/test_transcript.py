@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from runner.report.transcript import fence, render, split_result
+from runner.report.markdown import fence
+from runner.report.transcript import render, split_result
 
 
 def test_a_fence_is_longer_than_any_backtick_run_inside():

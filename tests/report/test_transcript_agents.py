@@ -3,7 +3,8 @@ the parent's `task` call that started it, its call ids (which repeat its parent'
 
 from __future__ import annotations
 
-from runner.report.transcript import last_turns, render
+from runner.report.markdown import last_turns
+from runner.report.transcript import render
 from tests.fakes.openai_server import reply
 
 ALLOW_TASK = """{ "extends": "default", "permission": { "rules": [

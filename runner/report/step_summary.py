@@ -1,0 +1,216 @@
+"""The job summary ($GITHUB_STEP_SUMMARY) of a run, as Markdown: the ending, its figures, denials with the
+commands that approve them, findings (loop, budget, check), the plan and changed files, the answer and
+the last turns, and how to get the rest. A pure function of summary.json; capped under GitHub's 1 MiB.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from runner.report.markdown import MAX_CELL_CHARS, clip, code_span, fenced, md_text
+
+# GitHub rejects a step's summary over 1 MiB (all writes of the step together).
+SUMMARY_HARD_LIMIT = 1024 * 1024
+SUMMARY_LIMIT = SUMMARY_HARD_LIMIT - 24 * 1024  # what we aim for: a margin under the hard limit
+MAX_DENIAL_ROWS = 100
+MAX_CHANGED_FILES = 300
+MAX_ANSWER_CHARS = 20_000
+
+_STATUS_ICON = {
+    "success": "✅", "failed": "❌", "usage_error": "⚠️", "denied": "⛔", "doom_loop": "🔁",
+    "budget_exhausted": "⏱️", "model_error": "💥", "interrupted": "🛑",
+}
+
+
+def _number(n: Any) -> str:
+    return f"{n:,}" if isinstance(n, int) else ("?" if n is None else str(n))
+
+
+def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT, *, recent_turns: str | None = None,
+                 earlier_turns: int = 0, artifact: str | None = None) -> str:
+    """Markdown for $GITHUB_STEP_SUMMARY: the ending, figures, denials with their full commands and replay
+    commands, loop and budget findings, the check (a failed one with its output tail, folded), changed
+    files, the answer, the last turns of the transcript (`recent_turns`, folded; `earlier_turns` before
+    them not shown) and how to get the rest without a link (the `artifact` name and `runs show`).
+    At most `limit` UTF-8 bytes: long lists are cut with a note first, then (only for pathological single
+    fields) the text itself."""
+    status = str(summary.get("status", "?"))
+    exit_code = summary.get("exit_code")
+    usage = summary.get("usage") or {}
+    icon = _STATUS_ICON.get(status)
+    out: list[str] = [f"## {icon + ' ' if icon else ''}agent-run: {md_text(status)} (exit {exit_code})", ""]
+    if summary.get("reason"):
+        out += [f"**Reason:** {md_text(clip(summary['reason'], 2000))}", ""]
+    out += _figures(summary, status, exit_code, usage)
+    out += _denials(summary)
+    out += _findings(summary)
+    out += _plan_and_changes(summary)
+    out += _answer_and_turns(summary, recent_turns, earlier_turns)
+    out += _the_rest(summary, artifact)
+    return _cap("\n".join(out) + "\n", limit)
+
+
+def _figures(summary: Mapping[str, Any], status: str, exit_code: Any, usage: Mapping[str, Any]) -> list[str]:
+    """The table of figures: status, turns, tokens, cost, duration, model, policy, sandbox, run, integrity."""
+    cost = usage.get("cost_usd")
+    duration = summary.get("duration_s")
+    rows = [
+        ("Status", f"{code_span(status)} (exit {exit_code})"),
+        ("Turns", f"{_number(summary.get('turns'))} ({_number(summary.get('tool_calls'))} tool calls)"),
+        ("Tokens", f"{_number(usage.get('prompt_tokens'))} prompt ({_number(usage.get('cached_tokens'))} cached), "
+                   f"{_number(usage.get('completion_tokens'))} completion"
+                   + (f", {_number(usage['total_tokens'])} total" if usage.get("total_tokens") is not None else "")),
+        ("Cost", f"${cost:.4f}" if isinstance(cost, int | float) else "unknown (no price for this model)"),
+        ("Duration", f"{duration:.1f} s" if isinstance(duration, int | float) else "?"),
+        ("Model", code_span(clip(summary.get("model") or ""))),
+        ("Policy", code_span(clip(summary.get("policy") or ""))),
+        ("Sandbox", ("" if (summary.get("sandbox") or {}).get("active", True) else "⚠️ ")
+         + md_text(clip(sandbox_text(summary.get("sandbox")) or "?"))),
+        ("Run", code_span(clip(summary.get("run_id") or ""))),
+        ("Integrity", code_span(str((summary.get("integrity") or {}).get("sha256") or "?"))
+         + " (check a downloaded run: `agent-run replay RUN_DIR --expect-hash` this)"),
+        ("Run dir", code_span(clip(summary.get("run_dir") or ""))),
+    ]
+    return ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
+
+
+def _denials(summary: Mapping[str, Any]) -> list[str]:
+    """Denied calls, each with its full command and the command that approves it."""
+    denials = list(summary.get("denials") or [])
+    if not denials:
+        return []
+    out = [f"### ⛔ Denied calls ({len(denials)})", "",
+            "| call | tool | target | rule | approve and run it |", "|---|---|---|---|---|"]
+    for d in denials[:MAX_DENIAL_ROWS]:
+        rule = d.get("rule") or {}
+        pattern = code_span(clip(rule["pattern"])) if rule.get("pattern") else "no rule (`ask`)"
+        out.append(" | ".join([
+            "", code_span(clip(d.get("call_id") or "")), code_span(clip(d.get("tool") or "")),
+            _target_cell(d), pattern,
+            code_span(clip(d.get("replay") or "", 4 * MAX_CELL_CHARS)), "",
+        ]).strip())
+    if len(denials) > MAX_DENIAL_ROWS:
+        out += ["", f"*… and {len(denials) - MAX_DENIAL_ROWS:,} more denied calls "
+                    "(the list is cut here; all of them are in `summary.json`).*"]
+    if summary.get("replay"):
+        out += ["", "Approve and run every denied call:", "", fenced(str(summary["replay"]), "sh")]
+    out.append("")
+    return out
+
+
+def _findings(summary: Mapping[str, Any]) -> list[str]:
+    """What ended or judged the run: a loop, a budget, the task's check."""
+    out: list[str] = []
+    loop = summary.get("loop")
+    if isinstance(loop, Mapping):
+        out += ["### 🔁 Loop detected", "",
+                f"Detector {code_span(str(loop.get('detector')), in_table=False)} reached "
+                f"{loop.get('count')} of {loop.get('threshold')} on "
+                f"{code_span(clip(str(loop.get('call') or '')), in_table=False)}.", ""]
+    budget = summary.get("budget")
+    if isinstance(budget, Mapping):
+        used = f", used {budget['used']}" if budget.get("used") is not None else ""
+        out += ["### ⏱️ Budget exhausted", "",
+                f"Budget {code_span(str(budget.get('name')), in_table=False)}: limit {budget.get('limit')}{used}.", ""]
+    check = summary.get("check")
+    if isinstance(check, Mapping):
+        ok = check.get("ok")
+        verdict = "✅ passed" if ok else "❌ failed"
+        out += ["### Check", "",
+                f"{verdict}: {code_span(clip(str(check.get('command') or ''), 1000), in_table=False)} "
+                f"(exit code {check.get('exit_code')})", ""]
+        tail = check.get("output_tail")
+        if not ok and isinstance(tail, str) and tail.strip():
+            out += ["<details><summary>The check's output (its last lines)</summary>", "",
+                    fenced(clip(tail, MAX_ANSWER_CHARS), "text"), "", "</details>", ""]
+    return out
+
+
+def _plan_and_changes(summary: Mapping[str, Any]) -> list[str]:
+    """The agent's plan (todo) and the files it changed."""
+    out: list[str] = []
+    todos = [t for t in summary.get("todos") or [] if isinstance(t, Mapping)]
+    if todos:  # the plan the agent kept (todo): what it meant to do, and what it finished
+        marks = {"completed": "☑", "in_progress": "▶"}
+        out += [f"### Plan ({sum(t.get('status') == 'completed' for t in todos)}/{len(todos)} completed)", ""]
+        out += [f"- {marks.get(str(t.get('status')), '☐')} "
+                f"{code_span(clip(str(t.get('content')), 300), in_table=False)}" for t in todos] + [""]
+    changed = summary.get("changed_files")
+    if isinstance(changed, list):
+        out += [f"### Changed files ({len(changed)})", ""]
+        out += [f"- {code_span(clip(str(p), 1000), in_table=False)}" for p in changed[:MAX_CHANGED_FILES]]
+        if not changed:
+            out.append("None.")
+        if len(changed) > MAX_CHANGED_FILES:
+            out.append(f"- *… and {len(changed) - MAX_CHANGED_FILES:,} more (the list is cut here; "
+                       "see `changes.patch` in the run directory).*")
+        out.append("")
+    return out
+
+
+def _answer_and_turns(summary: Mapping[str, Any], recent_turns: str | None, earlier_turns: int) -> list[str]:
+    """The final answer and the last turns of the transcript, folded."""
+    out: list[str] = []
+    answer = summary.get("answer")
+    if isinstance(answer, str) and answer.strip():
+        cut = len(answer) > MAX_ANSWER_CHARS
+        out += ["<details><summary>Final answer</summary>", "", fenced(answer[:MAX_ANSWER_CHARS], "text"),
+                *(["", f"*(cut at {MAX_ANSWER_CHARS:,} characters)*"] if cut else []), "", "</details>", ""]
+    if recent_turns and recent_turns.strip() and len(recent_turns) <= MAX_TURNS_CHARS:
+        before = f" ({earlier_turns} earlier turn(s) not shown)" if earlier_turns else ""
+        out += [f"<details><summary>The last turns of the transcript{before}</summary>", "",
+                recent_turns.strip("\n"), "", "</details>", ""]
+    return out
+
+
+MAX_TURNS_CHARS = 60_000
+
+
+def _target_cell(d: Mapping[str, Any]) -> str:
+    """The denied target and, when it says more, the call's full command (a target is one simple command
+    of a compound one: `echo x && rm -rf build` is denied on `rm -rf build`)."""
+    cell = code_span(clip(d.get("target") or ""))
+    command = d.get("command")
+    if isinstance(command, str) and command.strip() and command not in str(d.get("target") or ""):
+        cell += f"<br>in {code_span(clip(command, 4 * MAX_CELL_CHARS))}"
+    return cell
+
+
+def _the_rest(summary: Mapping[str, Any], artifact: str | None) -> list[str]:
+    """A link-free way to the whole run: the artifact that holds the run directory, and the command."""
+    if not summary.get("run_id"):
+        return []
+    where = (f"the artifact {code_span(artifact, in_table=False)}" if artifact
+             else "the run directory artifact")
+    run = str(summary["run_id"])
+    return ["### The whole run", "",
+            f"Download {where} and, where you unpacked it (its run directory is "
+            f"{code_span(run, in_table=False)}), read the transcript:", "",
+            fenced(f"agent-run runs show {shlex.quote(run)} --transcript", "sh"), ""]
+
+
+def _cap(text: str, limit: int) -> str:
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    note = "\n\n*… the summary is cut here (GitHub's 1 MiB limit); the run directory has everything.*\n"
+    room = max(0, limit - len(note.encode()))
+    head = data[:room].decode("utf-8", errors="ignore")
+    head = head[: head.rfind("\n") + 1] if "\n" in head else ""  # never leave half a table row
+    return head + note if len((head + note).encode()) <= limit else ""
+
+
+# -- the reporter -------------------------------------------------------------------------------
+
+
+def sandbox_text(sandbox: Mapping[str, Any] | None) -> str:
+    """`bwrap, network none` / `none (bubblewrap (bwrap) is not installed)`: what contained the run."""
+    if not sandbox:
+        return ""
+    if sandbox.get("active"):
+        network = sandbox.get("network")
+        net = "allow-list " + ", ".join(network["allow"]) if isinstance(network, Mapping) else str(network)
+        return f"{sandbox.get('mechanism')}, network {net}"
+    return f"none ({sandbox.get('reason')})"

@@ -1,0 +1,193 @@
+"""The floors of runner/ hold (docs/architecture.md): the import-linter contracts, no import circle between
+modules or packages, only entry points and packages at the top, files and functions of a readable size,
+and every bench/ script and example still importable after a move.
+
+The import graph is read from the source with `ast` (every import, inside functions and under
+TYPE_CHECKING too: a deferred import hides a circle, it does not break it)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "runner"
+MAX_FILE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the runner modules it imports (a package's `__init__` counts as the package)."""
+    paths = {module_name(p, root): p for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in paths}
+    for name, path in paths.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                wanted = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = name.split(".") if is_package else name.split(".")[:-1]
+                    base = ".".join(here[: len(here) - node.level + 1] + ([node.module] if node.module else []))
+                wanted = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            for target in wanted:
+                while target and target not in paths:  # `from runner.x import name`: the module x
+                    target = target.rpartition(".")[0]
+                if target and target != name and target != "runner":
+                    graph[name].add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """runner.X -> the runner.Y packages its modules import (X != Y)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for source, targets in graph.items():
+        top = ".".join(source.split(".")[:2])
+        out[top] |= {t for t in (".".join(x.split(".")[:2]) for x in targets) if t != top}
+    return dict(out)
+
+
+def test_the_cycle_finder_finds_a_planted_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    planted = {"runner.x.one": {"runner.y.two"}, "runner.y.two": {"runner.x.three"}, "runner.x.three": set()}
+    assert cycles(planted) == []
+    assert cycles(package_graph(planted)) == [["runner.x", "runner.y"]]
+
+
+def test_the_graph_sees_deferred_and_type_checking_imports(tmp_path):
+    pkg = tmp_path / "runner"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "__init__.py").write_text("")
+    (pkg / "a" / "one.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                      "    from runner.a.two import X\n")
+    (pkg / "a" / "two.py").write_text("def f():\n    from runner.a import one\n    from . import one as again\n")
+    graph = import_graph(pkg)
+    assert graph["runner.a.one"] == {"runner.a.two"}
+    assert graph["runner.a.two"] == {"runner.a", "runner.a.one"}  # the package runs first
+    assert cycles(graph) == [["runner.a.one", "runner.a.two"]]
+
+
+def test_no_import_circle_between_modules_or_packages():
+    graph = import_graph()
+    assert len(graph) > 100, "the walk must reach the modules"
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph)) == []
+
+
+def test_the_import_linter_contracts_hold():
+    """The layers and independence contracts in pyproject.toml, checked by import-linter itself."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    command = [str(lint)] if lint.exists() else [sys.executable, "-m", "importlinter.cli"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([*command, "--no-cache"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout and "KEPT" in proc.stdout
+
+
+def test_the_top_of_runner_holds_only_entry_points_and_packages():
+    loose = sorted(p.name for p in PACKAGE.iterdir()
+                   if p.is_file() and p.suffix == ".py" and p.name not in {"__init__.py", "__main__.py"})
+    assert loose == []
+    packages = [p for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))]
+    assert all((p / "__init__.py").is_file() for p in packages), packages
+
+
+def test_every_package_says_what_it_owns_and_what_it_may_import():
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        assert len(doc) > 40, f"{init.parent.name}/__init__.py needs a docstring saying what it owns"
+        if init.parent.name != "schemas":
+            assert "import" in doc, f"{init.parent.name}/__init__.py: say what it may import"
+
+
+def test_no_file_over_500_lines():
+    long = {str(p.relative_to(ROOT)): n for p in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_FILE_LINES}
+    assert long == {}
+
+
+def test_no_function_over_80_lines_without_a_reason():
+    """A longer function says why on its `def` line: `# long: why`."""
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                header = lines[node.lineno - 1: (node.body[0].lineno - 1) or node.lineno]
+                if size > MAX_FUNCTION_LINES and not any("# long:" in line for line in header):
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({size} lines)")
+    assert long == []
+
+
+def test_every_bench_script_and_example_imports():
+    """bench/ and examples/ follow every move: each file is imported (not run) in a fresh interpreter."""
+    files = sorted([*ROOT.glob("bench/*.py"), *ROOT.glob("examples/*.py")])
+    assert len(files) >= 5
+    script = ("import importlib.util, sys\n"
+              "for i, path in enumerate(sys.argv[1:]):\n"
+              "    spec = importlib.util.spec_from_file_location(f'smoke_{i}', path)\n"
+              "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", script, *map(str, files)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
