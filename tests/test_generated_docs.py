@@ -73,3 +73,18 @@ def test_run_help_names_every_shipped_policy():
     cli_md = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     section = cli_md.split("## `agent-run run`", 1)[1].split("\n## ", 1)[0]
     assert all(name in " ".join(section.split()) for name in shipped_names())
+
+
+def test_the_documented_entry_points_run_as_the_docs_say():
+    """`python -m runner.cli.docgen --check` and `python -m runner.cli.helpdoc` (docs/tools.md, docs/cli.md)
+    run from a checkout: a move that breaks their paths fails here, not for the next person who regenerates."""
+    import subprocess
+    import sys
+
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    check = subprocess.run([sys.executable, "-m", "runner.cli.docgen", "--check"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0, check.stderr
+    pages = subprocess.run([sys.executable, "-m", "runner.cli.helpdoc"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert pages.returncode == 0 and pages.stdout == (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")

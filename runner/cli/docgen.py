@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMAND = "python -m runner.cli.docgen"
 END = "<!-- end generated -->"
 # Every event has these; the hand-written text above the table says what they are.
