@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import agent_run_argv, clean_env
@@ -24,3 +27,83 @@ def test_hello_example_replays_offline_and_repeatably(tmp_path):
     report = (ws / "REPORT.md").read_text()
     assert "src/app.py:7:" in report and "src/util.py:5:" in report
     assert len(list((ws / ".agent-run" / "runs").iterdir())) == 2
+
+
+RUN_ID = re.compile(r"\d{8}T\d{12}Z\\*-[0-9a-f]{6}")  # also as escaped in a regex rule (\-)
+STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?")
+HASH = re.compile(r"\b[0-9a-f]{32,64}\b")
+SECONDS = re.compile(r"\b\d+\.\d+ ?s\b")
+# Facts of the recording run, not of what it recorded: where it ran, how long it took, which process.
+WHERE_AND_WHEN = {"workspace", "run_dir", "ts", "timestamp", "pid"}
+
+
+def _normal(value, key: str | None = None):
+    if key in WHERE_AND_WHEN or (key or "").startswith("duration") or (key or "").endswith("_ms"):
+        return "<volatile>"
+    if isinstance(value, dict):
+        return {k: _normal(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    if isinstance(value, str):
+        return SECONDS.sub("<s>", HASH.sub("<hash>", STAMP.sub("<ts>", RUN_ID.sub("<run>", value))))
+    return value
+
+
+def _contents(recording: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for path in sorted(p for p in recording.rglob("*") if p.is_file()):
+        rel = path.relative_to(recording).as_posix()
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            out[RUN_ID.sub("<run>", rel)] = [_normal(json.loads(line)) for line in text.splitlines() if line.strip()]
+        elif path.name == "policy.json":
+            # The rules every run adds for its own directory and its hard limits name this machine's paths
+            # (the files they protect); the replay compares policies without them too (runner/model/replay.py).
+            data = json.loads(text)
+            data["permission"]["rules"] = [r for r in data["permission"]["rules"]
+                                           if r["source"] not in ("<hard limit>", "<run outputs>")]
+            out[rel] = _normal(data)
+        elif path.suffix == ".json":
+            out[HASH.sub("<hash>", rel)] = _normal(json.loads(text))
+        else:
+            out[rel] = _normal(text)
+    return out
+
+
+def test_the_committed_recording_is_what_record_hello_records_now(tmp_path):
+    """examples/record_hello.py re-records the Quickstart's recording; the committed one differs only in run
+    ids, timestamps, durations, hashes and where it ran — and names no other path of the machine it was made on."""
+    sys.path.insert(0, str(HELLO.parent))
+    try:
+        import record_hello
+    finally:
+        sys.path.remove(str(HELLO.parent))
+    example = tmp_path / "hello"
+    shutil.copytree(HELLO, example, ignore=shutil.ignore_patterns(".agent-run", "REPORT.md", "recording"))
+    proc = record_hello.record(example, tmp_path / "recording")
+    assert proc.returncode == 0, proc.stderr
+    fresh, committed = _contents(tmp_path / "recording"), _contents(HELLO / "recording")
+    assert sorted(fresh) == sorted(committed)
+    for name in fresh:
+        assert fresh[name] == committed[name], f"{name} differs: run `python examples/record_hello.py`"
+    for path in (HELLO / "recording").rglob("*"):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            for line in text.splitlines():
+                if path.name == "events.jsonl" and '"run_started"' in line:
+                    line = json.dumps({k: v for k, v in json.loads(line).items() if k != "workspace"})
+                if path.name == "summary.json":
+                    continue  # run_dir only: checked below
+                assert '"/' not in line, f"{path.name}: an absolute path: {line[:200]}"
+    summary = json.loads((HELLO / "recording" / "summary.json").read_text())
+    assert {k: v for k, v in summary.items() if isinstance(v, str) and v.startswith("/")}.keys() <= {"run_dir"}
+
+
+def test_the_quickstart_replays_without_a_warning(tmp_path):
+    ws = tmp_path / "hello"
+    shutil.copytree(HELLO, ws, ignore=shutil.ignore_patterns(".agent-run", "REPORT.md"))
+    proc = subprocess.run([*agent_run_argv(), "--policy", "policy.jsonc", "--model", "replay:recording", "task.md"],
+                          cwd=ws, env=clean_env(OPENAI_BASE_URL="http://127.0.0.1:9/v1"), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr.lower(), proc.stderr

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -99,8 +98,8 @@ def next_command(outcome: RunOutcome) -> str | None:
         return f"{summary['replay']}  # runs all {len(denials)} denied calls"
     if summary.get("status") in RESUMABLE and summary.get("resume"):
         return f"{summary['resume']}  # continue where it stopped (add a message to steer it)"
-    if outcome.run_dir:
-        return f"agent-run runs show {shlex.quote(str(outcome.run_dir))} --transcript  # what the run did, turn by turn"
+    if summary.get("show"):
+        return f"{summary['show']}  # what the run did, turn by turn"
     return None
 
 

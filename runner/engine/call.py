@@ -9,7 +9,6 @@ structured error the model can act on. Only a guard may end the run.
 from __future__ import annotations
 
 import json
-import shlex
 import time
 import uuid
 from collections.abc import Callable
@@ -24,9 +23,11 @@ from runner.core.events import Emit, GuardWarning, PermissionDecision, ToolCall,
 from runner.core.jsonutil import canonical, sha256_text
 from runner.guards.base import CallRecord, Guard
 from runner.policy.decide import CallDecision, decide
+from runner.policy.load import policy_ref
 from runner.policy.match import exact_pattern
-from runner.policy.model import Policy, Target
+from runner.policy.model import Policy, Rule, Target
 from runner.policy.targets import target_path
+from runner.record.commands import command
 from runner.record.rundir import portable, utc_now
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
@@ -43,7 +44,7 @@ class CallEnv:
     ctx: ToolContext
     run_id: str
     run_dir: Path | None = None
-    rerun_base: list[str] = field(default_factory=list)  # argv prefix for the rerun command
+    rerun_base: list[str] = field(default_factory=list)  # the rerun's words after `agent-run`, the task last
     guards: list[Guard] = field(default_factory=list)
     before_edit: Callable[[list[Path]], None] | None = None  # sees files before an edit-domain call changes them
     admit: Callable[[str], str] | None = None  # context stage 1: may trim a result before it is first sent
@@ -181,10 +182,9 @@ def approval_request(env: CallEnv, call_id: str, d: CallDecision) -> dict[str, A
     sees) does not, so the prompt stays the same across reruns of the same task."""
     approve = [f"{t.target.domain}:{exact_pattern(t.target.target)}" for t in d.targets if t.decision != "allow"]
     where = portable(env.run_dir, env.home or env.ctx.workspace) if env.run_dir else None
-    replay = shlex.join(["agent-run", "replay", where, "--call", call_ref(env.agent, call_id), "--approve"]) \
-        if where else None
-    rerun = shlex.join([*env.rerun_base[:-1], *(x for a in approve for x in ("--approve", a)),
-                        *env.rerun_base[-1:]]) if env.rerun_base else None
+    replay = command("replay", where, "--call", call_ref(env.agent, call_id), "--approve") if where else None
+    rerun = command(*env.rerun_base[:-1], *(x for a in approve for x in ("--approve", a)),
+                    *env.rerun_base[-1:]) if env.rerun_base else None
     return {"approve": approve, "replay": replay, "rerun": rerun}
 
 
@@ -193,12 +193,29 @@ def _emit_decision(emit: Emit, env: CallEnv, call_id: str, tool: str, d: CallDec
     rule = d.deciding.rule
     emit(PermissionDecision(
         eventId=uuid.uuid4().hex, sessionId=env.run_id, mode=d.mode, decision=d.effective,
-        permissionDomain=d.domain, targets=[t.describe() for t in d.targets],
+        permissionDomain=d.domain, targets=[_placed(t.describe(), env) for t in d.targets],
         rulePattern=rule.pattern.raw if rule else None, timestamp=utc_now(), call_id=call_id, tool=tool,
-        policy_decision=d.decision, rule=rule.describe() if rule else None,
+        policy_decision=d.decision, rule=_described(rule, env) if rule else None,
         replay=denial["replay"] if denial else None, approve=denial["approve"] if denial else None,
         rerun=denial["rerun"] if denial else None,
     ))
+
+
+def _described(rule: Rule, env: CallEnv) -> dict[str, Any]:
+    """A rule as recorded: its policy file named as printed commands name it (a shipped policy by name, a
+    workspace file relative to the root), so the record names no path of this machine."""
+    described = rule.describe()
+    if rule.source in env.policy.files:
+        described["file"] = policy_ref(rule.source, env.home or env.ctx.workspace)
+    return described
+
+
+def _placed(target: dict[str, Any], env: CallEnv) -> dict[str, Any]:
+    """A decided target as recorded: the rule that decided it placed like `_described`."""
+    rule = target.get("rule")
+    if isinstance(rule, dict) and rule.get("file") in env.policy.files:
+        target["rule"] = {**rule, "file": policy_ref(str(rule["file"]), env.home or env.ctx.workspace)}
+    return target
 
 
 def _denial_error(d: CallDecision, denial: dict[str, Any]) -> ToolError:

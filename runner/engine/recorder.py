@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import signal
 import sys
 import threading
@@ -21,6 +20,7 @@ from typing import Any
 
 from runner.core.events import Event, RunFinished, RunInterrupted
 from runner.core.outcome import Interrupted, RunEnded, Status, exit_code
+from runner.record.commands import command
 from runner.record.integrity import seal
 from runner.record.lock import Lock, LockHeld, WorkspaceLock, acquire, lock_workspace
 from runner.record.mask import Masker
@@ -215,12 +215,12 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
 
 
 def commands_for(run_dir: Path, workspace: Path, summary: dict[str, Any]) -> dict[str, str]:
-    """`resume` (and `replay`, with denials): the commands that continue this run, naming it as they are run
-    from the workspace root, so they work from a downloaded artifact too."""
-    ref = shlex.quote(portable(run_dir, workspace))
-    out = {"resume": f"agent-run resume {ref}"}
+    """`resume` (and `replay`, with denials), and `show` (its transcript): the commands that continue and read
+    this run, naming it as they are run from the workspace root, so they work from a downloaded artifact too."""
+    ref = portable(run_dir, workspace)
+    out = {"resume": command("resume", ref), "show": command("runs", "show", ref, "--transcript")}
     if summary.get("denials"):
-        out["replay"] = f"agent-run replay {ref} --approve"
+        out["replay"] = command("replay", ref, "--approve")
     return out
 
 

@@ -61,15 +61,24 @@ class ReplayModel:
 
 
 def _comparable(snapshot: Any) -> Any:
-    """A policy.json without the rules of no file (the run's own outputs, the hard limits): those name the
-    run's directories and differ between any two runs."""
+    """A policy.json as the replies were given for: its rules and sections, not where its files were. The
+    rules of no file (the run's own outputs, the hard limits) name the run's directories and differ between
+    any two runs; a file's rules are compared by their place in the extends chain, not by its path (the
+    same policy in another checkout, or recorded before paths were recorded relative, is the same)."""
     if not isinstance(snapshot, dict):
         return snapshot
     data = dict(snapshot)
+    files = [str(f) for f in data.pop("files", None) or []]
     permission = data.get("permission")
     if isinstance(permission, dict) and isinstance(permission.get("rules"), list):
-        sources = {*map(str, data.get("files") or []), "--approve"}
+        def kept(rule: dict[str, Any]) -> dict[str, Any]:
+            source = str(rule.get("source"))
+            return {**rule, "source": f"file {files.index(source)}"} if source in files else rule
+
         permission = dict(permission)
-        permission["rules"] = [r for r in permission["rules"] if isinstance(r, dict) and r.get("source") in sources]
+        permission["rules"] = [kept(r) for r in permission["rules"] if isinstance(r, dict)
+                               and (str(r.get("source")) in files or r.get("source") == "--approve")]
         data["permission"] = permission
+    if isinstance(data.get("narrowed_by"), list):
+        data["narrowed_by"] = [_comparable(d) for d in data["narrowed_by"]]
     return data

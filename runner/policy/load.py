@@ -20,6 +20,7 @@ from runner.policy.jsonc import Located, PolicyError, parse
 from runner.policy.match import compile_pattern
 from runner.policy.model import DOMAINS, Policy, Rule, snapshot
 from runner.policy.sandbox_config import SandboxConfigError, config_from, network_rules
+from runner.record.rundir import portable
 
 
 def shipped_dir() -> Path:
@@ -39,8 +40,6 @@ def policy_ref(path: str, workspace: Path) -> str:
     resolved = Path(path)
     if resolved.parent == shipped_dir() and resolved.suffix == ".jsonc":
         return resolved.stem
-    from runner.record.rundir import portable
-
     return portable(resolved, workspace)
 
 
@@ -110,13 +109,47 @@ def check_policy(spec: str) -> list[PolicyError]:
     return []
 
 
-def policy_from_snapshot(data: dict[str, Any], path: str) -> Policy:
-    """Rebuild the policy a run used from its policy.json (for replay and simulate)."""
-    rules = [Rule(r["domain"], compile_pattern(r["pattern"]), r["decision"], r.get("source", path), r.get("index", i))
+def policy_from_snapshot(data: dict[str, Any], path: str, base: Path | None = None) -> Policy:
+    """Rebuild the policy a run used from its policy.json (for replay, resume and simulate). `base`: the
+    workspace root its file references are relative to (runner.policy.load.portable_snapshot): they are
+    made absolute again, so the hard limits protect the real files."""
+    def place(ref: str) -> str:
+        return resolve_ref(ref, base) if base is not None else ref
+
+    files = [place(str(f)) for f in data.get("files", [])]
+    named = set(map(str, data.get("files", [])))
+    rules = [Rule(r["domain"], compile_pattern(r["pattern"]), r["decision"],
+                  place(str(r["source"])) if str(r.get("source")) in named else r.get("source", path),
+                  r.get("index", i))
              for i, r in enumerate(data.get("permission", {}).get("rules", []))]
     sections = {k: v for k, v in data.items() if k not in ("mode", "files", "narrowed_by")}
-    narrowing = tuple(policy_from_snapshot(d, path) for d in data.get("narrowed_by", []))
-    return Policy(path, data.get("mode", "agent"), rules, list(data.get("files", [])), sections, data, narrowing)
+    narrowing = tuple(policy_from_snapshot(d, path, base) for d in data.get("narrowed_by", []))
+    return Policy(place(path), data.get("mode", "agent"), rules, files, sections, data, narrowing)
+
+
+def portable_snapshot(data: dict[str, Any], workspace: Path) -> dict[str, Any]:
+    """policy.json as a run writes it: each policy file named as a printed command names it (a shipped policy
+    by its name, a workspace file relative to the root; `policy_ref`), so a run directory names no path of
+    the machine it ran on and a downloaded one resumes in another checkout (`policy_from_snapshot` with
+    `base` reads it back)."""
+    files = [str(f) for f in data.get("files", [])]
+    out = {**data, "files": [policy_ref(f, workspace) for f in files]}
+    permission = data.get("permission")
+    if isinstance(permission, dict) and isinstance(permission.get("rules"), list):
+        out["permission"] = {**permission, "rules": [
+            {**r, "source": policy_ref(str(r["source"]), workspace)} if r.get("source") in files else r
+            for r in permission["rules"]]}
+    if data.get("narrowed_by"):
+        out["narrowed_by"] = [portable_snapshot(d, workspace) for d in data["narrowed_by"]]
+    return out
+
+
+def resolve_ref(ref: str, base: Path) -> str:
+    """A policy file as `policy_ref` named it, made absolute: a shipped name, else a path relative to `base`."""
+    if "/" not in ref and not ref.endswith(".jsonc") and (shipped_dir() / f"{ref}.jsonc").is_file():
+        return str(shipped_dir() / f"{ref}.jsonc")
+    path = Path(ref).expanduser()
+    return str(path if path.is_absolute() else (base / path).resolve())
 
 
 def _locate(err: jsonschema.ValidationError, located: Located) -> tuple[tuple[int, int], str]:

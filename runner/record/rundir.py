@@ -38,15 +38,17 @@ def default_runs_dir(workspace: Path) -> Path:
 
 
 def portable(path: Path | str, workspace: Path) -> str:
-    """A path as the commands a run prints name it: relative to the workspace when inside it (those
-    commands are run from the workspace root, on the CI runner or on a laptop after downloading the
-    artifact), else as it is."""
-    path = Path(path)
+    """A path as the commands a run prints (and the records they read back) name it: relative to the
+    workspace root when inside it (those commands are run from there, on the CI runner or on a laptop
+    after downloading the artifact); outside it, relative to the root too when the person gave it
+    relative (`../shared/policy.jsonc`), else as given (an absolute path outside the workspace)."""
+    given = Path(path).expanduser()
+    resolved = given.resolve()
+    root = workspace.resolve()
     try:
-        rel = path.resolve().relative_to(workspace.resolve())
+        return resolved.relative_to(root).as_posix() or "."
     except ValueError:
-        return str(path)
-    return rel.as_posix() or "."
+        return str(given) if given.is_absolute() else os.path.relpath(resolved, root)
 
 
 def workspace_of(run_dir: Path) -> Path | None:

@@ -5,10 +5,10 @@ the last turns, and how to get the rest. A pure function of summary.json; capped
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from runner.record.commands import WHERE, command
 from runner.report.markdown import MAX_CELL_CHARS, clip, code_span, fenced, md_text
 
 # GitHub rejects a step's summary over 1 MiB (all writes of the step together).
@@ -81,7 +81,7 @@ def _denials(summary: Mapping[str, Any]) -> list[str]:
     denials = list(summary.get("denials") or [])
     if not denials:
         return []
-    out = [f"### ⛔ Denied calls ({len(denials)})", "",
+    out = [f"### ⛔ Denied calls ({len(denials)})", "", f"Commands are {WHERE} (their paths are relative to it).", "",
             "| call | tool | target | rule | approve and run it |", "|---|---|---|---|---|"]
     for d in denials[:MAX_DENIAL_ROWS]:
         rule = d.get("rule") or {}
@@ -188,7 +188,7 @@ def _the_rest(summary: Mapping[str, Any], artifact: str | None) -> list[str]:
     return ["### The whole run", "",
             f"Download {where} and, where you unpacked it (its run directory is "
             f"{code_span(run, in_table=False)}), read the transcript:", "",
-            fenced(f"agent-run runs show {shlex.quote(run)} --transcript", "sh"), ""]
+            fenced(command("runs", "show", run, "--transcript"), "sh"), ""]
 
 
 def _cap(text: str, limit: int) -> str:

@@ -31,7 +31,7 @@ from runner.model.catalog import price_for, window_for
 from runner.model.replay import ReplayModel
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
-from runner.policy.load import load_policy, policy_ref
+from runner.policy.load import load_policy, policy_ref, portable_snapshot
 from runner.policy.match import compile_pattern, exact_pattern
 from runner.policy.model import Policy, Rule
 from runner.policy.targets import path_target
@@ -153,7 +153,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     profile directories, read as repository content; `rerun` the argv printed commands start with (None:
     this task's); `needs_model` False for a replay that only executes calls (it needs no endpoint or key);
     `started` are extra run_started fields."""
-    rec.summary.policy = policy.path
+    rec.summary.policy = policy_ref(policy.path, rec.home or rec.workspace)
     rec.summary.model = settings.model
     servers = mcp_servers(rec, policy, opts.mcp_configs, files.environ())  # checked: exit 2 before anything starts
     deadline = rec.started + settings.timeout
@@ -182,7 +182,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     rec.closers.insert(0, tracker.close)
     tools = env.registry.specs() if tools is None else tools
     write_json(rec.run_dir / "tools.json", tools)  # sealed: a resume sends exactly these
-    rec.emit(RunStarted(version=__version__, model=settings.model, policy=policy.path, mode=policy.mode,
+    rec.emit(RunStarted(version=__version__, model=settings.model, policy=rec.summary.policy, mode=policy.mode,
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
                         sandbox=rec.ctx.sandbox.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
@@ -306,7 +306,7 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     own_outputs = [Rule("read", compile_pattern(exact_pattern(path_target(rec.workspace, d), subtree=True)),
                         "allow", OWN_OUTPUTS, i) for i, d in enumerate((rec.run_dir, *readable))]
     policy = policy.with_rules([*own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
-    write_json(rec.run_dir / "policy.json", policy.resolved)
+    write_json(rec.run_dir / "policy.json", portable_snapshot(policy.resolved, rec.home or rec.workspace))
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
     guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
     env = CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards, home=rec.home)
@@ -434,20 +434,34 @@ def _setting_source(key: str, cli: dict[str, Any], env_files: tuple[Path, ...], 
     return f"invalid setting {key}" + (" (from the policy)" if key in lower else "")
 
 
+# The budgets a rerun repeats, as the flags that set them. Not the model or its sampling: a rerun (which the
+# model reads in a denial) must be the same text when the run is replayed with `--model replay:…`.
+RERUN_SETTINGS = (("--max-turns", "max_turns"), ("--timeout", "timeout"), ("--max-tokens", "max_tokens"),
+                  ("--max-cost-usd", "max_cost_usd"))
+
+
 def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Path) -> list[str]:
-    """`agent-run …` that reruns this task with approvals added: run from the workspace root, so it names
-    paths relative to it and a shipped policy by name (it works from a downloaded artifact, and the
-    model, which sees it, gets the same text on every machine)."""
-    argv = ["agent-run", "--policy", policy_ref(policy.path, workspace)]
+    """The words after `agent-run` that rerun this task with approvals added (runner/record/commands.py
+    prints it): every option that changes what the run does, paths relative to the workspace root (where
+    it is run, from a downloaded artifact too) and a shipped policy by name, so the model, which sees it,
+    gets the same text on every machine."""
+    words = ["--policy", policy_ref(policy.path, workspace)]
     if opts.mode:
-        argv += ["--mode", opts.mode]
+        words += ["--mode", opts.mode]
     if opts.sandbox:
-        argv += ["--sandbox", opts.sandbox]
-    for env_file in opts.env_files:
-        argv += ["--env-file", portable(Path(env_file).expanduser(), workspace)]
-    for flag, key in (("--max-turns", "max_turns"), ("--timeout", "timeout")):
+        words += ["--sandbox", opts.sandbox]
+    if opts.isolate:
+        words += ["--isolate", opts.isolate]
+    for flag, key in RERUN_SETTINGS:
         if key in opts.cli_settings:
-            argv += [flag, str(opts.cli_settings[key])]
+            words += [flag, str(opts.cli_settings[key])]
+    for flag, paths in (("--env-file", opts.env_files), ("--instructions", opts.instructions),
+                        ("--skills", opts.skills), ("--agents", opts.agents), ("--mcp-config", opts.mcp_configs),
+                        ("--output-schema", [opts.output_schema] if opts.output_schema else [])):
+        for path in paths:
+            words += [flag, portable(path, workspace)]
+    for text in opts.append_system_prompt:
+        words += ["--append-system-prompt", text]
     for approval in opts.approvals:
-        argv += ["--approve", approval]
-    return [*argv, portable(task_path, workspace)]
+        words += ["--approve", approval]
+    return [*words, portable(task_path, workspace)]

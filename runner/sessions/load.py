@@ -135,10 +135,10 @@ def recorded_policy(run: Recorded, spec: str | None, workspace: Path, *, approva
             except (OSError, ValueError) as exc:
                 raise UsageError(f"{snapshot}: cannot read the run's policy snapshot ({exc}); name the policy with "
                                  "--policy") from None
-            policy = policy_from_snapshot(data, run.started["policy"])
+            policy = policy_from_snapshot(data, run.started["policy"], base=run.home or workspace)
             policy.rules = [r for r in policy.rules if r.source not in dropped]
             if warn:
-                _warn_if_changed(policy, run.started["policy"], workspace)
+                _warn_if_changed(policy, workspace)
         if approvals:
             policy = policy.with_rules([parse_approval(a, i) for i, a in enumerate(approvals)])
     except PolicyError as exc:
@@ -146,7 +146,8 @@ def recorded_policy(run: Recorded, spec: str | None, workspace: Path, *, approva
     return policy.with_mode(mode) if mode else policy
 
 
-def _warn_if_changed(snapshot: Policy, path: str, workspace: Path) -> None:
+def _warn_if_changed(snapshot: Policy, workspace: Path) -> None:
+    path = snapshot.path
     try:
         current = load_policy(str(resolve_policy_path(path)))
     except (PolicyError, OSError, FileNotFoundError):

@@ -15,7 +15,7 @@ def test_a_workspace_env_cannot_pick_the_policy(fake, workspace, agent_run):
     fake.add(reply(calls=PWN), reply("done"))
     r = agent_run("--sandbox", "off", "task.md")
     assert r.code == 3 and not (workspace / "pwned").exists()
-    assert r.summary["policy"].endswith("default.jsonc")
+    assert r.summary["policy"] == "default"  # a shipped policy, by name
 
 
 def test_a_workspace_env_cannot_redirect_the_api_key(fake, workspace, agent_run):
@@ -49,7 +49,7 @@ def test_a_policy_named_by_an_untrusted_task_is_intersected(fake, workspace, age
     fake.add(reply(calls=PWN), reply("done"))
     r = agent_run("--sandbox", "off", "t.md")
     assert r.code == 3 and not (workspace / "pwned").exists()
-    assert r.summary["policy"].endswith("default.jsonc")
+    assert r.summary["policy"] == "default"  # a shipped policy, by name
     # ... and it can narrow: strict denies the write that default allows.
     (workspace / "t.md").write_text("---\npolicy: strict\n---\nGo.\n")
     fake.add(reply(calls=[("write", {"path": "w.txt", "content": "x"})]), reply("done"))

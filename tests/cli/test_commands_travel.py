@@ -1,0 +1,96 @@
+"""Printed commands travel (runner/record/commands.py): `agent-run` from PATH, paths relative to the workspace
+root, every option that changes what a rerun does — and a command copied from one checkout's run
+directory runs in another checkout."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests.conftest import agent_run_argv, clean_env
+from tests.fakes.openai_server import reply
+
+SKILL = "---\nname: hello\ndescription: Say hello.\n---\nSay hello.\n"
+PROFILE = "---\nname: helper\ndescription: Helps.\ntools: read\n---\nHelp.\n"
+
+
+def _inputs(ws: Path) -> list[str]:
+    """The workflow's inputs, inside the workspace, named by absolute paths as a CI step often does."""
+    (ws / "ci").mkdir()
+    (ws / "ci" / "mcp.json").write_text('{"mcpServers": {}}')
+    (ws / "ci" / "answer.schema.json").write_text('{"type": "string"}')
+    (ws / "ci" / "rules.md").write_text("Be brief.\n")
+    (ws / "ci" / "skills" / "hello").mkdir(parents=True)
+    (ws / "ci" / "skills" / "hello" / "SKILL.md").write_text(SKILL)
+    (ws / "ci" / "agents").mkdir()
+    (ws / "ci" / "agents" / "helper.md").write_text(PROFILE)
+    ci = ws / "ci"
+    return ["--mcp-config", str(ci / "mcp.json"), "--output-schema", str(ci / "answer.schema.json"),
+            "--instructions", str(ci / "rules.md"), "--skills", str(ci / "skills"), "--agents", str(ci / "agents"),
+            "--max-turns", "9", "--max-tokens", "50000", "--append-system-prompt", "Use British spelling.",
+            "--policy", "default", str(ws / "task.md")]
+
+
+def _printed(r, junit: Path, step_summary: Path) -> list[str]:
+    s = r.summary
+    d = s["denials"][0]
+    next_line = next(line for line in r.stderr.splitlines() if line.startswith("agent-run: next: "))
+    # The commands inside the JUnit report and the step summary (their other text may name the run dir).
+    inside = [m.group(0) for text in (junit.read_text(), step_summary.read_text())
+              for m in re.finditer(r"agent-run (?:replay|resume|fork|runs|--)[^\n<`|]*", text)]
+    assert len(inside) >= 4
+    return [d["replay"], d["rerun"], s["replay"], s["resume"], s["show"], next_line[len("agent-run: next: "):],
+            *inside]
+
+
+def test_every_printed_command_is_relative_to_the_workspace_and_complete(fake, workspace, agent_run, tmp_path):
+    fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply('"needs approval"'))
+    junit, steps = tmp_path / "junit.xml", tmp_path / "steps.md"
+    github = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(steps), "GITHUB_OUTPUT": str(tmp_path / "o")}
+    r = agent_run("--junit", str(junit), *_inputs(workspace), env=github)
+    assert r.code == 3, r.stderr
+    for text in _printed(r, junit, steps):
+        assert str(workspace) not in text and str(Path.home()) not in text, text
+        assert "/bin/python" not in text and ".venv" not in text, text
+    rerun = shlex.split(r.summary["denials"][0]["rerun"])
+    assert rerun[0] == "agent-run" and rerun[-1] == "task.md"
+    pairs = dict(zip(rerun[1:-1:2], rerun[2:-1:2], strict=False))
+    assert pairs["--mcp-config"] == "ci/mcp.json" and pairs["--output-schema"] == "ci/answer.schema.json"
+    assert pairs["--instructions"] == "ci/rules.md" and pairs["--skills"] == "ci/skills"
+    assert pairs["--agents"] == "ci/agents" and pairs["--max-turns"] == "9" and pairs["--max-tokens"] == "50000"
+    assert pairs["--append-system-prompt"] == "Use British spelling." and pairs["--policy"] == "default"
+    assert pairs["--approve"] == "bash:shell:echo hi"
+    assert "run from the workspace root" in steps.read_text()
+
+
+def test_a_copied_command_runs_in_another_checkout(fake, workspace, agent_run, tmp_path):
+    """The CI machine's run directory, downloaded into a laptop's checkout (another path): the printed
+    replay and rerun commands run there as printed, from the checkout's root."""
+    fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply('"needs approval"'))
+    first = agent_run(*_inputs(workspace))
+    assert first.code == 3, first.stderr
+    laptop = tmp_path / "laptop" / "checkout"
+    shutil.copytree(workspace, laptop)
+    env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test")
+
+    def run(printed: str) -> subprocess.CompletedProcess[str]:
+        argv = shlex.split(printed)
+        assert argv[0] == "agent-run"
+        return subprocess.run([*agent_run_argv(), *argv[1:]], cwd=laptop, env=env, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=300)
+
+    replayed = run(first.summary["denials"][0]["replay"])
+    assert replayed.returncode == 0, replayed.stderr
+    assert (laptop / "out.txt").read_text() == "hi\n" and not (workspace / "out.txt").exists()
+    (laptop / "out.txt").unlink()
+    fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply('"done"'))
+    rerun = run(first.summary["denials"][0]["rerun"])
+    assert rerun.returncode == 0, rerun.stderr  # approved this time, and its answer fits the schema
+    assert (laptop / "out.txt").read_text() == "hi\n"
+    log = sorted((laptop / ".agent-run" / "runs").glob("*/events.jsonl"))[-1]
+    started = next(json.loads(line) for line in log.read_text().splitlines() if '"run_started"' in line)
+    assert {i["source"] for i in started["instructions"]} >= {"--instructions", "--output-schema", "skills"}
