@@ -28,6 +28,7 @@ from runner.core.events import (
     RunFinished,
     RunInterrupted,
     RunStarted,
+    RunWarning,
     SubagentFinished,
     SubagentStarted,
     ToolCall,
@@ -68,7 +69,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 17
+    assert len(types_) == len(EVENTS) == 18
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -167,6 +168,8 @@ def examples(run_id: str) -> list[Event]:
                        rule={**RULE, "domain": "network", "pattern": "net:pypi.org:443"}),
         NetworkRequest(call_id="call_1", host="evil.example", port=443, decision="deny", rule=None),
         GuardWarning(call_id="call_1", detector="same_call", message="possible loop: the same call"),
+        RunWarning(code="profile_shadowed", message=".agents/agents/general.md: not loaded"),
+        tag(RunWarning(code="front_matter_ignored", message="model (may only lower budgets)"), CHILD),
         RunInterrupted(signal="SIGTERM", during="start"),
         RunFinished(status="success", exit_code=0, reason=None, turns=2, tool_calls=1),
         RunFinished(status="interrupted", exit_code=130, reason="interrupted by SIGINT", turns=0, tool_calls=0),
@@ -261,6 +264,8 @@ def test_missing_fields_are_rejected(field):
      {"error_type": "NoSuchError"}),
     (RunFinished(status="failed", exit_code=1, reason="x", turns=1, tool_calls=0), {"reason": None}),
     (RunInterrupted(signal="SIGINT", during="tool_call"), {"during": "run_finished"}),
+    (RunWarning(code="profile_shadowed", message="x"), {"code": "Profile Shadowed"}),
+    (RunWarning(code="profile_shadowed", message="x"), {"message": ""}),
     (ModelResponse(turn=1, message=assistant_message("hi", [], 1), usage=usage_dict(None), finish_reason="stop",
                    duration_s=0.1), {"message": {"role": "user", "content": "hi"}}),
     (ToolCall(turn=1, call_id="c", tool="bash", arguments="{}"), {"redacted": {"kinds": [], "sha256": SHA}}),

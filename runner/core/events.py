@@ -202,6 +202,17 @@ class GuardWarning(Event):
 
 
 @dataclass(frozen=True)
+class RunWarning(Event):
+    """Something a run refused or ignored that the workflow's author should hear about (a repository
+    profile that would shadow a trusted one, front matter an untrusted task may not set, …): one event
+    type for every such case, told apart by `code`, so a consumer need not learn a new type for each."""
+
+    type: ClassVar[str] = "warning"
+    code: str  # stable, snake_case: what a workflow greps for (e.g. profile_shadowed)
+    message: str
+
+
+@dataclass(frozen=True)
 class Compaction(Event):
     """A pruning step: stage 2 (hard_clear) or 3 (summarize, or summarize_failed)."""
 

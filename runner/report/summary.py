@@ -12,6 +12,7 @@ from runner.core.events import (
     GuardWarning,
     ModelResponse,
     PermissionDecision,
+    RunWarning,
     ToolCall,
     ToolResult,
     agent_id,
@@ -29,6 +30,8 @@ class SummaryBuilder:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
         self.denials: list[dict[str, Any]] = []
         self.loop_warnings: list[str] = []
+        # `warning` events as `code: message`, beside the budget's own notes in summary.json `warnings`.
+        self.warnings: list[str] = []
         # A call's raw arguments while it runs, for a denial's `command` (dropped at its result: a run's
         # `write` payloads are not all kept in memory).
         self._arguments: dict[str, str] = {}
@@ -50,6 +53,8 @@ class SummaryBuilder:
                 counts["usage"][key] += int(event.usage.get(key, 0) or 0)
         elif isinstance(event, GuardWarning):
             self.loop_warnings.append(event.message)
+        elif isinstance(event, RunWarning):
+            self.warnings.append(f"{event.code}: {event.message}")
         elif isinstance(event, ToolCall):
             self.tool_calls += 1
             counts["tool_calls"] += 1
@@ -73,6 +78,7 @@ class SummaryBuilder:
             "turns": self.turns, "tool_calls": self.tool_calls, "denials": self.denials,
             "usage": dict(self.usage), "duration_s": round(duration_s, 3), "model": self.model,
             "policy": self.policy, "answer": answer, "loop_warnings": list(self.loop_warnings),
+            "warnings": list(self.warnings),
         }
 
 

@@ -221,6 +221,8 @@ def _event(e: Mapping[str, Any], state: _Agent) -> list[str]:
         out += [*_result(e), ""]
     elif kind == "loop_warning":
         out += [f"> ⚠️ **warning** ({e.get('detector')}): {e.get('message')}", ""]
+    elif kind == "warning":
+        out += [f"> ⚠️ **warning** ({e.get('code')}): {e.get('message')}", ""]
     elif kind == "network_request":
         out += [f"*network: {e.get('host')}:{e.get('port')} — {e.get('decision')}*", ""]
     elif kind == "compaction":
