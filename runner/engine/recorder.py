@@ -151,8 +151,11 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
     summary = SummaryBuilder(run_id, model="", policy="")
     last = ["start"]  # the type of the latest event, for the `interrupted` record
 
+    started = [False]  # a run that never started (a usage error) has nothing to resume
+
     def track(event: Event) -> None:
         last[0] = event.type
+        started[0] = started[0] or (event.type == "run_started" and getattr(event, "agent", None) is None)
 
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
                     [log, summary, Progress(sys.stderr, verbosity, masker), track], summary,
@@ -192,7 +195,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         data = summary.build(status=status.value, exit_code=code, reason=reason,
                              duration_s=time.monotonic() - rec.started, answer=rec.answer)
         data.update(rec.extra, run_dir=str(run_dir))
-        data.update(commands_for(run_dir, home, data))
+        data.update(commands_for(run_dir, home, data, resumable=started[0]))
         for finish in rec.finishers:
             try:
                 finish(data)
@@ -214,11 +217,14 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
     return RunOutcome(code, data, run_dir)
 
 
-def commands_for(run_dir: Path, workspace: Path, summary: dict[str, Any]) -> dict[str, str]:
-    """`resume` (and `replay`, with denials), and `show` (its transcript): the commands that continue and read
-    this run, naming it as they are run from the workspace root, so they work from a downloaded artifact too."""
+def commands_for(run_dir: Path, workspace: Path, summary: dict[str, Any], *, resumable: bool = True) -> dict[str, str]:
+    """`resume` (a run that started; and `replay`, with denials), and `show` (its transcript): the commands that
+    continue and read this run, naming it as they are run from the workspace root, so they work from a
+    downloaded artifact too."""
     ref = portable(run_dir, workspace)
-    out = {"resume": command("resume", ref), "show": command("runs", "show", ref, "--transcript")}
+    out = {"show": command("runs", "show", ref, "--transcript")}
+    if resumable:
+        out["resume"] = command("resume", ref)
     if summary.get("denials"):
         out["replay"] = command("replay", ref, "--approve")
     return out

@@ -94,3 +94,11 @@ def test_a_copied_command_runs_in_another_checkout(fake, workspace, agent_run, t
     log = sorted((laptop / ".agent-run" / "runs").glob("*/events.jsonl"))[-1]
     started = next(json.loads(line) for line in log.read_text().splitlines() if '"run_started"' in line)
     assert {i["source"] for i in started["instructions"]} >= {"--instructions", "--output-schema", "skills"}
+
+
+def test_a_run_that_never_started_prints_no_resume(fake, workspace, agent_run):
+    """A usage error (a policy that does not exist) left a run directory but no conversation: its summary
+    offers `show`, not a `resume` that could only fail."""
+    r = agent_run("--policy", "no-such-policy", "task.md")
+    assert r.code == 2
+    assert "resume" not in r.summary and r.summary["show"].startswith("agent-run runs show .agent-run/runs/")
