@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.policy.sandbox_config import SandboxConfig
+from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sandbox.bwrap import bwrap_argv
+from runner.sandbox.gitmounts import git_readonly
 from runner.sandbox.layout import Layout, LayoutInput, build_layout
 from runner.sandbox.probe import Probe, probe
 from runner.sandbox.proxy import Decide, EgressProxy
@@ -67,6 +69,7 @@ class Sandbox:
         `sandbox.network`): the host network, an egress proxy of its own, or none at all (`proxy=None`
         with `share_net=False`). Left at RUN_PROXY, the process gets the run's own proxy, if any."""
         env = dict(env)
+        env.pop(AUDIT_KEY_ENV, None)  # whatever a caller passes on: the key would let the process re-chain the log
         if not self.active:
             return argv, env
         layout = layout or self.layout
@@ -74,6 +77,8 @@ class Sandbox:
         chosen = self.proxy if isinstance(proxy, _RunProxy) else proxy
         proxy = None if share else chosen
         assert layout is not None and self.probe.bwrap is not None
+        if self.base is not None:  # listed now, not at open: a `.git` made since is read-only too
+            layout = git_readonly(layout, self.base.workspace)
         env.update(layout.env)
         for var in ("NO_PROXY", "no_proxy", *PROXY_VARS):
             env.pop(var, None)
@@ -87,17 +92,29 @@ class Sandbox:
             env.update({var: f"http://127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS})
         return bwrap_argv(self.probe.bwrap, layout, command, share_net=share, binds=binds), env
 
-    def layout_with(self, readable: list[Path], writable: list[Path]) -> Layout | None:
-        """The run's layout plus more paths (an MCP server's `sandbox.readOnly` / `sandbox.writable`)."""
+    def layout_with(self, readable: list[Path], writable: list[Path], scratch: Path | None = None) -> Layout | None:
+        """The run's layout plus more paths (an MCP server's `sandbox.readOnly` / `sandbox.writable`);
+        `scratch`: another principal's own HOME and TMPDIR (`own_scratch`) in place of the commands'."""
         if not self.active or self.base is None:
             return None
-        if not readable and not writable:
+        if not readable and not writable and scratch is None:
             return self.layout
         base = self.base
         return build_layout(LayoutInput(
-            workspace=base.workspace, scratch=base.scratch, protected=base.protected,
+            workspace=base.workspace, scratch=scratch or base.scratch, protected=base.protected,
             readable=(*base.readable, *readable), writable=(*base.writable, *writable), environ=base.environ,
             python_prefixes=base.python_prefixes))
+
+    def own_scratch(self, name: str) -> Path | None:
+        """A fresh HOME and TMPDIR for one more principal (an MCP stdio server): one principal, one home. It
+        lives in the runner's private dir, so neither the commands nor another server can see it, and starts
+        empty (no ~/.gitconfig, no ~/.config/git: an empty global git config). Removed with the sandbox."""
+        if not self.active or self.private is None:
+            return None
+        own = Path(tempfile.mkdtemp(prefix=f"home-{name}-", dir=self.private))
+        for sub in ("home", "tmp"):
+            (own / sub).mkdir()
+        return own
 
     def own_proxy(self, name: str, decide: Decide) -> EgressProxy | None:
         """An egress proxy for one process, deciding its connections with `decide`; closed with the sandbox."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -151,6 +152,29 @@ def test_a_servers_writable_workspace_symlink_out_is_a_refused_start(allow_box: 
     assert "symlink" in str(info.value) and "mcpServers.s.sandbox.writable" in str(info.value)
     failed = [e for e in rec.events if isinstance(e, McpServerFailed)]
     assert [(e.server, e.kind) for e in failed] == [("s", "refused")]
+
+
+def test_each_server_has_a_home_of_its_own_that_no_one_else_sees(allow_box: tuple[Sandbox, Path],
+                                                                 tmp_path: Path) -> None:
+    """One principal, one home: the commands' HOME, another server's and this one's are three, and from inside
+    the real sandbox each server sees its own only (a `~/.gitconfig` planted by a command never reaches it)."""
+    box, ws = allow_box
+    assert box.layout is not None and box.scratch is not None
+    (box.scratch / "home" / ".gitconfig").write_text("[core]\n\tfsmonitor = planted\n")
+    rec = Rec(tmp_path, ws, sandbox=box)
+    homes = []
+    for name in ("a", "b"):
+        wrap = _wrapper(rec, None, dataclasses.replace(_server(network="none"), name=name), dict(os.environ))
+        argv, env = wrap(["sh", "-c", 'ls -A "$HOME"; ls "$1" 2>&1; echo "$HOME|$TMPDIR"', "sh",
+                          str(box.scratch / "home")], {"PATH": "/usr/bin:/bin"})
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60).stdout.strip().splitlines()
+        assert out[0].startswith("ls: cannot access"), out  # an empty HOME; the commands' is not there
+        homes.append(out[-1])
+    commands = f"{box.layout.env['HOME']}|{box.layout.env['TMPDIR']}"
+    assert len({*homes, commands}) == 3
+    for home in homes:  # and neither is visible to the commands
+        argv, env = box.wrap(["ls", home.split("|")[0]], {"PATH": "/usr/bin:/bin"})
+        assert subprocess.run(argv, env=env, capture_output=True, timeout=60).returncode != 0
 
 
 # --- S2: the server's own allow-list is decided and recorded like the run's ----------------------------------

@@ -11,6 +11,7 @@ import argparse
 import base64
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -59,6 +60,14 @@ def die() -> str:
 @server.tool(description="The environment the server process sees.")
 def environment() -> str:
     return json.dumps(dict(os.environ), sort_keys=True)
+
+
+@server.tool(description="`git status` in the server's working directory, as a git-using server would run it.")
+def git_status() -> str:
+    done = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=60)
+    return json.dumps({"code": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-2000:],
+                       "home": os.environ.get("HOME"), "tmpdir": os.environ.get("TMPDIR")})
 
 
 def _http(port: int, token: str) -> None:
