@@ -152,3 +152,63 @@ def test_required_literals_only_skip_texts_that_cannot_match(masker):
     assert required_literal(re.compile(r"xyz|abc")) == ""
     assert required_literal(re.compile(r"XOX-\d+", re.IGNORECASE)) == "xox-"
     assert masker.mask("XOXB-123456789-ABCDEF")[0] == f"{MARKER}slack-token]"  # the needle is case-folded
+
+
+# Derived forms (issue 25): a secret encoded as a header, a URL's userinfo or a base64 blob is still a secret.
+GHS = "ghs_" + "Zq7" * 12
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    # What actions/checkout persists in .git/config: the job token inside base64("x-access-token:…").
+    (f"\textraheader = AUTHORIZATION: basic {_b64('x-access-token:' + GHS)}", "\textraheader = AUTHORIZATION: basic "),
+    (f"-H 'authorization: Basic {_b64('u:hunter2hunter2')}'", "-H 'authorization: Basic "),
+    (f"Authorization: Bearer {_b64(GHS)}", "Authorization: Bearer "),
+    (f"git clone https://x-access-token:{GHS.replace('_', '%5F')}@github.com/o/r", "git clone https://"),
+    (f'{{"auths": {{"ghcr.io": {{"auth": "{_b64("bot:" + GHS)}"}}}}}}', '{"auths": {"ghcr.io": {"auth": "'),
+    (f"echo {_b64('github_pat_11ABCDEFG0123456789_' + 'a' * 59).replace('+', '-').replace('/', '_')}", "echo "),
+])
+def test_encoded_secrets_are_masked_whole(masker, text, kept):
+    masked, kinds = masker.mask(text)
+    assert masked.startswith(kept + MARKER) and kinds, masked
+    assert GHS not in masked and "hunter2" not in masked
+    assert masker.mask(masked) == (masked, []), "idempotent"
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2, 3, 4, 5])
+def test_a_known_value_is_found_at_any_offset_of_a_base64_blob(masker, offset):
+    import base64
+
+    blob = base64.b64encode(b"p" * offset + b"DEPLOY=hunter2hunter2 rest of the file\n" * 3).decode()
+    masked, kinds = masker.mask(f"data: {blob}")
+    assert kinds == ["env:DEPLOY_PASSWORD"], masked
+    for form in __import__("runner.record.derived", fromlist=["encoded_forms"]).encoded_forms("hunter2hunter2"):
+        assert form not in masked
+
+
+def test_encoded_forms_are_the_characters_that_depend_on_the_value_alone():
+    import base64
+
+    from runner.record.derived import encoded_forms
+
+    forms = encoded_forms("hunter2hunter2")
+    for prefix in (b"", b"a", b"ab", b"abc", b"\xff\xfe"):
+        for suffix in (b"", b"z", b"\x00\x01"):
+            encoded = base64.b64encode(prefix + b"hunter2hunter2" + suffix).decode()
+            assert any(f in encoded for f in forms), (prefix, suffix)
+    assert encoded_forms("short") == []
+
+
+def test_base64_that_holds_no_secret_stays(masker):
+    import base64
+
+    ordinary = " ".join([_b64("just some configuration text, nothing secret in it"),
+                         base64.b64encode(bytes(range(256))).decode(), "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+                         "src/pkg/sub_module/some_file_name.ts", _b64("user:not-a-secret-at-all"),
+                         "Authorization: Bearer $TOKEN", "https://user%40corp@example.com/x"])
+    assert masker.mask(ordinary) == (ordinary, [])

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.core.jsonutil import canonical, sha256_text
+from runner.record.derived import derived_spans, encoded_forms
 
 MARKER = "[REDACTED:"
 MIN_VALUE_CHARS = 8
@@ -160,6 +161,10 @@ class Masker:
     def __init__(self, environ: Mapping[str, str]) -> None:
         self._detectors = detectors()
         self._values = secret_values(environ)
+        # Searched like the values themselves: each value's base64 forms at any offset of a longer blob.
+        encoded = {form: name for value, name in self._values for form in encoded_forms(value)}
+        self._searched = sorted([*self._values, *((f, n) for f, n in encoded.items() if f not in dict(self._values))],
+                                key=lambda item: -len(item[0]))
 
     @property
     def values(self) -> list[str]:
@@ -167,11 +172,22 @@ class Masker:
         return [value for value, _ in self._values]
 
     def spans(self, text: str) -> list[Span]:
-        """Every secret in `text`, sorted, overlaps merged (the earliest, then longest, names the kind)."""
+        """Every secret in `text`, sorted, overlaps merged (the earliest, then longest, names the kind): as
+        itself, and in the derived forms runner/record/derived.py decodes."""
         if len(text) < MIN_VALUE_CHARS:
             return []
+        found, lower = self._direct(text)
+        found += [Span(*s) for s in derived_spans(text, lower or text.casefold(), self._kinds_in)]
+        return _merge(found)
+
+    def _kinds_in(self, decoded: str) -> list[str]:
+        """The kinds of the secrets a decoded text holds, the first found first (not decoded again)."""
+        return [s.kind for s in self._direct(decoded)[0]] if len(decoded) >= MIN_VALUE_CHARS else []
+
+    def _direct(self, text: str) -> tuple[list[Span], str]:
+        """The secrets in `text` as themselves (unmerged), and `text` case-folded when that was needed."""
         found: list[Span] = []
-        for value, name in self._values:  # first: on a tie the variable's name is the better kind
+        for value, name in self._searched:  # first: on a tie the variable's name is the better kind
             at = text.find(value)
             while at >= 0:
                 found.append(Span(at, at + len(value), f"env:{name}"))
@@ -189,7 +205,7 @@ class Masker:
                 bounds = d.fit(text, m) if d.fit else m.span()
                 if bounds is not None and bounds[1] > bounds[0]:
                     found.append(Span(*bounds, d.kind))
-        return _merge(found)
+        return found, lower
 
     def mask(self, text: str) -> tuple[str, list[str]]:
         spans = self.spans(text)

@@ -1,0 +1,36 @@
+"""Credentials git stores are secrets for every reader (issue 25, item 1): the token `actions/checkout`
+persists in `.git/config` reaches neither the model nor the run's records, in any form."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+from pathlib import Path
+
+from tests.fakes.openai_server import reply
+
+GHS = "ghs_" + "Q9x" * 12  # the job token's shape
+HEADER = base64.b64encode(f"x-access-token:{GHS}".encode()).decode()
+
+
+def checkout(ws: Path) -> None:
+    """The workspace as `actions/checkout` with persist-credentials (its default) leaves it."""
+    subprocess.run(["git", "init", "-q", "-b", "main", str(ws)], check=True)
+    for key, value in (("remote.origin.url", "https://github.com/octo/repo"),
+                       ("http.https://github.com/.extraheader", f"AUTHORIZATION: basic {HEADER}")):
+        subprocess.run(["git", "-C", str(ws), "config", "--local", key, value], check=True)
+
+
+def leaks(text: str) -> list[str]:
+    return [s[:12] for s in (GHS, HEADER) if s in text]
+
+
+def test_the_checkout_header_read_by_the_agent_is_masked_in_every_record(fake, workspace, agent_run):
+    checkout(workspace)
+    fake.add(reply(calls=[("read", {"path": ".git/config"})]), reply(f"the header is basic {HEADER}"))
+    r = agent_run("--sandbox", "off", "task.md")
+    assert r.code == 0, r.stderr
+    for path in (p for p in r.run_dir.rglob("*") if p.is_file()):
+        assert leaks(path.read_text(encoding="utf-8", errors="replace")) == [], path
+    assert leaks(r.stdout) == [] and leaks(r.stderr) == []
+    assert "[REDACTED:github-token]" in r.summary["answer"]
