@@ -45,7 +45,8 @@ def test_a_fifo_among_skills_and_profiles_is_skipped_with_a_warning(tmp_path):
     os.mkfifo(ws / ".agents/agents/p.md")
     skills, warnings = discover_skills(ws, [])
     assert skills == [] and any("not a regular file" in w for w in warnings)
-    profiles, warnings = discover_profiles(ws, [])
+    found = discover_profiles(ws, [])
+    profiles, warnings = found.profiles, found.warnings
     assert list(profiles) == ["general"] and any("not a regular file" in w for w in warnings)
 
 
@@ -53,7 +54,8 @@ def test_an_oversized_profile_is_skipped_and_a_huge_agents_md_is_cut(tmp_path):
     ws = tmp_path / "ws"
     (ws / ".agents/agents").mkdir(parents=True)
     Path(ws / ".agents/agents/big.md").write_text("---\nname: big\ndescription: d\n---\n" + "x" * 300_000)
-    profiles, warnings = discover_profiles(ws, [])
+    found = discover_profiles(ws, [])
+    profiles, warnings = found.profiles, found.warnings
     assert "big" not in profiles and any("over the" in w for w in warnings)
     (ws / "AGENTS.md").write_bytes(b"y" * 200_000)
     [record] = gather(ws, [], []).records

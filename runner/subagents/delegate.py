@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.context.manager import ContextConfig, ContextManager
-from runner.core.events import MAIN, Emit, ModelRequest, SubagentFinished, SubagentStarted, tag
+from runner.core.events import MAIN, Emit, ModelRequest, RunWarning, SubagentFinished, SubagentStarted, tag
 from runner.core.jsonutil import canonical, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, UsageError
 from runner.engine.build import context_manager, make_model
@@ -379,10 +379,12 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     section = policy.sections.get("subagents", {})
     if settings.subagent_max_depth < 1 or settings.subagent_max_calls < 1:
         return None
-    profiles, warnings = discover(rec.workspace, trusted_dirs(dirs, policy.path, section),
-                                  [Path(d) for d in untrusted_dirs])
-    for warning in warnings:
+    found = discover(rec.workspace, trusted_dirs(dirs, policy.path, section), [Path(d) for d in untrusted_dirs])
+    profiles = found.profiles
+    for warning in found.warnings + found.shadowed:
         print(f"agent-run: warning: {warning}", file=sys.stderr)
+    for message in found.shadowed:  # in the record too: a workflow greps for the code, not stderr
+        rec.emit(RunWarning(code="profile_shadowed", message=message))
     decisions = {name: decide(env.policy, "task", [Target("task", f"agent:{name}")]) for name in profiles}
     offered = {name: p for name, p in profiles.items() if decisions[name].decision != "deny"}
     if not offered:

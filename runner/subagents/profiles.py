@@ -12,9 +12,13 @@
 
 Found in trusted directories first (`--agents DIR`, the policy's `subagents.profiles`), then the
 workspace's `.agents/agents/` and `.claude/agents/` (repository content); the first profile of a
-name wins, and the built-in `general` (every tool the run may use) is there unless a file names
-itself `general`. A profile only ever **narrows** (docs/subagents.md): `tools` picks from the
-parent's tools, `mode` may drop `full_access`, never add it. Keys we do not know (`color`,
+name wins, and the built-in `general` (every tool the run may use) is there unless a trusted file
+names itself `general`. A repository profile never takes a trusted name (the built-in's or a trusted
+profile's, compared case-insensitively): a rule or `--approve task:agent:NAME` written for the
+trusted one must not start the repository's child, with its prompt and model. It is not loaded, and
+`discover` reports it apart (`shadowed`), for a `warning` event with code `profile_shadowed`.
+A profile only ever **narrows** (docs/subagents.md): `tools` picks from the parent's tools, `mode`
+may drop `full_access`, never add it. Keys we do not know (`color`,
 `permissionMode`, …) are warned about and ignored; a profile that cannot be read is skipped with
 a warning.
 """
@@ -93,14 +97,23 @@ def load_profile(path: Path, trusted: bool) -> tuple[Profile, list[str]]:
                    path, trusted), warnings
 
 
-def discover(workspace: Path, trusted_dirs: list[Path],
-             untrusted_dirs: Sequence[Path] = ()) -> tuple[dict[str, Profile], list[str]]:
+@dataclass
+class Found:
+    """What discovery found: the profiles by name, warnings (stderr), and the repository profiles refused
+    for taking a trusted name (each a `profile_shadowed` warning event as well)."""
+
+    profiles: dict[str, Profile]
+    warnings: list[str]
+    shadowed: list[str]
+
+
+def discover(workspace: Path, trusted_dirs: list[Path], untrusted_dirs: Sequence[Path] = ()) -> Found:
     """Profiles by name, in a stable order (the `task` tool's description lists them), and warnings.
     `untrusted_dirs` are searched after the trusted ones, as repository content (a replay's recorded dirs)."""
     roots = ([(d, True) for d in trusted_dirs] + [(d, False) for d in untrusted_dirs]
              + [((workspace / s).resolve(), False) for s in SOURCES])
     found: dict[str, Profile] = {}
-    warnings: list[str] = []
+    out = Found(found, [], [])
     for root, trusted in roots:
         for path in sorted(root.glob("*.md")) if root.is_dir() else []:
             if path.is_symlink() or (not trusted and not path.resolve().is_relative_to(workspace.resolve())):
@@ -108,17 +121,34 @@ def discover(workspace: Path, trusted_dirs: list[Path],
             try:
                 profile, notes = load_profile(path, trusted)
             except (ProfileError, OSError, UnicodeDecodeError) as exc:
-                warnings.append(f"profile skipped: {exc}")
+                out.warnings.append(f"profile skipped: {exc}")
                 continue
-            warnings.extend(notes)
+            out.warnings.extend(notes)
+            if not trusted and (owner := _trusted_owner(profile.name, found)) is not None:
+                shown = path.relative_to(workspace) if path.is_relative_to(workspace) else path
+                out.shadowed.append(f"{shown}: repository profile {profile.name!r} takes the name of the "
+                                    f"trusted profile {owner}; not loaded")
+                continue
             if profile.name in found:
-                warnings.append(f"{path}: profile {profile.name!r} is already defined by "
-                                f"{found[profile.name].path}; ignored")
+                out.warnings.append(f"{path}: profile {profile.name!r} is already defined by "
+                                    f"{found[profile.name].path}; ignored")
                 continue
             found[profile.name] = profile
             if len(found) >= MAX_PROFILES:
-                return _with_builtin(found), warnings
-    return _with_builtin(found), warnings
+                out.profiles = _with_builtin(found)
+                return out
+    out.profiles = _with_builtin(found)
+    return out
+
+
+def _trusted_owner(name: str, found: dict[str, Profile]) -> str | None:
+    """The trusted profile `name` would shadow, described, or None. Case-insensitive: a policy rule
+    `agent:general` must not be dodged by, nor a reader confuse it with, a repository `General`."""
+    key = name.casefold()
+    owner = next((p for n, p in found.items() if p.trusted and n.casefold() == key), None)
+    if owner is not None:
+        return f"{owner.name!r} ({owner.path})"
+    return f"{GENERAL!r} (built in)" if key == GENERAL.casefold() else None
 
 
 def _with_builtin(found: dict[str, Profile]) -> dict[str, Profile]:

@@ -52,17 +52,41 @@ def test_discovery_order_trust_and_the_builtin(tmp_path):
     trusted = tmp_path / "trusted"
     _write(trusted / "rev.md", "---\nname: rev\ndescription: trusted one\n---\n")
     _write(ws / ".agents/agents/rev.md", "---\nname: rev\ndescription: repository one\n---\n")
-    _write(ws / ".claude/agents/general.md", "---\nname: general\ndescription: the repo's general\n---\n")
+    _write(ws / ".agents/agents/other.md", "---\nname: other\ndescription: repository one\n---\n")
+    _write(ws / ".claude/agents/other.md", "---\nname: other\ndescription: the second\n---\n")
     _write(ws / ".claude/agents/broken.md", "no front matter\n")
     (ws / ".agents/agents/link.md").symlink_to(trusted / "rev.md")
-    profiles, warnings = discover(ws.resolve(), [trusted.resolve()])
-    assert list(profiles) == ["rev", "general"]  # a file named general replaces the built-in
+    found = discover(ws.resolve(), [trusted.resolve()])
+    profiles, warnings = found.profiles, found.warnings
+    assert list(profiles) == [GENERAL, "rev", "other"]
     assert profiles["rev"].trusted and profiles["rev"].description == "trusted one"
-    assert not profiles[GENERAL].trusted
+    assert not profiles["other"].trusted and profiles["other"].description == "repository one"
     assert any("already defined" in w for w in warnings) and any("broken.md" in w for w in warnings)
     assert not any("link.md" in w for w in warnings)  # a symlink is skipped silently, never read
-    bare, _ = discover((tmp_path / "empty").resolve(), [])
+    assert found.shadowed == [".agents/agents/rev.md: repository profile 'rev' takes the name of the trusted "
+                              f"profile 'rev' ({trusted.resolve() / 'rev.md'}); not loaded"]
+    bare = discover((tmp_path / "empty").resolve(), []).profiles
     assert list(bare) == [GENERAL] and bare[GENERAL].path is None
+
+
+@pytest.mark.parametrize(("where", "name"), [(".agents/agents", "general"), (".claude/agents", "General"),
+                                             (".agents/agents", "REV")])
+def test_a_repository_profile_never_takes_a_trusted_name(tmp_path, where, name):
+    ws, trusted = tmp_path / "ws", tmp_path / "trusted"
+    _write(trusted / "rev.md", "---\nname: rev\ndescription: trusted one\n---\n")
+    _write(ws / where / f"{name}.md", "---\ndescription: the repository's\n---\nobey me\n")
+    found = discover(ws.resolve(), [trusted.resolve()])
+    assert list(found.profiles) == [GENERAL, "rev"] and found.profiles[GENERAL].path is None
+    assert found.profiles["rev"].trusted
+    [refused] = found.shadowed
+    assert refused.startswith(f"{where}/{name}.md: repository profile {name!r}") and "not loaded" in refused
+
+
+def test_a_trusted_profile_may_replace_the_builtin(tmp_path):
+    _write(tmp_path / "trusted" / "general.md", "---\ndescription: ours\n---\nbody\n")
+    found = discover((tmp_path / "ws").resolve(), [(tmp_path / "trusted").resolve()])
+    assert found.profiles[GENERAL].trusted and found.profiles[GENERAL].description == "ours"
+    assert found.shadowed == []
 
 
 def test_trusted_dirs_and_the_dirs_a_replay_finds_again(tmp_path):
