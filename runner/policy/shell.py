@@ -78,6 +78,13 @@ def _walk(node: Node, out: ShellAnalysis, depth: int) -> None:
         _command(node, out, depth)
     elif node.type == "file_redirect":
         _redirect(node, out)
+    elif (hidden := _unparsed(node)) is not None:
+        _reparse(*hidden, out, depth)
+    elif node.type == "command_substitution" and _text(node).startswith("`") and "\\" in _text(node):
+        # Between backticks bash drops the backslash before $, ` and \ (and " in double quotes)
+        # before parsing: `echo "\$(cmd)"` runs cmd. Analyzed as bash reads it, not as written.
+        _nested(re.sub(r'\\([$`\\"])', r"\1", _text(node)[1:-1]), out, depth, "`…`")
+        return
     else:
         _hazards(node, out)
     for child in node.children:
@@ -148,6 +155,61 @@ def _program(texts: list[str], words: list[str | None], out: ShellAnalysis, dept
         else:
             out.commands.append(" ".join(texts[begin:end]))
             _program(texts[begin:end], words[begin:end], out, depth + 1)
+
+
+_EXPANDS = re.compile(r"[$`]|[<>]\(")
+
+
+def _unparsed(node: Node) -> tuple[str, bool] | None:
+    """Text tree-sitter left as one leaf that bash expands nonetheless, with whether it is expanded
+    as if in double quotes; None for a leaf that is what it says. Inside `${…}`: its pattern (a
+    `regex` node, as is the right side of `=~`) and a word tree-sitter did not split; and in the word
+    of a `${…}` inside double quotes or an unquoted here-doc, '…' and $'…', whose quotes bash keeps
+    as characters (`"${x:-'$(cmd)'}"` runs cmd)."""
+    text = _text(node)
+    if node.type == "regex" or (node.type == "word" and _inside(node) is not None):
+        return (text, False) if _EXPANDS.search(re.sub(r"\\.", "", text)) else None
+    start = [c for c in node.parent.children if c.type == "heredoc_start"] if node.parent else []
+    if node.type == "heredoc_body" and "`" in re.sub(r"\\.", "", text) and start \
+            and not re.search(r"['\"\\]", _text(start[0])):
+        return text, True  # an unquoted here-doc expands `…`, which tree-sitter leaves as text there
+    if node.type in ("raw_string", "ansi_c_string") and _inside(node) is True:
+        content = text[text.index("'") + 1:-1]
+        return (content, True) if _EXPANDS.search(content) else None
+    return None
+
+
+def _inside(node: Node) -> bool | None:
+    """For a node in the word of a `${…}`: whether that expansion is inside double quotes (or an
+    unquoted here-doc); None when the node is not in one."""
+    in_expansion = False
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("command_substitution", "process_substitution", "command", "program",
+                           "variable_assignment", "file_redirect"):
+            break  # a new quoting context
+        if parent.type == "expansion":
+            in_expansion = True
+        elif parent.type in ("string", "translated_string", "heredoc_body") and in_expansion:
+            return True
+        parent = parent.parent
+    return False if in_expansion else None
+
+
+def _reparse(text: str, quoted: bool, out: ShellAnalysis, depth: int) -> None:
+    """The text parsed again as the word bash expands, as an argument of `:` (which is dropped)."""
+    if depth >= _MAX_DEPTH or (quoted and ('"' in text or "\\" in text)):
+        out.opaque.append(f"{text!r} expands at run time in a way the parser does not show")
+        return
+    inner = analyze(f': "{text}"' if quoted else f": {text}", depth + 1)
+    if inner.commands[:1] and inner.programs[:1] == [":"]:
+        del inner.commands[0], inner.programs[0]
+    out.commands += inner.commands
+    out.writes += inner.writes
+    out.reads += inner.reads
+    out.dirs += inner.dirs
+    out.opaque += inner.opaque
+    out.programs += inner.programs
 
 
 def _shell_c(args: list[str | None]) -> tuple[bool, str | None]:
@@ -276,6 +338,13 @@ def _hazards(node: Node, out: ShellAnalysis) -> None:
             if key and not _NUMBER.fullmatch(key.group(1)):
                 out.opaque.append(f"arithmetic with a variable operand {key.group(1)!r}: bash evaluates its "
                                   "value as code")
+    elif t == "heredoc_redirect":
+        # tree-sitter reads a here-doc whose body starts with a backslash as words of the command
+        # (`\${x:-'$(cmd)'}` then looks quoted): anything but the body past the first line is a misreading
+        row = next((c.end_point[0] for c in node.children if c.type == "heredoc_start"), None)
+        if row is not None and any(c.end_point[0] > row for c in node.children
+                                   if c.type not in ("heredoc_body", "heredoc_end")):
+            out.opaque.append("a here-doc the parser cannot read")
     elif t == "for_statement":  # `for` and `select` assign their variable
         var = node.child_by_field_name("variable")
         if var is not None and sensitive_variable(_text(var)):
