@@ -18,6 +18,7 @@ from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.env import scrubbed_env
 from runner.tools.ignore import IgnoreMatcher, iter_files
 from runner.tools.readable import Readable
+from runner.workspace.gitconfig import seen_as
 
 MAX_MATCHES = 500
 MAX_LINE_CHARS = 500
@@ -129,6 +130,7 @@ class Search:
         data = self._read(real)
         if data is None:
             return
+        data = seen_as(real, data)  # a repository's config without its credentials (issue 25)
         self.files += 1
         self.bytes += len(data)
         if b"\x00" in data[:8192]:

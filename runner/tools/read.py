@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import os
 import stat
 import time
@@ -9,6 +10,7 @@ from typing import Any, BinaryIO
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.workspace import gitconfig
 
 # Read in chunks, never whole: a 1 GiB spill file can be paged with offset/limit, and a 2 GB line costs
 # a chunk of memory and a cut line.
@@ -19,6 +21,7 @@ MAX_LINE_BYTES = 4 * MAX_LINE_CHARS  # enough for MAX_LINE_CHARS characters of a
 CHUNK = 1024 * 1024
 BINARY_PROBE = 8192  # a NUL in the first bytes: not text
 COUNT_BYTES = 64 * 1024 * 1024  # lines are counted this far past the last one shown, no further
+SEEN_AS_BYTES = 4 * 1024 * 1024  # a git config or credentials file is read whole (to sanitize it) up to this
 
 
 class Read(Tool):
@@ -49,6 +52,9 @@ class Read(Tool):
         limit = args.get("limit", DEFAULT_LIMIT)
         try:
             with _open_regular(path, shown) as f:
+                if gitconfig.is_git_config(path) or gitconfig.is_credential_file(path):
+                    # The credentials git stores are never shown (issue 25): the text as gitconfig.seen_as gives it.
+                    f = io.BytesIO(gitconfig.seen_as(path, f.read(SEEN_AS_BYTES)))
                 pages = Pages(f, shown, offset, limit, ctx)
                 pages.scan()
         except OSError as exc:
