@@ -25,6 +25,9 @@ from runner.sessions.replay import describe_call, load_run, replay, select
 @click.option("--expect-hash", metavar="SHA256",
               help="Refuse unless the run directory's integrity hash is this one (the action output "
                    "events-sha256 / the step summary): for a run directory downloaded from CI.")
+@click.option("--allow-unkeyed", is_flag=True,
+              help="With AGENT_RUN_AUDIT_KEY set: accept a run directory that is not keyed under that key (its "
+                   "hash chain is then only as good as without a key).")
 @click.option("--policy", "policy_spec", metavar="PATH|NAME",
               help="Decide under this policy instead of the run's snapshot (required for a run that was never "
                    "sealed).")
@@ -39,14 +42,14 @@ from runner.sessions.replay import describe_call, load_run, replay, select
 @click.option("-q", "--quiet", is_flag=True)
 def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: bool, model: str | None,
                max_turns: int | None, timeout: float | None, sandbox: str | None, expect_hash: str | None,
-               policy_spec: str | None, workspace: str | None, force: bool, apply_changes: bool,
+               allow_unkeyed: bool, policy_spec: str | None, workspace: str | None, force: bool, apply_changes: bool,
                mcp_configs: tuple[str, ...], output_format: str, quiet: bool) -> None:
     """Execute the denied calls of RUN_DIR exactly as the model asked, under that run's policy
     with just those calls approved; record them in a new run directory."""
     run_dir = run_dir.resolve()
     if not approve:
         try:
-            chosen = select(load_run(run_dir, expect_hash, policy_spec), list(calls))
+            chosen = select(load_run(run_dir, expect_hash, policy_spec, allow_unkeyed), list(calls))
         except UsageError as exc:
             click.echo(f"agent-run: {exc.reason}", err=True)
             sys.exit(EXIT_CODES[Status.USAGE_ERROR])
@@ -64,5 +67,5 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
                                                    verbosity=0 if quiet else 1, sandbox=sandbox,
                                                    expect_hash=expect_hash, policy_spec=policy_spec,
                                                    workspace=workspace, force=force, apply_changes=apply_changes,
-                                                   mcp_configs=list(mcp_configs)))
+                                                   mcp_configs=list(mcp_configs), allow_unkeyed=allow_unkeyed))
     finish(outcome, reporter, fmt=output_format, quiet=quiet)

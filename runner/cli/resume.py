@@ -10,6 +10,9 @@ from runner.cli.output import finish, with_github
 from runner.cli.run import options_from, run_options
 from runner.sessions.resume import ContinueOptions, execute_continue
 
+ALLOW_UNKEYED = ("With AGENT_RUN_AUDIT_KEY set: accept a run directory that is not keyed under that key (its hash "
+                 "chain is then only as good as without a key).")
+
 
 @click.command("resume")
 @click.argument("run_dir", required=False, metavar="[RUN_DIR]")
@@ -19,9 +22,10 @@ from runner.sessions.resume import ContinueOptions, execute_continue
 @click.option("--force", is_flag=True, help="Go on even if the workspace is not in the state the run left it in.")
 @click.option("--apply-changes", is_flag=True,
               help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
+@click.option("--allow-unkeyed", is_flag=True, help=ALLOW_UNKEYED)
 @run_options
 def resume(run_dir: str | None, message: str | None, last: bool, force: bool, apply_changes: bool,
-           **kw: Any) -> None:
+           allow_unkeyed: bool, **kw: Any) -> None:
     """Continue RUN_DIR's conversation in a new run, with fresh budgets: after a budget, a timeout, a loop
     guard, a model outage, a denial, a kill, or a finished run (a follow-up MESSAGE; - reads it from stdin).
 
@@ -34,7 +38,7 @@ def resume(run_dir: str | None, message: str | None, last: bool, force: bool, ap
         run_dir, message = None, run_dir  # `resume --last MESSAGE`
     opts, fmt = options_from("-", kw)
     cont = ContinueOptions(opts, run_dir, "resume", last=last, message=message, force=force,
-                           apply_changes=apply_changes)
+                           apply_changes=apply_changes, allow_unkeyed=allow_unkeyed)
     outcome, reporter = with_github(lambda: execute_continue(cont))
     finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"])
 
@@ -47,13 +51,16 @@ def resume(run_dir: str | None, message: str | None, last: bool, force: bool, ap
 @click.option("--force", is_flag=True, help="Go on even if the workspace is not in the state the run left it in.")
 @click.option("--apply-changes", is_flag=True,
               help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
+@click.option("--allow-unkeyed", is_flag=True, help=ALLOW_UNKEYED)
 @run_options
-def fork(run_dir: str, message: str | None, at: int | None, force: bool, apply_changes: bool, **kw: Any) -> None:
+def fork(run_dir: str, message: str | None, at: int | None, force: bool, apply_changes: bool, allow_unkeyed: bool,
+         **kw: Any) -> None:
     """Start a new run from RUN_DIR's conversation as it was at a turn, leaving RUN_DIR untouched: to try a
     different instruction (MESSAGE) from the same point.
 
     Files are not rewound: the workspace is the one the run left (checked as for `resume`)."""
     opts, fmt = options_from("-", kw)
-    cont = ContinueOptions(opts, run_dir, "fork", message=message, at=at, force=force, apply_changes=apply_changes)
+    cont = ContinueOptions(opts, run_dir, "fork", message=message, at=at, force=force, apply_changes=apply_changes,
+                           allow_unkeyed=allow_unkeyed)
     outcome, reporter = with_github(lambda: execute_continue(cont))
     finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"])

@@ -66,6 +66,8 @@ class RunStarted(Event):
     model_params: dict[str, Any] | None = None  # temperature, top_p, max_output_tokens, seed, reasoning_effort set
     # what the system prompt holds beyond agent-run's own text: [{source, path, sha256, bytes, truncated}]
     instructions: list[dict[str, Any]] | None = None
+    # AGENT_RUN_AUDIT_KEY's id (first 16 hex of HMAC(key, "agent-run key id")): every `prev` is an HMAC under it
+    audit_key_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.core.events import Event, RunFinished, RunInterrupted
+from runner.core.events import Event, RunFinished, RunInterrupted, RunWarning
 from runner.core.outcome import Interrupted, RunEnded, Status, exit_code
 from runner.record.commands import command
-from runner.record.integrity import seal
+from runner.record.integrity import AUDIT_KEY_ENV, audit_key, key_id, seal
 from runner.record.lock import Lock, LockHeld, WorkspaceLock, acquire, lock_workspace
 from runner.record.mask import Masker
 from runner.record.rundir import EventLog, LogBroken, create_run_dir, portable, write_atomic, write_json
@@ -56,6 +56,8 @@ class Recording:
     # (CallEnv, Emit) of the subagent running now, innermost last: what the egress proxy decides and records
     # a connection under (runner/sandbox/session.py); empty while the run's own agent acts.
     callers: list[Any] = field(default_factory=list)
+    audit_key_id: str | None = None  # the log is HMAC-chained under AGENT_RUN_AUDIT_KEY (run_started.audit_key_id)
+    keyed: bool = False  # summary integrity.keyed: a key, and every command of the run sandboxed
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def emit(self, event: Event) -> None:
@@ -63,6 +65,18 @@ class Recording:
         with self._lock:
             for consume in self.consumers:
                 consume(event)
+
+    def claim_keyed(self, sandboxed: bool) -> None:
+        """Once the sandbox is known: the run claims its keyed chain only when commands cannot read the key
+        (without the sandbox's PID namespace, /proc/<runner>/environ is theirs to read)."""
+        if self.audit_key_id is None:
+            return
+        self.keyed = sandboxed
+        if not sandboxed:
+            message = (f"{AUDIT_KEY_ENV} is set but commands run without the sandbox, where they could read it: "
+                       "the run is recorded as not keyed (integrity.keyed false)")
+            print(f"agent-run: warning: {message}", file=sys.stderr)
+            self.emit(RunWarning(code="audit_key_unused", message=message))
 
     def finished_status(self) -> tuple[Status, str | None]:
         """The ending of a run whose work completed: denied if anything was denied."""
@@ -146,8 +160,9 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         own = acquire(run_dir, f"run {run_id}", run_id)
     except (OSError, LockHeld) as exc:
         return early_failure(f"cannot create run directory in {runs_dir}: {exc}")
-    masker = Masker(os.environ)  # one per run: every surface below writes through it
-    log = EventLog(run_dir / "events.jsonl", run_id, sys.stdout if stream_events else None, masker)
+    masker = Masker(os.environ)  # one per run: every surface below writes through it (the audit key too)
+    key = audit_key(os.environ)  # keyed from the first line: events may come before the sandbox is known
+    log = EventLog(run_dir / "events.jsonl", run_id, sys.stdout if stream_events else None, masker, key)
     summary = SummaryBuilder(run_id, model="", policy="")
     last = ["start"]  # the type of the latest event, for the `interrupted` record
 
@@ -159,7 +174,8 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
 
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
                     [log, summary, Progress(sys.stderr, verbosity, masker), track], summary,
-                    ToolContext(workspace=workspace, masker=masker), home=home)
+                    ToolContext(workspace=workspace, masker=masker), home=home,
+                    audit_key_id=key_id(key) if key else None)
     if takeover:  # the run continued here was left locked by a process that is gone
         rec.extra["lock_takeover"] = takeover
     signals = _Signals(rec.ctx)
@@ -206,7 +222,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
                 close()
         data = masker.mask_obj(data)[0]  # also what stdout, JUnit and the GitHub step summary show
         # Last: every sealed file (task.md, policy.json, changes.patch) is written by now.
-        data["integrity"] = seal(run_dir, log.head)
+        data["integrity"] = seal(run_dir, log.head, rec.keyed)
         try:
             write_json(run_dir / "summary.json", data)
         except OSError as exc:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from runner.mcp.config import ServerConfig
+from runner.record.integrity import AUDIT_KEY_ENV
 
 Wrap = Callable[[list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
 BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "TMPDIR")
@@ -322,6 +323,7 @@ class McpServer:
         assert cfg.command is not None and self._log is not None
         env = {k: self._base_env[k] for k in BASE_ENV_KEYS if k in self._base_env}
         env.update(cfg.env)
+        env.pop(AUDIT_KEY_ENV, None)  # sandboxed or not, a server never holds the key its calls are chained with
         argv = [cfg.command, *cfg.args]
         if self._wrap is not None:
             argv, env = self._wrap(list(argv), dict(env))

@@ -36,6 +36,7 @@ from runner.mcp.tools import specs_for, tool_names
 from runner.policy.jsonc import PolicyError
 from runner.policy.model import Target
 from runner.policy.sandbox_config import SandboxConfig, SandboxConfigError, net_target, network_rules
+from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sandbox.layout import toolchain_root
 from runner.sandbox.paths import extra_paths
 from runner.sandbox.proxy import Verdict
@@ -52,7 +53,9 @@ ENV_VAR = "AGENT_RUN_MCP_CONFIG"
 
 def configured(policy_section: Any, policy_file: str, files: list[str], environ: dict[str, str]) -> dict[str,
                                                                                                        ServerConfig]:
-    """Every configured server, by name. Raises UsageError (`file:line:col: what`) for a bad config."""
+    """Every configured server, by name. Raises UsageError (`file:line:col: what`) for a bad config.
+    `${AGENT_RUN_AUDIT_KEY}` is as if unset: no server is handed the key the run's log is chained with."""
+    environ = {k: v for k, v in environ.items() if k != AUDIT_KEY_ENV}
     try:
         layers = [servers_from_mapping(policy_section, policy_file, environ)] if policy_section else []
         paths = [p for p in environ.get(ENV_VAR, "").split(os.pathsep) if p] + list(files)

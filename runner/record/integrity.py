@@ -10,27 +10,57 @@ with the sha256 of `task.md`, `policy.json` and `changes.patch`:
 H is printed in the step summary and as the action output `events-sha256`, outside the
 artifact, so a downloaded run can be checked with `replay --expect-hash H`. Pure
 functions but for reading files.
+
+Keyed: with `AGENT_RUN_AUDIT_KEY` in the job's environment, `prev` is the hex HMAC-SHA256 of the
+line under that key instead, and `run_started.audit_key_id` names the key (the first 16 hex of
+HMAC(key, "agent-run key id")). Whoever rewrites the log without the key cannot chain it again; a
+plain chain can be rebuilt by anyone, which only `--expect-hash` catches. The run claims it
+(`integrity.keyed`) only when its commands ran in the sandbox: outside it they could read the key
+from the runner's /proc environ.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from runner.core.jsonutil import canonical
 
 GENESIS = "0" * 64
-SEALED_FILES = ("task.md", "policy.json", "changes.patch", "tools.json", "workspace.json", "output.json")
+SEALED_FILES = ("task.md", "policy.json", "changes.patch", "ignored.patch", "tools.json", "workspace.json",
+                "output.json")
+
+
+AUDIT_KEY_ENV = "AGENT_RUN_AUDIT_KEY"  # trusted (the job's own environment); never passed to a process
+_KEY_ID_MESSAGE = b"agent-run key id"
 
 
 class TamperError(ValueError):
     """The run directory does not match its own record: refuse to act on it (exit 2)."""
 
 
-def line_hash(line: str) -> str:
-    return hashlib.sha256(line.rstrip("\n").encode("utf-8")).hexdigest()
+class Unkeyed(TamperError):
+    """A run that the key given now cannot vouch for: refused unless --allow-unkeyed."""
+
+
+def audit_key(environ: Mapping[str, str]) -> bytes | None:
+    value = environ.get(AUDIT_KEY_ENV)
+    return value.encode("utf-8") if value else None
+
+
+def key_id(key: bytes) -> str:
+    """Names the key in run_started without revealing it: the verifier compares ids before links."""
+    return hmac.new(key, _KEY_ID_MESSAGE, hashlib.sha256).hexdigest()[:16]
+
+
+def line_hash(line: str, key: bytes | None = None) -> str:
+    """The next record's `prev`: sha256 of the line (without its newline), or its HMAC-SHA256 under `key`."""
+    data = line.rstrip("\n").encode("utf-8")
+    return hmac.new(key, data, hashlib.sha256).hexdigest() if key else hashlib.sha256(data).hexdigest()
 
 
 def file_hashes(run_dir: Path) -> dict[str, str]:
@@ -38,17 +68,20 @@ def file_hashes(run_dir: Path) -> dict[str, str]:
             for name in SEALED_FILES if (run_dir / name).is_file()}
 
 
-def seal(run_dir: Path, events_head: str) -> dict[str, Any]:
+def seal(run_dir: Path, events_head: str, keyed: bool = False) -> dict[str, Any]:
+    """`keyed` stays out of H (an unkeyed run's H is what it always was): the verifier reads the run's own
+    claim from its log (`run_started`), and refuses a summary that says otherwise."""
     files = file_hashes(run_dir)
-    return {"events_head": events_head, "files": files, "sha256": _final(events_head, files)}
+    return {"events_head": events_head, "files": files, "keyed": keyed, "sha256": _final(events_head, files)}
 
 
 def _final(events_head: str, files: dict[str, str]) -> str:
     return hashlib.sha256(canonical({"events_head": events_head, "files": files}).encode("utf-8")).hexdigest()
 
 
-def check_chain(path: Path) -> str:
-    """The head of an intact chain; TamperError naming the first broken line."""
+def check_chain(path: Path, key: bytes | None = None, links: bool = True) -> str:
+    """The head of an intact chain (HMACs under `key` when given); TamperError naming the first broken line.
+    `links` False: whole JSON lines only (a keyed log without its key, let through by --allow-unkeyed)."""
     prev = GENESIS
     with path.open("r", encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
@@ -58,17 +91,60 @@ def check_chain(path: Path) -> str:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 raise TamperError(f"{path}:{n}: not a JSON record") from None
-            if not isinstance(record, dict) or record.get("prev") != prev:
+            if not isinstance(record, dict) or (links and record.get("prev") != prev):
                 raise TamperError(f"{path}:{n}: the hash chain is broken here (the record was changed, "
                                   "removed or inserted)")
-            prev = line_hash(line)
+            prev = line_hash(line, key)
     return prev
 
 
-def verify(run_dir: Path, expect: str | None = None) -> str | None:
+def recorded_claim(path: Path) -> tuple[str | None, bool]:
+    """The run's own `run_started`: the key id its chain is under (None: a plain chain), and whether the run
+    claims it keyed (a key id, and its commands sandboxed)."""
+    with path.open("r", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and record.get("type") == "run_started" and record.get("agent") is None:
+                kid = record.get("audit_key_id")
+                kid = kid if isinstance(kid, str) else None
+                return kid, kid is not None and bool((record.get("sandbox") or {}).get("active"))
+    return None, False
+
+
+def _chain_key(run_dir: Path, kid: str | None, keyed: bool, key: bytes | None, allow_unkeyed: bool,
+               warn: Callable[[str], None]) -> tuple[bytes | None, bool]:
+    """The key to check the links with, and whether they can be checked at all; Unkeyed when the key given now
+    cannot vouch for the run and --allow-unkeyed was not given."""
+    allow = " (pass --allow-unkeyed to accept it)"
+    if kid is not None and (key is None or key_id(key) != kid):
+        why = (f"{run_dir.name} was recorded under audit key {kid}, and "
+               + (f"{AUDIT_KEY_ENV} is not set" if key is None else f"{AUDIT_KEY_ENV} is another key ({key_id(key)})")
+               + ": its hash chain cannot be checked")
+        if not allow_unkeyed:
+            raise Unkeyed(why + (allow if key is not None else f"; set {AUDIT_KEY_ENV} to that key" + allow))
+        warn(why + "; going on because of --allow-unkeyed")
+        return None, False
+    if key is not None and not keyed:
+        why = (f"{run_dir.name} is not keyed: " + ("its log is a plain hash chain, which anyone can rebuild"
+               if kid is None else "its commands ran without the sandbox, where they could read the key"))
+        if not allow_unkeyed:
+            raise Unkeyed(f"{why}, and {AUDIT_KEY_ENV} is set{allow}")
+        warn(why + "; going on because of --allow-unkeyed")
+    return (key if kid is not None else None), True
+
+
+def verify(run_dir: Path, expect: str | None = None, key: bytes | None = None, allow_unkeyed: bool = False,
+           warn: Callable[[str], None] = lambda _msg: None) -> str | None:
     """The run's final hash when it verifies; None when the run was never sealed (killed before
-    its summary) and no hash is expected. Raises TamperError otherwise."""
-    head = check_chain(run_dir / "events.jsonl")
+    its summary) and no hash is expected. Raises TamperError otherwise. With `key` (AGENT_RUN_AUDIT_KEY
+    now), a run that is not keyed under that key is refused (Unkeyed) unless `allow_unkeyed`."""
+    events = run_dir / "events.jsonl"
+    kid, keyed = recorded_claim(events)
+    chain_key, links = _chain_key(run_dir, kid, keyed, key, allow_unkeyed, warn)
+    head = check_chain(events, chain_key, links)
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -80,8 +156,11 @@ def verify(run_dir: Path, expect: str | None = None) -> str | None:
         if expect is not None:
             raise TamperError(f"{run_dir} was never sealed (no summary.json integrity): cannot match --expect-hash")
         return None
-    if sealed.get("events_head") != head:
+    if links and sealed.get("events_head") != head:
         raise TamperError(f"{run_dir}/events.jsonl does not end where summary.json says it does")
+    if bool(sealed.get("keyed")) != keyed:
+        raise TamperError(f"{run_dir}/summary.json: integrity.keyed does not match the run's own log")
+    head = str(sealed.get("events_head"))
     files = file_hashes(run_dir)
     for name in sorted(set(files) | set(sealed.get("files") or {})):
         if files.get(name) != (sealed.get("files") or {}).get(name):

@@ -86,7 +86,8 @@ class EventLog:
     killed run leaves every event it emitted on disk, each line whole. With a masker,
     each line is the masked record (secrets as `[REDACTED:kind]`, see runner.record.mask)."""
 
-    def __init__(self, path: Path, run_id: str, mirror: TextIO | None = None, masker: Masker | None = None) -> None:
+    def __init__(self, path: Path, run_id: str, mirror: TextIO | None = None, masker: Masker | None = None,
+                 key: bytes | None = None) -> None:
         self.path = path
         self.run_id = run_id
         self.seq = 0
@@ -95,7 +96,8 @@ class EventLog:
         self._good = os.fstat(self._fd).st_size  # the end of the last whole line
         self._mirror = mirror  # `--output-format stream-json`: the same lines, as they happen
         self._masker = masker
-        self.head = GENESIS  # sha256 of the last line written: the next record's `prev`
+        self.key = key  # the audit key: `prev` is then the HMAC-SHA256 of the line (runner/record/integrity.py)
+        self.head = GENESIS  # sha256 (or HMAC) of the last line written: the next record's `prev`
         self.broken: OSError | None = None  # set when a write failed: nothing more is recorded
 
     def __call__(self, event: Event) -> None:
@@ -120,7 +122,7 @@ class EventLog:
                 os.ftruncate(self._fd, self._good)
             raise LogBroken(f"cannot write {self.path.name}: {exc.strerror or exc}") from None
         self._good += len(data)
-        self.head = line_hash(line)
+        self.head = line_hash(line, self.key)
         if self._mirror is not None:
             self._mirror.write(line)
             self._mirror.flush()

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.policy.sandbox_config import SandboxConfig
+from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sandbox.bwrap import bwrap_argv
+from runner.sandbox.gitmounts import git_readonly
 from runner.sandbox.layout import Layout, LayoutInput, build_layout
 from runner.sandbox.probe import Probe, probe
 from runner.sandbox.proxy import Decide, EgressProxy
@@ -67,6 +69,7 @@ class Sandbox:
         `sandbox.network`): the host network, an egress proxy of its own, or none at all (`proxy=None`
         with `share_net=False`). Left at RUN_PROXY, the process gets the run's own proxy, if any."""
         env = dict(env)
+        env.pop(AUDIT_KEY_ENV, None)  # whatever a caller passes on: the key would let the process re-chain the log
         if not self.active:
             return argv, env
         layout = layout or self.layout
@@ -74,6 +77,8 @@ class Sandbox:
         chosen = self.proxy if isinstance(proxy, _RunProxy) else proxy
         proxy = None if share else chosen
         assert layout is not None and self.probe.bwrap is not None
+        if self.base is not None:  # listed now, not at open: a `.git` made since is read-only too
+            layout = git_readonly(layout, self.base.workspace)
         env.update(layout.env)
         for var in ("NO_PROXY", "no_proxy", *PROXY_VARS):
             env.pop(var, None)

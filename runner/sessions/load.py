@@ -10,6 +10,7 @@ with it is assembled by runner/run/assemble.py like any other run.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from runner.policy.limits import HARD_LIMIT
 from runner.policy.load import load_policy, parse_approval, policy_from_snapshot, resolve_policy_path
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation
-from runner.record.integrity import TamperError, verify
+from runner.record.integrity import TamperError, audit_key, verify
 from runner.record.rundir import iter_events, portable, workspace_of
 from runner.run.assemble import OWN_OUTPUTS, settings_for
 from runner.workspace.state import WorkspaceMismatch, check
@@ -54,10 +55,12 @@ class Recorded:
         return workspace_of(self.run_dir)
 
 
-def load_recorded(run_dir: Path, verb: str, expect_hash: str | None = None) -> Recorded:
-    """The run at `run_dir`, verified; `verb` names what refuses it (`replay`, `continue it`)."""
+def load_recorded(run_dir: Path, verb: str, expect_hash: str | None = None, allow_unkeyed: bool = False) -> Recorded:
+    """The run at `run_dir`, verified; `verb` names what refuses it (`replay`, `continue it`). With
+    AGENT_RUN_AUDIT_KEY set, a run not keyed under that key is refused unless `allow_unkeyed`."""
     try:
-        sealed = verify(run_dir, expect_hash)
+        sealed = verify(run_dir, expect_hash, audit_key(os.environ), allow_unkeyed,
+                        lambda why: print(f"agent-run: warning: {why}", file=sys.stderr))
     except FileNotFoundError as exc:
         raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
     except TamperError as exc:

@@ -62,10 +62,11 @@ class Replayed:
         return [{**calls[ref], "decision": d, "ref": ref} for d, ref in refs if ref in calls]
 
 
-def load_run(run_dir: Path, expect_hash: str | None = None, policy_spec: str | None = None) -> Replayed:
+def load_run(run_dir: Path, expect_hash: str | None = None, policy_spec: str | None = None,
+             allow_unkeyed: bool = False) -> Replayed:
     """The recorded run (runner/sessions/load.py), and its policy snapshot, used only when the run verifies
     as sealed; otherwise (a run killed before its summary) `policy_spec` (`--policy`) is required."""
-    run = load_recorded(run_dir, "replay", expect_hash)
+    run = load_recorded(run_dir, "replay", expect_hash, allow_unkeyed)
     policy = recorded_policy(run, policy_spec, run.home or Path.cwd(), keep_approvals=True, sealed_only=True,
                              warn=False)
     return Replayed(run, policy)
@@ -108,9 +109,10 @@ def masked_refusal(masked: list[dict[str, Any]], others: int) -> str:
 def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: dict[str, Any],
            verbosity: int, sandbox: str | None = None, expect_hash: str | None = None,
            policy_spec: str | None = None, workspace: str | None = None, force: bool = False,
-           apply_changes: bool = False, mcp_configs: list[str] | None = None) -> RunOutcome:
+           apply_changes: bool = False, mcp_configs: list[str] | None = None,
+           allow_unkeyed: bool = False) -> RunOutcome:
     try:
-        replayed = load_run(run_dir, expect_hash, policy_spec)
+        replayed = load_run(run_dir, expect_hash, policy_spec, allow_unkeyed)
         run = replayed.run
         place = checked_workspace(run, workspace, "replay", force=force, apply=apply_changes)
         chosen = select(replayed, call_ids)

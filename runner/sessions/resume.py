@@ -59,6 +59,7 @@ class ContinueOptions:
     at: int | None = None  # fork: keep turns 1..at
     force: bool = False
     apply_changes: bool = False
+    allow_unkeyed: bool = False  # accept a run the audit key given now cannot vouch for
 
 
 def execute_continue(opts: ContinueOptions) -> RunOutcome:
@@ -66,7 +67,7 @@ def execute_continue(opts: ContinueOptions) -> RunOutcome:
         return early_failure(f"{opts.kind} sends the recorded system prompt: --instructions and "
                              "--append-system-prompt apply to a new run only")
     try:
-        source = load_recorded(locate(opts), "continue it")
+        source = load_recorded(locate(opts), "continue it", allow_unkeyed=opts.allow_unkeyed)
         message = read_message(opts.message)
         if opts.kind == "fork" and opts.at is not None:
             done = max((e["turn"] for e in source.own_events if e.get("type") == "model_response"), default=0)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 
+from runner.record.integrity import AUDIT_KEY_ENV
+
 ALLOWED = (
     # the shell, the user, locale, time zone, temporary files
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR", "TMP", "TEMP",
@@ -38,6 +40,7 @@ def _any(name: str, patterns: tuple[str, ...] | list[str]) -> bool:
 
 
 def scrubbed_env(environ: Mapping[str, str], passthrough: list[str] | None = None) -> dict[str, str]:
-    """The names on `ALLOWED`, plus whatever `passthrough` names (globs allowed)."""
+    """The names on `ALLOWED`, plus whatever `passthrough` names (globs allowed); never the audit key, which
+    would let a command re-chain the log it is recorded in (runner/record/integrity.py)."""
     named = (*ALLOWED, *(passthrough or []))
-    return {name: value for name, value in environ.items() if _any(name, named)}
+    return {name: value for name, value in environ.items() if _any(name, named) and name != AUDIT_KEY_ENV}

@@ -2,7 +2,8 @@
 schema cannot say about a whole file: seq counts 1, 2, … by line, one run id
 throughout (the run directory's name), and each tool_result's bytes and sha256
 are those of its content (of the unmasked content, `redacted.sha256`, when masked), and each
-record's `prev` is the sha256 of the line before it."""
+record's `prev` is the sha256 of the line before it (its HMAC under the audit key whose id `run_started`
+names: a test that sets AGENT_RUN_AUDIT_KEY registers the key with `register_audit_key`)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ import jsonschema
 from jsonschema import Draft202012Validator
 
 from runner.core.jsonutil import sha256_text
-from runner.record.integrity import GENESIS, line_hash
+from runner.record.integrity import GENESIS, key_id, line_hash, recorded_claim
 
 RUN_ID = re.compile(r"\d{8}T\d{12}Z-[0-9a-f]{6}")
+AUDIT_KEYS: dict[str, bytes] = {}  # key id -> key, for keyed logs
+
+
+def register_audit_key(key: bytes) -> None:
+    AUDIT_KEYS[key_id(key)] = key
 
 
 def load_schema() -> dict[str, Any]:
@@ -49,6 +55,10 @@ def validate_events_file(path: Path | str) -> int:
     lines = path.read_text(encoding="utf-8").split("\n")
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last event
+    kid, _keyed = recorded_claim(path)
+    if kid is not None and kid not in AUDIT_KEYS:
+        raise AssertionError(f"{path}: keyed under {kid}, a key no test registered (register_audit_key)")
+    key = AUDIT_KEYS.get(kid) if kid else None
     prev = GENESIS
     for number, line in enumerate(lines, start=1):
         try:
@@ -58,7 +68,7 @@ def validate_events_file(path: Path | str) -> int:
         problem = event_error(record) or _file_error(record, number, run_id)
         if problem is None and record.get("prev") != prev:
             problem = "prev is not the sha256 of the line before (the hash chain is broken)"
-        prev = line_hash(line)
+        prev = line_hash(line, key)
         if problem is not None:
             kind = record.get("type", "?") if isinstance(record, dict) else "?"
             raise AssertionError(f"{path}:{number}: {kind} event: {problem}\n  {line[:500]}")
