@@ -186,7 +186,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
                         sandbox=rec.ctx.sandbox.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
-                        model_params=model_params(settings) or None, **started))
+                        model_params=model_params(settings) or None, audit_key_id=rec.audit_key_id, **started))
+    rec.claim_keyed(rec.ctx.sandbox is not None and rec.ctx.sandbox.active)
     limits = Limits(settings.max_turns, deadline, settings.timeout,
                     (budget.before_request,) + ((turns,) if turns else ()), (budget.on_reply,))
     todo = env.registry.get("todo")
