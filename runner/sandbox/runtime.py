@@ -21,7 +21,6 @@ from typing import Any
 from runner.policy.sandbox_config import SandboxConfig
 from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sandbox.bwrap import bwrap_argv
-from runner.sandbox.gitmounts import git_readonly
 from runner.sandbox.layout import Layout, LayoutInput, build_layout
 from runner.sandbox.probe import Probe, probe
 from runner.sandbox.proxy import Decide, EgressProxy
@@ -77,8 +76,6 @@ class Sandbox:
         chosen = self.proxy if isinstance(proxy, _RunProxy) else proxy
         proxy = None if share else chosen
         assert layout is not None and self.probe.bwrap is not None
-        if self.base is not None:  # listed now, not at open: a `.git` made since is read-only too
-            layout = git_readonly(layout, self.base.workspace)
         env.update(layout.env)
         for var in ("NO_PROXY", "no_proxy", *PROXY_VARS):
             env.pop(var, None)
