@@ -99,6 +99,22 @@ def test_hidden_command_is_not_allowed(fake, workspace, agent_run, command, note
     assert [t["decision"] for t in d["targets"] if note in t.get("note", "")] == ["ask"]
 
 
+# Issue 25: inside double quotes the single quotes in a `${…}` word are characters, not quotes, so the
+# substitution between them runs (tree-sitter still calls it a raw_string).
+QUOTED_WORD = [
+    ("dollar-paren", "echo \"${x:-'$(touch P1)'}\"", "P1"),
+    ("backticks", "echo \"${x-'`touch P2`'}\"", "P2"),
+]
+
+
+@pytest.mark.parametrize(("command", "marker"), [c[1:] for c in QUOTED_WORD], ids=[c[0] for c in QUOTED_WORD])
+def test_single_quotes_in_a_double_quoted_expansion_hide_nothing(fake, workspace, agent_run, command, marker):
+    r = run_bash(fake, agent_run, command)
+    assert (r.code, (workspace / marker).exists()) == (3, False), r.stderr[-600:]
+    d = denial(r)
+    assert [t["decision"] for t in d["targets"] if t["target"] == f"shell:touch {marker}"] == ["ask"], d["targets"]
+
+
 # --- assignments that change what later commands do -------------------------------------------------
 
 def test_cdpath_cannot_lead_a_write_into_git_hooks(fake, workspace, agent_run):

@@ -140,3 +140,58 @@ def test_the_hidden_command_is_still_decided():
 def test_a_glob_redirect_is_not_a_literal_write():
     found = analyze("echo x > .git/conf*")
     assert found.writes == []
+
+
+# Issue 25, found by the differential test (test_shell_differential.py): text tree-sitter leaves as one
+# leaf that bash expands. (line, the command bash runs in it; None: only a reason, the policy asks)
+UNPARSED = [
+    # inside double quotes, the single quotes in a ${…} word are characters: what is between them expands
+    ("echo \"${x:-'$(touch P1)'}\"", "touch P1"),
+    ("echo \"${x-'`touch P2`'}\"", "touch P2"),
+    ("echo \"${x:='$(touch M)'}\"", "touch M"),
+    ("echo \"${x:+a'$(touch M)'b}\"", "touch M"),
+    ("echo \"${x:-\"${y:-'$(touch M)'}\"}\"", "touch M"),
+    ("echo \"${u-$'$(touch M)'}\"", "touch M"),
+    ("x=\"${u:-'$(touch M)'}\"", "touch M"),
+    ("true <<EOF\n${x:-'$(touch M)'}\nEOF", "touch M"),
+    ("echo \"${x:-'$(touch M); echo \\\"'}\"", None),
+    # a ${…} pattern is a `regex` leaf, and some words in a ${…} are not split
+    ("echo ${y%$(touch M)}", "touch M"),
+    ("echo \"${x/#`touch M`}\"", "touch M"),
+    ("echo ${x//<(touch M)}", "touch M"),
+    ("x=${y->(touch M)}; true", "touch M"),
+    # backticks: in an unquoted here-doc, and the escapes bash removes between them before parsing
+    ("true <<EOF\na`touch M`b\nEOF", "touch M"),
+    ("true <<-EOF | cat\n\t`touch M`\n\tEOF", "touch M"),
+    ("true <<EOF\n\"`touch M`\"\nEOF", None),
+    ("echo `echo \"\\$(touch M)\"`", "touch M"),
+    ("echo `echo \\`touch M\\``", "touch M"),
+    # a here-doc body starting with a backslash is misread as words of the command
+    ("echo <<EOF\n\\${x##'$(touch M)'\"\"}\nEOF", None),
+]
+
+
+@pytest.mark.parametrize(("line", "hidden"), UNPARSED, ids=[repr(a[0])[1:-1][:40] for a in UNPARSED])
+def test_text_bash_expands_is_analyzed(line, hidden):
+    found = analyze(line)
+    if hidden is None:
+        assert found.opaque, found
+    else:
+        assert hidden in found.commands, found
+
+
+# ... and where the quotes are quotes, or the text is data, nothing is added
+QUOTED = [
+    ("echo ${x:-'$(touch M)'}", ["echo ${x:-'$(touch M)'}"]),
+    ("echo \"${x:-'a b'}\"", ["echo \"${x:-'a b'}\""]),
+    ("echo \"${x#'$y'}\"", ["echo \"${x#'$y'}\""]),
+    ("echo ${x%.$ext}", ["echo ${x%.$ext}"]),
+    ("true <<'EOF'\n`touch M` ${x:-'$(touch M)'}\nEOF", ["true"]),
+    ("echo \"$(echo '${x:-$(touch M)}')\"", ["echo \"$(echo '${x:-$(touch M)}')\"", "echo '${x:-$(touch M)}'"]),
+]
+
+
+@pytest.mark.parametrize(("line", "commands"), QUOTED, ids=[repr(a[0])[1:-1][:40] for a in QUOTED])
+def test_quoted_text_stays_data(line, commands):
+    found = analyze(line)
+    assert (found.commands, found.opaque) == (commands, [])
