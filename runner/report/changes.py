@@ -3,7 +3,9 @@
 In a git work tree the base is the tree as it was when the run started
 (`git stash create` captures a dirty start without touching anything), so
 changes the user already had are not blamed on the agent; files new since the
-start are added as diffs from /dev/null. Elsewhere, every file an edit-domain
+start are added as diffs from /dev/null; files new since the start that ignore rules (`.gitignore` at any
+level, `.git/info/exclude`) would hide are recorded apart (`ignored()`: summary `ignored_new_files`,
+`ignored.patch`), since a `.gitignore` the agent wrote must not hide a payload. Elsewhere, every file an edit-domain
 call touched (write, edit, delete, move, shell redirections) is snapshotted before
 its first change and diffed at the end.
 """
@@ -14,17 +16,22 @@ import difflib
 import subprocess
 from pathlib import Path
 
+from runner.report.ignored import IgnoredFiles, ignored_new
 from runner.workspace.git import SafeGit
 
 MAX_SNAPSHOT_BYTES = 2 * 1024 * 1024
 
 
 class ChangeTracker:
-    def __init__(self, workspace: Path, git: SafeGit | None = None) -> None:
+    def __init__(self, workspace: Path, git: SafeGit | None = None, exclude: tuple[str, ...] = ()) -> None:
+        """`exclude`: workspace-relative paths that are the runner's own (a runs dir inside the workspace), never
+        listed as ignored new files (`.agent-run/`, which holds the worktrees, never is)."""
         self.workspace = workspace
         self._git_run = git or SafeGit(workspace)
         self.base: str | None = None
         self.untracked_at_start: set[str] = set()
+        self.ignored_at_start: set[str] = set()
+        self.exclude = (".agent-run", *exclude)
         self.originals: dict[Path, bytes | None] = {}  # None: the file did not exist
         try:
             inside = self._git_run.repo is not None and self._git(
@@ -37,6 +44,7 @@ class ChangeTracker:
             self.base = stash or head
             self._git_run.seal(self.base)
             self.untracked_at_start = set(self._untracked())
+            self.ignored_at_start = set(self._ignored())
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[str]:
         return self._git_run(*args)
@@ -69,6 +77,21 @@ class ChangeTracker:
     def _untracked(self) -> list[str]:
         out = self._git("ls-files", "--others", "--exclude-standard", "-z").stdout
         return [p for p in out.split("\0") if p and not p.startswith(".agent-run/")]
+
+    def _ignored(self) -> list[str]:
+        spec = ["--", ".", *(f":(exclude,literal){p}" for p in self.exclude)]
+        out = self._git("ls-files", "--others", "--ignored", "--exclude-standard", "-z", *spec).stdout
+        return [p for p in out.split("\0") if p]
+
+    def ignored(self) -> IgnoredFiles | None:
+        """The files ignore rules would hide that are new since the start, their entries (a wholly new directory
+        as one `dir/`) and their patch; None outside a git work tree (no ignore rules to get around)."""
+        if not self.git:
+            return None
+        new = sorted(set(self._ignored()) - self.ignored_at_start)
+        present = [*self.exclude, *self.ignored_at_start, *self.untracked_at_start, *self._untracked(),
+                   *(p for p in self._git("ls-files", "-z").stdout.split("\0") if p)]
+        return ignored_new(new, present, self._git_run, self.workspace)
 
     def _git_patch(self) -> tuple[str, list[str]]:
         assert self.base is not None

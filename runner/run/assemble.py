@@ -176,7 +176,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
         env.restrict = Restriction()
         env.registry = env.registry.with_tools([SkillTool(skills, env.restrict)])
     turns = attach(rec, env, settings, policy, budget, opts.agents, child_prompt, profile_dirs)
-    tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox))
+    runs = rec.runs_dir.relative_to(rec.workspace).as_posix() if rec.runs_dir.is_relative_to(rec.workspace) else ""
+    tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox), exclude=(runs,) if runs else ())
     env.before_edit = tracker.before_edit
     rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))
     rec.closers.insert(0, tracker.close)
@@ -277,14 +278,17 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
 def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any], masker: Any = None) -> None:
     try:
         patch, changed = tracker.patch()
+        ignored = tracker.ignored()
     except (OSError, subprocess.SubprocessError) as exc:
         data["changed_files"] = None
         data["changes_error"] = str(exc)
         return
     data["changed_files"] = changed
-    if patch:
-        # A secret the agent wrote into a file is not copied into the artifact either.
-        write_atomic(run_dir / "changes.patch", masker.mask(patch)[0] if masker is not None else patch)
+    data["ignored_new_files"] = ignored.summary() if ignored is not None else None
+    # A secret the agent wrote into a file is not copied into the artifacts either.
+    for name, text in (("changes.patch", patch), ("ignored.patch", ignored.patch if ignored else "")):
+        if text:
+            write_atomic(run_dir / name, masker.mask(text)[0] if masker is not None else text)
     # The state the run left the workspace in (sealed): a resume checks it before going on.
     write_json(run_dir / "workspace.json", end_state(tracker.workspace, changed, tracker.base))
 

@@ -7,8 +7,10 @@ git directory of the runner's own: an empty config, the real object store as a
 read-only alternate, a copy of the index. Whatever the agent writes afterwards —
 `.git/config` (fsmonitor, filters, textconv, pager, external diff), `.git/hooks`,
 `.git/commondir`, a nested `.git` file, `.gitattributes` naming a driver — names
-nothing that exists for that git. No system or global config is read either, and
-with a sandbox it runs inside one, the workspace read-only, no network.
+nothing that exists for that git. No system or global config is read either, nor the
+excludes and attributes files of a HOME: its HOME and XDG config dir are its own, even
+inside the sandbox (whose scratch HOME the commands write), and with a sandbox it runs
+inside one, the workspace read-only, no network.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The files git reads beside its config are neutralised too: an excludes or attributes file in a HOME a command
+# could write (`~/.config/git/ignore` with `*`) would hide new files from the audit record (changes.patch).
 HARDENING = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
+             "-c", "core.excludesFile=/dev/null", "-c", "core.attributesFile=/dev/null",
              "-c", "diff.external=", "-c", "core.untrackedCache=false", "-c", "core.sshCommand=false",
              "-c", "protocol.allow=never", "-c", "core.quotepath=off", "-c", "color.ui=false",
              "-c", "core.askPass=", "-c", "credential.helper=", "-c", "diff.noprefix=false")
@@ -32,11 +37,15 @@ SAFE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 
 def isolated_env(home: str) -> dict[str, str]:
     """The environment of a git the runner runs for itself: no system or global config, no prompts, a HOME
-    of its own (so no ~/.gitconfig either)."""
+    and XDG config dir of its own (so no ~/.gitconfig, no ~/.config/git/{config,ignore,attributes} either)."""
     env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
     env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", GIT_PAGER="cat", PAGER="cat",
-               GIT_TERMINAL_PROMPT="0", HOME=home, GIT_ATTR_NOSYSTEM="1")
+               GIT_TERMINAL_PROMPT="0", GIT_ATTR_NOSYSTEM="1", **own_home(home))
     return env
+
+
+def own_home(home: str) -> dict[str, str]:
+    return {"HOME": home, "XDG_CONFIG_HOME": os.path.join(home, ".config")}
 
 
 class GitError(Exception):
@@ -143,11 +152,15 @@ class SafeGit:
         (gd / "objects").symlink_to(self.private / "objects")
         self.env.update(GIT_DIR=str(gd), GIT_COMMON_DIR=str(gd))
 
-    def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def __call__(self, *args: str, timeout: float = 60,
+                 env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """`env`: more variables for this one invocation (a scratch index of the runner's own)."""
         argv = ["git", *HARDENING, *args]
-        env = dict(self.env)
+        env = {**self.env, **(env or {})}
         if self._layout is not None:
             argv, env = self.sandbox.wrap(argv, env, layout=self._layout)
+            # The sandbox gives every process the commands' scratch HOME; the runner's git is another principal.
+            env.update(own_home(str(self.private)))
         return subprocess.run(argv, cwd=self.workspace, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               timeout=timeout, env=env)
 

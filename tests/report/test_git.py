@@ -93,3 +93,25 @@ def test_the_runner_writes_nothing_into_the_repository(tmp_path):
     assert changed == ["b.txt"] and "dirty at start" not in patch  # the dirty start is the base
     assert sorted(p.relative_to(ws).as_posix() for p in (ws / ".git").rglob("*")) == before
     assert (ws / ".git" / "index").read_bytes() == index
+
+
+def test_ignored_new_files_leave_out_the_runners_own_and_cap_the_patch(tmp_path, monkeypatch):
+    """The runs dir (named by the caller), `.agent-run/` and worktrees are never ignored new files; a file past the
+    cap is named at the top of ignored.patch, not copied into it."""
+    import runner.report.ignored as ignored_mod
+
+    ws = _repo(tmp_path)
+    (ws / ".gitignore").write_text("*\n")  # untracked: ignores itself too
+    tracker = ChangeTracker(ws, exclude=("out/runs",))
+    for rel, text in {"out/runs/r1/events.jsonl": "{}\n", ".agent-run/worktrees/w/a.txt": "x\n",
+                      "out/big.bin": "b" * 64, "out/small.txt": "small\n"}.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    monkeypatch.setattr(ignored_mod, "MAX_FILE_BYTES", 32)
+    found = tracker.ignored()
+    tracker.close()
+    assert found is not None and found.files == ["out/big.bin", "out/small.txt"]
+    # out/ holds the runs dir: not one entry
+    assert found.summary() == {"count": 2, "paths": ["out/big.bin", "out/small.txt"]}
+    assert found.patch.startswith("ignored.patch leaves out 1 file(s)") and "  out/big.bin\n" in found.patch
+    assert "+++ b/out/small.txt" in found.patch and "bbbb" not in found.patch
