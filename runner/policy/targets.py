@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import idna
 
+from runner.policy.egress import url_net_target
 from runner.policy.model import Target
 from runner.policy.shell import analyze
 
@@ -388,6 +389,15 @@ def network_target(value: str) -> Target:
     return Target("network", f"net:{host.rstrip('.')}:{port or '443'}")
 
 
+def web_targets(value: str) -> list[Target]:
+    """A fetch of `value` is decided on its URL and on the network target it connects to (as the
+    sandbox's egress proxy decides a command's connection): the `url:` rules say what may be read, the
+    `network` rules where the runner may connect. A URL the tool refuses has no network target."""
+    url = url_target(value)
+    net = url_net_target(url.target.removeprefix("url:")) if url.floor != "deny" else None
+    return [url] if net is None else [url, net]
+
+
 def targets_for(domain: str, value: str, workspace: Path) -> list[Target]:
     """What a tool of `domain` receiving `value` is decided on (used by `policy explain`)."""
     if domain in ("read", "edit"):
@@ -395,7 +405,7 @@ def targets_for(domain: str, value: str, workspace: Path) -> list[Target]:
     if domain == "bash":
         return shell_targets(workspace, value)
     if domain == "web_fetch":
-        return [url_target(value)]
+        return web_targets(value)
     if domain == "web_search":
         return [Target(domain, f"query:{value}")]
     if domain == "mcp":

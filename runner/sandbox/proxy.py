@@ -5,7 +5,7 @@ namespace, which has nothing but loopback). Each connection is one `CONNECT host
 or one plain-HTTP request with an absolute URI; `decide(host, port)` says whether it
 may go out, and the proxy then connects to that host and port and nothing else for
 the rest of the connection. A name allowed only by a wildcard must not resolve to a
-private or loopback address (DNS rebinding); a host named exactly may.
+private or loopback address (DNS rebinding); a host named exactly may; a link-local one never.
 """
 
 from __future__ import annotations
@@ -17,20 +17,15 @@ import socket
 import socketserver
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+# Verdict and the address check are web_fetch's too (runner/policy/egress.py, runner/tools/ssrf.py):
+# a command's connection and an in-process fetch are decided and pinned the same way.
+from runner.policy.egress import Verdict
 from runner.tools.ssrf import AddressRefused, UnresolvableHost, resolve_and_check
 
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT_S = 15.0
-
-
-@dataclass(frozen=True)
-class Verdict:
-    allowed: bool
-    exact: bool  # the deciding rule names this host exactly (may then be private/loopback)
-    reason: str = ""
 
 
 Decide = Callable[[str, int], Verdict]

@@ -13,17 +13,16 @@ from typing import TYPE_CHECKING
 
 from runner.core.events import NetworkRequest
 from runner.core.outcome import UsageError
+from runner.policy.egress import Verdict, net_verdict  # net_verdict: shared with web_fetch (one floor down)
 from runner.policy.model import Target
 from runner.policy.sandbox_config import SandboxConfigError, config_from, net_target, resolve_mode
 from runner.sandbox.layout import policy_paths
 from runner.sandbox.paths import extra_paths
-from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import Sandbox, SandboxUnavailable, open_sandbox
 
 if TYPE_CHECKING:
     from runner.engine.call import CallEnv
     from runner.engine.recorder import Recording
-    from runner.policy.decide import CallDecision
 
 
 def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[str, str] | None = None) -> Sandbox:
@@ -70,13 +69,3 @@ def _net_decider(rec: Recording, env: CallEnv):
         return net_verdict(decision)
 
     return decide
-
-
-def net_verdict(decision: CallDecision) -> Verdict:
-    """What the egress proxy does with a `network` decision. Only a rule naming the host exactly (no
-    wildcard, no regex, not auto-approved) lets it reach a loopback or private address."""
-    rule = decision.deciding.rule
-    exact = (rule is not None and decision.effective == "allow" and not rule.pattern.raw.startswith("regex:")
-             and not any(c in rule.pattern.raw for c in "*?"))
-    where = f"rule {rule.pattern.raw} from {rule.source}" if rule else "no rule allows it"
-    return Verdict(decision.allowed, exact, where)

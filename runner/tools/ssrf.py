@@ -1,4 +1,4 @@
-"""Which network addresses web_fetch may connect to.
+"""Which network addresses web_fetch and the sandbox's egress proxy may connect to.
 
 A model told to fetch a URL must not reach the runner's own machine, the CI network
 or a cloud metadata endpoint (which hands out credentials). Hosts are resolved here
@@ -51,6 +51,8 @@ _V6_REFUSED = [
 ]
 _V4_NETS = [(ipaddress.ip_network(net), reason) for net, reason in _V4_REFUSED]
 _V6_NETS = [(ipaddress.ip_network(net), reason) for net, reason in _V6_REFUSED]
+# Refused even when the policy names the host exactly: link-local, and the metadata endpoints.
+_NEVER = [ipaddress.ip_network(n) for n in ("169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128")]
 # IPv6 forms that carry an IPv4 address the traffic may end up at: judged by that address.
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
@@ -111,7 +113,8 @@ def _embedded_v4(addr: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Addres
 
 def resolve_and_check(host: str, port: int, allow_private: bool) -> list[str]:
     """The addresses `host` resolves to, each checked; raises AddressRefused for the first
-    refused one (unless `allow_private`), UnresolvableHost when it does not resolve.
+    refused one (`allow_private`: only a link-local one), UnresolvableHost when it does not resolve.
+    The egress proxy and web_fetch both connect only to the addresses returned (pinned).
 
     An IP literal is checked as it is, without a DNS lookup."""
     name = host[1:-1] if host.startswith("[") and host.endswith("]") else host
@@ -141,9 +144,24 @@ def resolve_and_check(host: str, port: int, allow_private: bool) -> list[str]:
         addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
         if not addresses:
             raise UnresolvableHost(f"cannot resolve {name}: no addresses")
-    if not allow_private:
-        for address in addresses:
-            reason = check_address(address)
-            if reason:
-                raise AddressRefused(name, address, reason)
+    for address in addresses:
+        reason = check_address(address)
+        # A rule naming a private or loopback host exactly may reach it; a link-local address (the cloud
+        # metadata endpoint hands out credentials) is never reached, whatever the policy names.
+        if reason and (not allow_private or link_local(address)):
+            raise AddressRefused(name, address, reason)
     return addresses
+
+
+def link_local(ip: str | IPAddress) -> bool:
+    """Whether `ip` is link-local or a cloud metadata endpoint, in any form that carries one."""
+    try:
+        addr = ip if isinstance(ip, IPAddress) else ipaddress.ip_address(ip)
+    except ValueError:
+        return False
+    if isinstance(addr, ipaddress.IPv6Address):
+        addr = ipaddress.IPv6Address(str(addr).split("%", 1)[0])
+        embedded = _embedded_v4(addr)
+        if embedded is not None:
+            addr = embedded[1]
+    return any(addr in net for net in _NEVER)

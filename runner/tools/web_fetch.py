@@ -2,11 +2,18 @@
 
 Every hop (the URL, then each redirect) is taken in its canonical form (normalize_url,
 the form the policy decides) and checked before anything is sent: no credentials, http or
-https only, and every address the host resolves to must be public unless the policy's
-`web.allowPrivateNetworks` says otherwise. The decision, the address check and the request
-all see that one canonical URL. The request goes to a checked address (the Host header and
-TLS name stay the URL's), so a second DNS answer cannot redirect it. Redirects are followed
-here, not by httpx, so each one goes through the same check.
+https only, and every address the host resolves to must be public unless the `network` rule
+that allows `net:HOST:PORT` names it exactly (or the policy's `web.allowPrivateNetworks` says
+so); link-local never. The decision, the address check and the request all see that one
+canonical URL. The request goes to a checked address (the Host header and TLS name stay the
+URL's), so a second DNS answer cannot redirect it. Redirects are followed here, not by httpx,
+so each one goes through the same check.
+
+This runs in the runner's process, outside the sandbox, so it goes out the way a command's
+connection goes through the egress proxy: each hop is decided on its `url:` target and on its
+network target `net:HOST:PORT` under the run's `network` rules (the policy's own and its
+`sandbox.network.allow` list), and resolved and pinned by the same code (runner/tools/ssrf.py,
+runner/policy/egress.py), whatever `--sandbox` is.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ import httpx
 from bs4 import BeautifulSoup
 from markdownify import MarkdownConverter
 
+from runner.policy.egress import net_verdict
 from runner.policy.model import Target
+from runner.policy.sandbox_config import net_target
 from runner.policy.targets import CredentialsInURL, InvalidURL, normalize_url, targets_for
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.ssrf import AddressRefused, UnresolvableHost, resolve_and_check
@@ -77,9 +86,10 @@ class WebFetch(Tool):
     domain = "web_fetch"
     description = (
         "Fetch an http(s) URL with GET and return it as text: HTML converted to Markdown, text and JSON as they "
-        "are; other content types are refused. Redirects are followed (at most 5). Loopback, private and "
-        "link-local addresses are refused. The body is cut at max_bytes (default and limit 5 MB unless the "
-        "policy sets another)."
+        "are; other content types are refused. Redirects are followed (at most 5). The policy decides each URL "
+        "and the host:port it connects to. Loopback and private addresses are refused unless the policy names the "
+        "host exactly; link-local always. The body is cut at max_bytes (default and limit 5 MB unless the policy "
+        "sets another)."
     )
     schema = {
         "type": "object",
@@ -93,6 +103,7 @@ class WebFetch(Tool):
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
         canonical(args["url"])  # a URL that cannot be fetched is refused before any decision
+        # Its `url:` target and its network target `net:HOST:PORT` (runner/policy/targets.py web_targets).
         return targets_for("web_fetch", args["url"], ctx.workspace)
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -108,7 +119,8 @@ class WebFetch(Tool):
         authorize = ctx.authorize
         got = fetch(args["url"], allow_private=bool(web.get("allowPrivateNetworks", False)),
                     max_bytes=max_bytes, end=time.monotonic() + timeout, abort=ctx.abort,
-                    authorize=(lambda u: authorize(targets_for("web_fetch", u, ctx.workspace))) if authorize else None)
+                    authorize=(lambda u: authorize(targets_for("web_fetch", u, ctx.workspace))) if authorize else None,
+                    named_exactly=exact_in(ctx))
         text = to_text(got.media_type, got.charset, got.body, str(got.url))
         header = f"URL: {got.url} | status: {got.status} | content-type: {got.media_type}"
         if len(got.hops) > 1:
@@ -134,11 +146,23 @@ def canonical(url: str) -> str:
         raise ToolError("InvalidArguments", f"invalid URL {url!r}: {exc}") from None
 
 
-def check_hop(url: str | httpx.URL, allow_private: bool) -> Hop:
+def exact_in(ctx: ToolContext) -> Callable[[str, int], bool] | None:
+    """Whether the run's policy allows `net:HOST:PORT` by a rule naming it exactly, as the egress proxy
+    asks it (runner/policy/egress.py net_verdict): only then may a private or loopback address be reached.
+    Decided again without recording: the call's decision (or the redirect's) already recorded it."""
+    decide = ctx.decide
+    if decide is None:
+        return None
+    return lambda host, port: net_verdict(decide([Target("network", net_target(host, port))])).exact
+
+
+def check_hop(url: str | httpx.URL, allow_private: bool,
+              named_exactly: Callable[[str, int], bool] | None = None) -> Hop:
     """Scheme and address check for one URL of the chain, in its canonical form; raises ToolError
     when refused.
 
-    Resolves the host (an IP literal is checked without a lookup)."""
+    Resolves the host (an IP literal is checked without a lookup). A private or loopback address
+    passes when `allow_private` or `named_exactly(host, port)`; a link-local one never."""
     text = canonical(str(url))
     try:
         u = httpx.URL(text)
@@ -152,11 +176,13 @@ def check_hop(url: str | httpx.URL, allow_private: bool) -> Hop:
         raise ToolError("InvalidArguments", f"no host in URL: {url}")
     if not 0 < port < 65536:
         raise ToolError("InvalidArguments", f"port out of range in URL: {url}")
+    private_ok = allow_private or (named_exactly is not None and named_exactly(host, port))
     try:
-        addresses = resolve_and_check(host, port, allow_private)
+        addresses = resolve_and_check(host, port, private_ok)
     except AddressRefused as exc:
-        raise ToolError("ToolNotAllowed", f"{url}: {exc}; only public addresses are fetched "
-                        "(the policy's web.allowPrivateNetworks allows the others)", reason=exc.reason) from None
+        raise ToolError("ToolNotAllowed", f"{url}: {exc}; only public addresses are fetched, unless a `network` "
+                        f"rule names {net_target(host, port)} exactly (or the policy's web.allowPrivateNetworks "
+                        "is true); link-local addresses never", reason=exc.reason) from None
     except UnresolvableHost as exc:
         raise ToolError("IOError", str(exc)) from None
     return Hop(u, host, port, addresses, literal=host in addresses)
@@ -175,19 +201,22 @@ def redirect_url(current: httpx.URL, location: str) -> httpx.URL:
 
 def fetch(url: str, *, allow_private: bool, max_bytes: int, end: float,
           abort: threading.Event | None = None, verify: ssl.SSLContext | bool = True,
-          authorize: Callable[[str], None] | None = None) -> Fetched:
+          authorize: Callable[[str], None] | None = None,
+          named_exactly: Callable[[str, int], bool] | None = None) -> Fetched:
     """GET `url`, following redirects by hand; every hop is checked with check_hop.
 
+    `authorize`: decides (and records) a redirect's URL and network target; `named_exactly`: see check_hop.
     `verify`: how TLS certificates are verified (httpx's default CA bundle unless given)."""
     hops: list[dict[str, Any]] = []
     target: str | httpx.URL = url
     for _ in range(MAX_REDIRECTS + 1):
         try:
             if hops and authorize is not None:
-                # The policy decided the first URL; a redirect elsewhere is decided again, so an open
-                # redirect on an allowed site cannot lead to one the policy does not allow.
+                # The policy decided the first URL; a redirect elsewhere is decided again (its URL and
+                # the host it connects to), so an open redirect on an allowed site cannot lead to a URL
+                # or a host the policy does not allow.
                 authorize(str(target))
-            hop = check_hop(target, allow_private)
+            hop = check_hop(target, allow_private, named_exactly)
         except ToolError as exc:
             if not hops:
                 raise

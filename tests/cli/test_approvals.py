@@ -206,9 +206,11 @@ def test_a_denied_redirect_is_a_denial_of_the_run(fake, workspace, agent_run):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         port = server.server_address[1]
+        # The host is allowed (exactly, so its loopback address may be reached); the redirect's URL is not.
         (workspace / "p.jsonc").write_text(json.dumps({
-            "extends": "default", "web": {"allowPrivateNetworks": True},
-            "permission": {"rules": [{"domain": "web_fetch", "pattern": f"url:http://127.0.0.1:{port}/secret",
+            "extends": "default",
+            "permission": {"rules": [{"domain": "network", "pattern": f"net:127.0.0.1:{port}", "decision": "allow"},
+                                     {"domain": "web_fetch", "pattern": f"url:http://127.0.0.1:{port}/secret",
                                       "decision": "deny"}]}}))
         fake.add(reply(calls=[("web_fetch", {"url": f"http://127.0.0.1:{port}/open"})]), reply("fetched"))
         r = agent_run("--policy", "p.jsonc", "task.md")

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from runner.cli.main import cli
+from runner.policy.limits import GIT_CONTROL
 
 HARD = "<hard limit>"
 NULL = "<null>"  # expected deciding rule: none (nothing matched, or only an opaque floor decided)
@@ -30,6 +31,7 @@ REGEX = r"""{
       { "domain": "bash", "pattern": "regex:npm", "decision": "ask" },
       { "domain": "edit", "pattern": "regex:src/[a-z_]+\\.py", "decision": "allow" },
       { "domain": "web_fetch", "pattern": "regex:url:https://([a-z]+\\.)?example\\.com/.*", "decision": "allow" },
+      { "domain": "network", "pattern": "regex:net:([a-z]+\\.)?example\\.com:443", "decision": "allow" },
     ],
   },
 }
@@ -138,6 +140,9 @@ def world(tmp_path: Path) -> World:
         "child": write(pol / "team" / "child.jsonc", CHILD),
         "shellall": write(pol / "shellall.jsonc", SHELL_ALL),
         "inws": write(w.ws / "agent-policy.jsonc", '{ "extends": "default" }'),
+        # A docs site allowed the documented way: the sandbox's allow-list is web_fetch's too.
+        "docsnet": write(pol / "docsnet.jsonc",
+                         '{ "extends": "default", "sandbox": { "network": { "allow": ["docs.example.com"] } } }'),
     }
     return w
 
@@ -202,10 +207,10 @@ CASES = [
     Case("id-rsa-inside", E, "keys/id_rsa", "ask", "deny", rule="**/id_rsa*"),
     Case("secret-lookalike-allowed", R, "src/env.py", "allow", "allow"),
     # --- hard limits -----------------------------------------------------------------------
-    Case("git-config-edit", E, ".git/config", "deny", "deny", rule_file=HARD,
-         rule=r"regex:workspace:\.git/config(/.*)?"),
+    Case("git-config-edit", E, ".git/config", "deny", "deny", rule_file=HARD, rule=GIT_CONTROL),
     Case("git-hook-edit", E, ".git/hooks/pre-commit", "deny", "deny", rule_file=HARD),
-    Case("git-head-edit-not-limited", E, ".git/HEAD", "allow", "allow"),
+    Case("git-head-edit", E, ".git/HEAD", "deny", "deny", rule_file=HARD, rule=GIT_CONTROL),  # all of .git (issue 25)
+    Case("gitignore-edit-not-limited", E, ".gitignore", "allow", "allow"),
     Case("git-config-read-not-limited", R, ".git/config", "allow", "allow"),
     Case("runs-dir-edit", E, ".agent-run/runs/r1/summary.json", "deny", "deny", rule_file=HARD),
     Case("policy-in-use-edit", E, "agent-policy.jsonc", "deny", "deny", policy="@inws", rule_file=HARD),
@@ -331,10 +336,21 @@ CASES = [
     Case("approve-does-not-lift-deny-elsewhere", E, "{tmp}/outside/f.txt", "deny", "deny",
          approve=("read:fs:{tmp}/outside/**",)),
     # --- web, search, mcp, task -------------------------------------------------------------------
+    # A fetch is decided on its URL and on the host:port it connects to (the egress proxy's target):
+    # the shipped policies allow the URL, not the host (issue 25).
+    Case("url-needs-its-network-target", "web_fetch", "https://docs.example.com/guide", "ask", "deny",
+         targets=(("web_fetch", "url:https://docs.example.com/guide", "allow"),
+                  ("network", "net:docs.example.com:443", "ask")), rule="**"),
+    Case("url-network-target-from-the-allow-list", "web_fetch", "https://docs.example.com/guide", "allow", "allow",
+         policy="@docsnet", rule="url:https://**"),
     Case("url-normalized", "web_fetch", "HTTPS://Example.COM:443/a", "allow", "allow",
-         targets=(("web_fetch", "url:https://example.com/a", "allow"),), rule="url:https://**"),
+         approve=("network:net:example.com:443",),
+         targets=(("web_fetch", "url:https://example.com/a", "allow"), ("network", "net:example.com:443", "allow")),
+         rule="url:https://**"),
     Case("url-keeps-other-port-drops-fragment", "web_fetch", "http://Example.com:8080#top", "allow", "allow",
-         targets=(("web_fetch", "url:http://example.com:8080/", "allow"),)),
+         approve=("network:net:example.com:8080",),
+         targets=(("web_fetch", "url:http://example.com:8080/", "allow"),
+                  ("network", "net:example.com:8080", "allow"))),
     Case("url-other-scheme-asks", "web_fetch", "ftp://example.com/f", "ask", "deny", rule="**"),
     Case("web-search", "web_search", "rust async traits", "allow", "allow",
          targets=(("web_search", "query:rust async traits", "allow"),), rule="query:*"),

@@ -174,7 +174,8 @@ def test_web_fetch_results_are_truncated_like_any_other(fake, tmp_path, workspac
     server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     policy = tmp_path / "p.jsonc"
-    policy.write_text(json.dumps({"extends": "default", "web": {"allowPrivateNetworks": True}}))
+    net = {"domain": "network", "pattern": f"net:127.0.0.1:{server.server_address[1]}", "decision": "allow"}
+    policy.write_text(json.dumps({"extends": "default", "permission": {"rules": [net]}}))
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/big.txt"
         fake.add(reply(calls=[("web_fetch", {"url": url})]), reply("done"))

@@ -53,7 +53,10 @@ def site() -> Iterator[ThreadingHTTPServer]:
 
 
 def write_policy(workspace: Path, rules: list[dict[str, str]], *, private: bool = True) -> str:
-    data: dict[str, object] = {"extends": "default", "permission": {"rules": rules}}
+    # Any host may be connected to (a wildcard: loopback still refused by the fetch tool itself, as the
+    # egress proxy refuses it), so only the `url:` rules given here decide.
+    any_host = {"domain": "network", "pattern": "net:**", "decision": "allow"}
+    data: dict[str, object] = {"extends": "default", "permission": {"rules": [any_host, *rules]}}
     if private:
         # The fetch tool refuses loopback by itself; with this only the rule stands in the way.
         data["web"] = {"allowPrivateNetworks": True}

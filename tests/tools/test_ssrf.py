@@ -128,3 +128,16 @@ def test_numeric_forms_the_resolver_accepts_are_checked_as_resolved(host):
 def test_empty_host_is_unresolvable():
     with pytest.raises(UnresolvableHost):
         resolve_and_check("", 80, allow_private=False)
+
+
+@pytest.mark.parametrize(("host", "reason"), [
+    ("169.254.169.254", "cloud metadata"), ("169.254.0.1", "link-local"), ("[fe80::1]", "link-local"),
+    ("[fd00:ec2::254]", "cloud metadata"), ("[::ffff:169.254.169.254]", "cloud metadata"),
+])
+def test_link_local_is_refused_even_when_private_addresses_are_allowed(host, reason):
+    # allow_private is what a rule naming the host exactly gives (web_fetch and the egress proxy alike):
+    # loopback and private then pass, link-local and the metadata endpoints never do.
+    with pytest.raises(AddressRefused) as info:
+        resolve_and_check(host, 80, allow_private=True)
+    assert reason in info.value.reason
+    assert resolve_and_check("10.0.0.1", 80, allow_private=True) == ["10.0.0.1"]

@@ -1,7 +1,7 @@
 """web_fetch against a real HTTP server on 127.0.0.1.
 
-Fetching it needs `allowPrivateNetworks` (it is loopback); with it off, the same
-server proves the guard: it must refuse before any request is sent. No test sends
+Fetching it needs `allowPrivateNetworks` or a `network` rule naming it exactly (it is loopback);
+without, the same server proves the guard: it must refuse before any request is sent. No test sends
 traffic anywhere but loopback: refused addresses are refused before connecting."""
 
 from __future__ import annotations
@@ -315,8 +315,10 @@ def test_redirect_to_metadata_is_refused_at_the_next_hop(base):
         check_hop(target, allow_private=False)
     assert info.value.type == "ToolNotAllowed"
     assert "cloud metadata endpoint" in info.value.message
-    # The same URL with the guard off passes the check (and would be fetched).
-    assert check_hop(target, allow_private=True).addresses == ["169.254.169.254"]
+    # Link-local is refused even with private addresses allowed (issue 25: whatever the policy names).
+    with pytest.raises(ToolError) as info:
+        check_hop(target, allow_private=True)
+    assert "cloud metadata endpoint" in info.value.message
 
 
 def test_relative_redirect_resolves_against_the_current_hop():
@@ -331,9 +333,11 @@ def test_relative_redirect_resolves_against_the_current_hop():
 # --- contract --------------------------------------------------------------------
 
 
-def test_targets_are_the_normalized_url(ctx):
+def test_targets_are_the_normalized_url_and_the_host_it_connects_to(ctx):
     assert WebFetch().targets({"url": "HTTPS://Example.COM:443"}, ctx) == [
-        Target("web_fetch", "url:https://example.com/")]
+        Target("web_fetch", "url:https://example.com/"), Target("network", "net:example.com:443")]
+    assert WebFetch().targets({"url": "http://[0:0::1]:8080/x"}, ctx) == [
+        Target("web_fetch", "url:http://[::1]:8080/x"), Target("network", "net:[::1]:8080")]
 
 
 def test_registered_after_the_earlier_tools():
@@ -442,6 +446,26 @@ def test_each_redirect_hop_is_decided_and_recorded(ws, base):
     assert recorded[0].targets[0]["target"].endswith("/hops/1")
 
 
+@pytest.mark.parametrize(("pattern", "reached"), [("net:127.0.0.1:{port}", True), ("net:127.0.0.1:*", False),
+                                                  ("regex:net:127\\.0\\.0\\.1:{port}", False)])
+def test_loopback_is_reached_only_when_a_network_rule_names_it_exactly(ws, base, server, pattern, reached):
+    # As the egress proxy decides (runner/policy/egress.py net_verdict): the web section says nothing here.
+    from runner.policy.load import load_policy
+    from runner.tools.readable import policy_decider
+
+    rule = {"domain": "network", "pattern": pattern.format(port=server.server_port), "decision": "allow"}
+    (ws / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": [rule]}}))
+    ctx = ToolContext(workspace=ws, decide=policy_decider(load_policy(str(ws / "p.jsonc"))))
+    if reached:
+        assert run(ctx, url=f"{base}/plain.txt").content.endswith("café\n")
+        assert server.paths == ["/plain.txt"]
+    else:
+        err = error(ctx, url=f"{base}/plain.txt")
+        assert err.type == "ToolNotAllowed" and "loopback address" in err.message
+        assert f"net:127.0.0.1:{server.server_port} exactly" in err.message
+        assert server.paths == []
+
+
 # --- one canonical URL for the decision, the address check and the request ----------------------
 
 
@@ -455,7 +479,7 @@ def test_every_spelling_of_an_address_is_fetched_as_the_canonical_url(open_ctx, 
     assert out.content.endswith(f"\n\n127.0.0.1:{port}")  # the Host header is the canonical host too
     assert out.details["hops"] == [{"url": f"http://127.0.0.1:{port}/host", "status": 200, "address": "127.0.0.1"}]
     assert WebFetch().targets({"url": f"http://{spelling}:{port}/host"}, open_ctx) == [
-        Target("web_fetch", f"url:http://127.0.0.1:{port}/host")]
+        Target("web_fetch", f"url:http://127.0.0.1:{port}/host"), Target("network", f"net:127.0.0.1:{port}")]
 
 
 @pytest.mark.parametrize("spelling", ["127。0。0。1", "2130706433", "0177.0.0.1", "0x7f.0.0.1", "[::ffff:7f00:1]"])
