@@ -26,7 +26,8 @@ HOME_TOOLCHAINS = (".cargo", ".rustup", ".npm", ".nvm", ".pyenv", ".cache/pip", 
                    ".sdkman", ".volta", ".rbenv", ".dotnet")
 # Never visible, even under a mounted toolchain home or a policy-readable tree.
 HOME_SECRETS = (".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".docker", ".kube", ".gnupg", ".netrc",
-                ".git-credentials", ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+                ".git-credentials", ".config/git/credentials", ".npmrc", ".pypirc", ".cargo/credentials",
+                ".cargo/credentials.toml", ".cargo/config.toml", ".cargo/config",
                 ".m2/settings.xml", ".gradle/gradle.properties", ".config/hub", ".password-store")
 SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssl/private",
                   "/etc/sudoers", "/etc/sudoers.d")
@@ -57,6 +58,8 @@ class LayoutInput:
     environ: Mapping[str, str] = field(default_factory=dict)
     python_prefixes: tuple[str, ...] = ()  # the runner's own interpreter, for the network bridge
     workspace_writable: bool = True
+    # Files bound over what the rest shows (sandbox/credmounts.py: sanitized git configs, hidden credentials).
+    overlays: tuple[Mount, ...] = ()
 
 
 def build_layout(inp: LayoutInput, exists: Callable[[str], bool] = os.path.lexists,
@@ -101,6 +104,7 @@ def build_layout(inp: LayoutInput, exists: Callable[[str], bool] = os.path.lexis
     # Parents before children, whatever listed them (a readable /tmp/data after the private /tmp,
     # the workspace's .git after the workspace); at one path the later entry wins.
     out.mounts.sort(key=lambda m: (m.kind != "symlink", len(Path(m.dest).parts)))
+    out.mounts.extend(inp.overlays)  # files, each deeper than the mount that shows it: after it
     visible = [m.dest for m in out.mounts if m.kind in ("ro", "rw")]
     for secret in (*(f"{home}/{s}" for s in HOME_SECRETS), *SYSTEM_SECRETS, *_runner_secrets(inp.environ)):
         if exists(secret) and any(_inside(secret, v) for v in visible):
@@ -158,8 +162,15 @@ def _root_of(path: str, home: str) -> str:
     return parent if os.path.basename(path) in ("bin", "sbin", "shims") and parent != "/" else path
 
 
+# Credential files a toolchain finds through its environment rather than under $HOME (CARGO_HOME=/usr/local/cargo).
+TOOLCHAIN_SECRETS = {"CARGO_HOME": ("credentials", "credentials.toml", "config.toml", "config"),
+                     "NPM_CONFIG_USERCONFIG": ("",), "npm_config_userconfig": ("",), "NETRC": ("",),
+                     "DOCKER_CONFIG": ("config.json",), "GH_CONFIG_DIR": ("hosts.yml",)}
+
+
 def _runner_secrets(environ: Mapping[str, str]) -> list[str]:
-    out = []
+    out = [os.path.join(environ[var], name) if name else environ[var]
+           for var, names in TOOLCHAIN_SECRETS.items() if environ.get(var, "").startswith("/") for name in names]
     if environ.get("RUNNER_TEMP"):
         out.append(os.path.join(environ["RUNNER_TEMP"], "_runner_file_commands"))
     for var in ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY"):

@@ -21,6 +21,8 @@ from typing import Any
 from runner.policy.sandbox_config import SandboxConfig
 from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sandbox.bwrap import bwrap_argv
+from runner.sandbox.credmounts import credential_mounts
+from runner.sandbox.gitmounts import git_readonly
 from runner.sandbox.layout import Layout, LayoutInput, build_layout
 from runner.sandbox.probe import Probe, probe
 from runner.sandbox.proxy import Decide, EgressProxy
@@ -76,6 +78,8 @@ class Sandbox:
         chosen = self.proxy if isinstance(proxy, _RunProxy) else proxy
         proxy = None if share else chosen
         assert layout is not None and self.probe.bwrap is not None
+        if self.base is not None:  # listed now, not at open: a `.git` made since is read-only too
+            layout = git_readonly(layout, self.base.workspace)
         env.update(layout.env)
         for var in ("NO_PROXY", "no_proxy", *PROXY_VARS):
             env.pop(var, None)
@@ -100,7 +104,7 @@ class Sandbox:
         return build_layout(LayoutInput(
             workspace=base.workspace, scratch=scratch or base.scratch, protected=base.protected,
             readable=(*base.readable, *readable), writable=(*base.writable, *writable), environ=base.environ,
-            python_prefixes=base.python_prefixes))
+            python_prefixes=base.python_prefixes, overlays=base.overlays))
 
     def own_scratch(self, name: str) -> Path | None:
         """A fresh HOME and TMPDIR for one more principal (an MCP stdio server): one principal, one home. It
@@ -127,7 +131,8 @@ class Sandbox:
             return None
         inp = LayoutInput(workspace=self.base.workspace, scratch=self.base.scratch, protected=self.base.protected,
                           readable=tuple(extra_ro), writable=tuple(extra_rw), environ=self.base.environ,
-                          python_prefixes=self.base.python_prefixes, workspace_writable=False)
+                          python_prefixes=self.base.python_prefixes, workspace_writable=False,
+                          overlays=self.base.overlays)
         return build_layout(inp)
 
     def close(self) -> None:
@@ -159,7 +164,8 @@ def open_sandbox(config: SandboxConfig, *, workspace: Path, protected: list[Path
     for sub in ("home", "tmp"):
         (scratch / sub).mkdir()
     inp = LayoutInput(workspace=workspace, scratch=scratch, protected=tuple(protected), readable=tuple(readable),
-                      writable=tuple(writable), environ=dict(environ), python_prefixes=_python_prefixes())
+                      writable=tuple(writable), environ=dict(environ), python_prefixes=_python_prefixes(),
+                      overlays=credential_mounts(workspace, private))  # git's stored credentials, hidden
     box = Sandbox(config, found, True, None, build_layout(inp), scratch, private, base=inp)
     if config.network == "allow":
         box.proxy = EgressProxy(str(private / "proxy.sock"), decide_net or _deny_all).start()

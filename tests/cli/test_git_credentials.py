@@ -7,6 +7,8 @@ import base64
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.openai_server import reply
 
 GHS = "ghs_" + "Q9x" * 12  # the job token's shape
@@ -65,4 +67,36 @@ def test_the_file_tools_show_a_repository_config_without_its_credentials(fake, w
     assert "url = https://github.com/octo/repo" in grep and "basic" not in grep
     assert "extraheader" not in nested_read.lower() and 'remote "origin"' in nested_read
     assert GHS not in creds and "[no matches]" in creds_grep
+    assert (workspace / ".git" / "config").read_bytes() == before, "sanitizing never writes into the workspace"
+
+
+@pytest.mark.usefixtures("sandbox_available")
+def test_a_sandboxed_command_sees_the_config_sanitized_and_no_stored_credential(fake, workspace, agent_run, tmp_path):
+    checkout(workspace)
+    git = ["git", "-C", str(workspace), "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "first"], check=True)
+    nested = workspace / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    checkout(nested)
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / ".git-credentials").write_text(f"https://x-access-token:{GHS}@github.com\n")
+    cargo = tmp_path / "cargo"  # a toolchain outside $HOME, mounted read-only: its credentials are not
+    (cargo / "bin").mkdir(parents=True)
+    (cargo / "credentials.toml").write_text(f'[registry]\ntoken = "{GHS}"\n')
+    before = (workspace / ".git" / "config").read_bytes()
+    command = ("cat .git/config; echo ==; cat vendor/lib/.git/config; echo ==; git log --format=%s; git status "
+               f"--short --untracked-files=no; echo ==; cat sub/.git-credentials; cat {cargo}/credentials.toml; "
+               f"ls {cargo}; base64 -w0 .git/config")
+    (workspace / "look.sh").write_text(command + "\n")  # one command to approve
+    fake.add(reply(calls=[("bash", {"command": "bash look.sh"})]), reply("done"))
+    r = agent_run("--sandbox", "required", "--approve", "bash:shell:bash look.sh", "task.md",
+                  env={"CARGO_HOME": str(cargo)})
+    assert r.code == 0, r.stderr
+    (seen,) = _tool_messages(fake)
+    assert leaks(seen) == [] and "extraheader" not in seen.lower(), seen
+    config, nested_config, git_says, _rest = seen.split("==\n", 3)
+    assert 'remote "origin"' in config and "agent-run" in config
+    assert 'remote "origin"' in nested_config and "agent-run" in nested_config
+    assert git_says.strip() == "first", "git works on the sanitized config for local operations"
+    assert "bin" in _rest, "the toolchain itself stays visible"
     assert (workspace / ".git" / "config").read_bytes() == before, "sanitizing never writes into the workspace"
