@@ -5,23 +5,35 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from runner.policy.match import compile_pattern, exact_pattern
+from runner.policy.gitdirs import is_git_control
+from runner.policy.match import Pattern, compile_pattern, exact_pattern
 from runner.policy.model import Rule
-from runner.policy.targets import path_target
+from runner.policy.targets import case_insensitive, path_target, target_path
 
 HARD_LIMIT = "<hard limit>"
+# How the git rule shows in `policy explain` and policy.json: what it matches is decided at each call.
+GIT_CONTROL = "<git control: any path with a .git component, and the gitdirs and commondirs .git files name>"
 
 
 def protected_paths(workspace: Path, runs_dir: Path, policy_files: Iterable[str],
                     inputs: Iterable[Path] = ()) -> list[Path]:
     """The run's own records, the policy in use, the workflow's other inputs (`inputs`: --mcp-config,
     --instructions, --skills and --agents paths: trusted, so the agent must not rewrite them for a later
-    replay or resume to read), and git's hooks and config."""
-    git = workspace / ".git"
-    return [runs_dir.resolve(), *(Path(f).resolve() for f in policy_files), *(p.resolve() for p in inputs),
-            git / "hooks", git / "config"]
+    replay or resume to read). What git reads as its own is `git_control_rule`'s, decided at each call."""
+    return [runs_dir.resolve(), *(Path(f).resolve() for f in policy_files), *(p.resolve() for p in inputs)]
 
 
 def hard_limit_rules(workspace: Path, protected: Iterable[Path]) -> list[Rule]:
-    return [Rule("edit", compile_pattern(exact_pattern(path_target(workspace, p), subtree=True)), "deny",
-                 HARD_LIMIT, i) for i, p in enumerate(protected)]
+    rules = [Rule("edit", compile_pattern(exact_pattern(path_target(workspace, p), subtree=True)), "deny",
+                  HARD_LIMIT, i) for i, p in enumerate(protected)]
+    return [*rules, git_control_rule(workspace, len(rules))]
+
+
+def git_control_rule(workspace: Path, index: int = 0) -> Rule:
+    """Edits of what git reads as its own (runner/policy/gitdirs.py), as the sandbox mounts it read-only."""
+
+    def test(scheme: str, rest: str) -> bool:
+        path = target_path(workspace, f"{scheme}:{rest}")
+        return path is not None and is_git_control(workspace, path, fold=case_insensitive(workspace))
+
+    return Rule("edit", Pattern(GIT_CONTROL, "", test), "deny", HARD_LIMIT, index)

@@ -6,6 +6,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from runner.policy.gitdirs import git_control
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
@@ -68,9 +69,9 @@ def entry(ctx: ToolContext, raw: str) -> Path:
 
 def check_changeable(ctx: ToolContext, path: Path) -> None:
     """The hard limits for a path deleted, moved or replaced: never a protected path, never one that
-    holds a protected path (moving `.git` would carry `.git/hooks` along), never the workspace itself."""
+    holds a protected path or git's own (moving `sub` would carry `sub/.git` along), never the workspace itself."""
     paths.check_writable(ctx, path)
-    for guarded in ctx.protected:
+    for guarded in (*ctx.protected, *git_control(ctx.workspace).paths):
         if guarded.is_relative_to(path):
             raise ToolError("PathTraversalBlocked",
                             f"{paths.display(ctx, path)} holds {paths.display(ctx, guarded)}, which is protected")

@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from runner.policy.gitdirs import is_git_control
 from runner.policy.model import Target
 from runner.policy.targets import UnresolvablePath, case_insensitive, path_target, path_targets, resolve_path
 from runner.tools.base import ToolContext, ToolError
@@ -57,9 +58,12 @@ def _escaped(m: re.Match[str]) -> str:
 
 
 def check_writable(ctx: ToolContext, path: Path) -> None:
-    """Hard limits no policy lifts (the run's own records, git's hooks and config)."""
+    """Hard limits no policy lifts (the run's own records, what git reads as its own)."""
     # Where the filesystem ignores case, `.GIT/config` is `.git/config`.
     fold = case_insensitive(ctx.workspace)
+    if is_git_control(ctx.workspace, path, fold=fold):
+        raise ToolError("PathTraversalBlocked", f"{display(ctx, path)} is git's own (a .git path, or a gitdir a "
+                        ".git file names): the runner never writes it")
     seen = Path(str(path).casefold()) if fold else path
     for guarded in ctx.protected:
         guarded = Path(str(guarded).casefold()) if fold else guarded

@@ -86,9 +86,11 @@ def test_display(ctx, ws):
 def test_check_writable(ws):
     guarded = ws / ".agent-run" / "runs"
     ctx = ToolContext(workspace=ws, protected=(guarded, ws / ".git" / "config"))
-    for ok in (ws / "a", ws / ".agent-run" / "other", ws / ".git" / "HEAD", ws / ".git" / "config.bak"):
+    for ok in (ws / "a", ws / ".agent-run" / "other", ws / ".gitignore", ws / ".github" / "x.yml"):
         paths.check_writable(ctx, ok)
-    for bad in (guarded, guarded / "r1" / "events.jsonl", ws / ".git" / "config"):
+    # What git reads as its own is off limits whatever `protected` says (runner/policy/gitdirs.py).
+    for bad in (guarded, guarded / "r1" / "events.jsonl", ws / ".git" / "config", ws / ".git" / "HEAD",
+                ws / ".git" / "config.bak"):
         with pytest.raises(ToolError) as info:
             paths.check_writable(ctx, bad)
         assert info.value.type == "PathTraversalBlocked"
