@@ -14,7 +14,7 @@ import pydantic
 
 from runner import __version__
 from runner.context.manager import ContextConfig, ContextManager
-from runner.core.events import ModelRequest, RunStarted
+from runner.core.events import ModelRequest, RunStarted, RunWarning
 from runner.core.jsonutil import file_sha256, sha256_text
 from runner.core.outcome import Status, UsageError
 from runner.engine.build import context_manager, make_model
@@ -406,8 +406,12 @@ def _settings(opts: RunOptions, files: EnvFiles, policy: Policy, from_task: dict
     lowered, ignored = narrow(base.model_dump(), from_task)
     if ignored:
         rec.extra["front_matter_ignored"] = ignored
-        print("agent-run: warning: the task file is repository content; its front matter may only lower budgets; "
-              f"ignored: {'; '.join(ignored)}", file=sys.stderr)
+        # Text on stdin is untrusted too (in CI it is what the event brought: an issue body, a comment).
+        source = "the task on stdin is untrusted" if rec.extra.get("task_file") == "-" else \
+            "the task file is repository content"
+        message = f"{source}; its front matter may only lower budgets; ignored: {'; '.join(ignored)}"
+        print(f"agent-run: warning: {message}", file=sys.stderr)
+        rec.emit(RunWarning(code="front_matter_ignored", message=message))
     return settings_for({**opts.cli_settings, **lowered}, files.paths, lower) if lowered else base
 
 

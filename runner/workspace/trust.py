@@ -1,10 +1,13 @@
 """What untrusted content may change about a run: only ever less.
 
 Trusted: flags, the process environment, `--env-file` files the command line names, the
-policy. Untrusted: the workspace (a `.env` there is never read) and a task file inside
-the workspace or its repository. Such a task's front matter may lower budgets and name a
-policy that is *intersected* with the trusted one (a target is allowed only if both allow
-it); it may not pick the model, raise a budget, or replace the policy.
+policy, and a task file the command line names outside the workspace and its repository.
+Untrusted: the workspace (a `.env` there is never read), a task file inside the workspace or
+its repository, and task text on stdin (in CI it is what the event brought: an issue body, a
+comment, a pull request's title — the action passes its `task:` text that way). Such a
+task's front matter may lower budgets and name a policy that is *intersected* with the
+trusted one (a target is allowed only if both allow it); it may not pick the model, raise a
+budget, or replace the policy.
 """
 
 from __future__ import annotations
@@ -52,9 +55,10 @@ def load_env_files(raw: list[str] | tuple[str, ...]) -> EnvFiles:
 
 
 def task_is_trusted(task_path: Path | None, workspace: Path) -> bool:
-    """A task read from stdin or from outside the workspace (and its repository) is the workflow's own."""
+    """Only a task file outside the workspace (and its repository) is the workflow's own. Text on stdin
+    (`task_path` None) is not: where it came from is unknowable, and in CI it is usually the event's."""
     if task_path is None:
-        return True
+        return False
     repo = find_repo(workspace)
     roots = [workspace, *([repo.top] if repo else [])]
     return not any(task_path.is_relative_to(root) for root in roots)
@@ -68,7 +72,7 @@ def narrow(trusted: Mapping[str, Any], front_matter: Mapping[str, Any]) -> tuple
     ignored: list[str] = []
     for key, value in front_matter.items():
         if key not in NARROWING:
-            ignored.append(f"{key} (a task file in the workspace may only lower budgets)")
+            ignored.append(f"{key} (an untrusted task may only lower budgets)")
             continue
         current = trusted.get(key)
         if current is None or value < current:
