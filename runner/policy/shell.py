@@ -80,10 +80,14 @@ def _walk(node: Node, out: ShellAnalysis, depth: int) -> None:
         _redirect(node, out)
     elif (hidden := _unparsed(node)) is not None:
         _reparse(*hidden, out, depth)
+    elif node.type == "command_substitution" and _text(node).startswith("`") and "`" in re.sub(
+            r"\\.", "", _text(node)[1:-1]):
+        out.opaque.append("backticks bash pairs otherwise than the parser (quotes do not hide a backtick)")
     elif node.type == "command_substitution" and _text(node).startswith("`") and "\\" in _text(node):
         # Between backticks bash drops the backslash before $, ` and \ (and " in double quotes)
         # before parsing: `echo "\$(cmd)"` runs cmd. Analyzed as bash reads it, not as written.
-        _nested(re.sub(r'\\([$`\\"])', r"\1", _text(node)[1:-1]), out, depth, "`…`")
+        escaped = r'\\([$`\\"])' if _quoting(node)[1] else r"\\([$`\\])"
+        _nested(re.sub(escaped, r"\1", _text(node)[1:-1]), out, depth, "`…`")
         return
     else:
         _hazards(node, out)
@@ -165,45 +169,48 @@ def _unparsed(node: Node) -> tuple[str, bool] | None:
     as if in double quotes; None for a leaf that is what it says. Inside `${…}`: its pattern (a
     `regex` node, as is the right side of `=~`) and a word tree-sitter did not split; and in the word
     of a `${…}` inside double quotes or an unquoted here-doc, '…' and $'…', whose quotes bash keeps
-    as characters (`"${x:-'$(cmd)'}"` runs cmd)."""
+    as characters (`"${x:-'$(cmd)'}"` runs cmd). In a here-doc even "…" in a pattern is no quote."""
     text = _text(node)
-    if node.type == "regex" or (node.type == "word" and _inside(node) is not None):
+    if node.type == "regex" or (node.type in ("word", "string_content") and _quoting(node)[0]):
         return (text, False) if _EXPANDS.search(re.sub(r"\\.", "", text)) else None
     start = [c for c in node.parent.children if c.type == "heredoc_start"] if node.parent else []
     if node.type == "heredoc_body" and "`" in re.sub(r"\\.", "", text) and start \
             and not re.search(r"['\"\\]", _text(start[0])):
         return text, True  # an unquoted here-doc expands `…`, which tree-sitter leaves as text there
-    if node.type in ("raw_string", "ansi_c_string") and _inside(node) is True:
+    if node.type in ("raw_string", "ansi_c_string") and _quoting(node) == (True, True):
         content = text[text.index("'") + 1:-1]
         return (content, True) if _EXPANDS.search(content) else None
     return None
 
 
-def _inside(node: Node) -> bool | None:
-    """For a node in the word of a `${…}`: whether that expansion is inside double quotes (or an
-    unquoted here-doc); None when the node is not in one."""
-    in_expansion = False
-    parent = node.parent
-    while parent is not None:
-        if parent.type in ("command_substitution", "process_substitution", "command", "program",
-                           "variable_assignment", "file_redirect"):
-            break  # a new quoting context
-        if parent.type == "expansion":
-            in_expansion = True
-        elif parent.type in ("string", "translated_string", "heredoc_body") and in_expansion:
-            return True
+def _quoting(node: Node) -> tuple[bool, bool]:
+    """Whether the node is in the word of a `${…}`, and whether it (or that `${…}`) is inside double
+    quotes or an unquoted here-doc; both up to the nearest new quoting context."""
+    in_expansion, quoted, parent = False, False, node.parent
+    while parent is not None and parent.type not in ("command_substitution", "process_substitution", "command",
+                                                     "program", "variable_assignment", "file_redirect"):
+        in_expansion = in_expansion or parent.type == "expansion"
+        quoted = quoted or parent.type in ("string", "translated_string", "heredoc_body")
         parent = parent.parent
-    return False if in_expansion else None
+    return in_expansion, quoted
 
 
 def _reparse(text: str, quoted: bool, out: ShellAnalysis, depth: int) -> None:
-    """The text parsed again as the word bash expands, as an argument of `:` (which is dropped)."""
+    """The text parsed again as the word bash expands, as an argument of `:` (which is dropped). In a
+    `${…}` word inside double quotes bash still runs `<(…)` for some operators (`?`, `#`, `/`), so such
+    text is read unquoted too."""
     if depth >= _MAX_DEPTH or (quoted and ('"' in text or "\\" in text)):
         out.opaque.append(f"{text!r} expands at run time in a way the parser does not show")
         return
-    inner = analyze(f': "{text}"' if quoted else f": {text}", depth + 1)
-    if inner.commands[:1] and inner.programs[:1] == [":"]:
-        del inner.commands[0], inner.programs[0]
+    both = quoted and re.search(r"[<>]\(", text)
+    for view in ([f': "{text}"'] if quoted else []) + ([f": {text}"] if both or not quoted else []):
+        inner = analyze(view, depth + 1)
+        if inner.programs[:1] == [":"]:
+            del inner.commands[0], inner.programs[0]
+        _merge(out, inner)
+
+
+def _merge(out: ShellAnalysis, inner: ShellAnalysis) -> None:
     out.commands += inner.commands
     out.writes += inner.writes
     out.reads += inner.reads
@@ -267,13 +274,7 @@ def _nested(script: str | None, out: ShellAnalysis, depth: int, what: str) -> No
     if script is None:
         out.opaque.append(f"{what} with a computed script")
         return
-    inner = analyze(script, depth + 1)
-    out.commands += inner.commands
-    out.writes += inner.writes
-    out.reads += inner.reads
-    out.dirs += inner.dirs
-    out.opaque += inner.opaque
-    out.programs += inner.programs
+    _merge(out, analyze(script, depth + 1))
 
 
 def _redirect(node: Node, out: ShellAnalysis) -> None:

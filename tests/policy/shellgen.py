@@ -72,13 +72,14 @@ class ShellGen:
         if kind == 13:
             return self.pick(f"a=({w()}); true", f"a[{w()}]=1; true", f"for i in {w()}; do true; done",
                              f"case {w()} in *) true;; esac", f"[[ {w()} ]]", f"[[ {w()} -eq 1 ]]",
-                             f"(( {w()} ))", f"printf -v {w()} x")
+                             f"(( {w()} ))", f"printf -v {w()} x", f"case a in {w()}) true;; esac",
+                             f"[[ a == {w()} ]]", f"[[ a =~ {w()} ]]")
         if kind == 14:
             return self.pick(f"{{ {c()}; }}", f"( {c()} )", f"if true; then {c()}; fi",
                              f"true && {c()}", f"false || {c()}", f"{c()} | true", f"f() {{ {c()}; }}; f",
                              f"for i in 1; do {c()}; done", f"case a in a) {c()};; esac", f"! {c()}")
         if kind == 15:
-            return f"echo {w()} {w()}"
+            return self.pick(f"echo {w()} {w()}", f"echo `echo {w()}`", f"echo \"`echo {w()}`\"")
         if kind == 16:
             return f"echo {w()} >/dev/null 2>&1"
         if kind == 17:
@@ -121,7 +122,7 @@ class ShellGen:
         """The word in a quoting context; '…' and \\$ make it inert, unless bash says otherwise."""
         return self.pick(inner, inner, f'"{inner}"', f'"{inner}"', f"'{inner}'", f"$'{inner}'",
                          f'$"{inner}"', f'"pre {inner} post"', f"a{inner}b", f"\\{inner}",
-                         f'"\\{inner}"', f"'{inner}'\"{inner[:0]}\"")
+                         f'"\\{inner}"', f"'{inner}'\"{inner[:0]}\"", f'"\\"{inner}\\""', f"\\'{inner}\\'")
 
 
 def _sq(text: str) -> str:

@@ -166,6 +166,13 @@ UNPARSED = [
     ("true <<EOF\n\"`touch M`\"\nEOF", None),
     ("echo `echo \"\\$(touch M)\"`", "touch M"),
     ("echo `echo \\`touch M\\``", "touch M"),
+    # in a double-quoted ${…} word, `?`, `#` and `/` still run <(…); in a here-doc "…" in a pattern is no quote
+    ("echo \"${u?<(touch M)}\"", "touch M"),
+    ("echo \"${x/a/<(touch M)}\"", "touch M"),
+    ("echo <<EOF\n'${x/\"\\\"<(touch M)\\\"\"}'\nEOF", "touch M"),
+    # bash ends `…` at the next backtick, quotes or not; outside double quotes \" stays escaped in it
+    ("echo `echo '`[[ a =~ <(touch M) ]]`'`", None),
+    ("echo `echo \"\\\"${u?$'<(touch M)'}\\\"\"`", "touch M"),
     # a here-doc body starting with a backslash is misread as words of the command
     ("echo <<EOF\n\\${x##'$(touch M)'\"\"}\nEOF", None),
 ]
