@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
         prefix = os.path.join(tempfile.gettempdir(), f"agent-run-pyc-{os.getuid()}")
         os.environ.setdefault("PYTHONPYCACHEPREFIX", prefix)
+    # A suite started in the background by a non-interactive shell (`cmd &`, nohup, some CI wrappers) inherits
+    # SIGINT ignored, and so would every run it starts: the interrupt tests would test an ignored signal. A
+    # handler here makes every child start with the default disposition (exec resets handled signals).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def agent_run_argv() -> list[str]:

@@ -109,8 +109,11 @@ def wheel_venv(checkout) -> Path:
     here = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     Path(site, "_dependencies.pth").write_text("".join(f"{p}\n" for p in sorted(here)))
     wheel = next((checkout / "dist").glob("*.whl"))
+    # --ignore-installed: when this venv has agent-run installed as a package (CI's `pip install .`), the .pth
+    # shows pip the same version, which it would then not install from the wheel.
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                    "--no-index", "--no-compile", str(wheel)], check=True, capture_output=True, timeout=300)
+                    "--ignore-installed", "--no-index", "--no-compile", str(wheel)], check=True, capture_output=True,
+                   timeout=300)
     return venv
 
 
