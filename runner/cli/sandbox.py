@@ -14,6 +14,7 @@ import click
 
 from runner.core.outcome import EXIT_CODES, Status
 from runner.policy.decide import decide
+from runner.policy.egress import Verdict, net_verdict
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import protected_paths
 from runner.policy.load import load_policy
@@ -23,9 +24,7 @@ from runner.policy.targets import network_target
 from runner.record.rundir import default_runs_dir
 from runner.sandbox.layout import policy_paths
 from runner.sandbox.probe import probe
-from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import Sandbox, SandboxUnavailable, open_sandbox
-from runner.sandbox.session import net_verdict
 from runner.tools.env import scrubbed_env
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]

@@ -33,13 +33,13 @@ from runner.mcp.client import CLOSE_WAIT_S, McpError, McpServer
 from runner.mcp.config import ServerConfig, load_mcp_config, merge, servers_from_mapping
 from runner.mcp.tool import DEFAULT_CALL_TIMEOUT_S, McpTool
 from runner.mcp.tools import specs_for, tool_names
+from runner.policy.egress import Verdict, net_verdict
 from runner.policy.jsonc import PolicyError
 from runner.policy.model import Target
 from runner.policy.sandbox_config import SandboxConfig, SandboxConfigError, net_target, network_rules
 from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sandbox.layout import toolchain_root
 from runner.sandbox.paths import extra_paths
-from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import RUN_PROXY
 
 if TYPE_CHECKING:
@@ -291,7 +291,6 @@ def _server_net(rec: Recording, env: CallEnv, name: str, rules: list[Any]) -> An
     as the run's own sandbox does it (runner/sandbox/session.py `_net_decider`): a permission_decision, a
     network_request, and a denial in the summary."""
     from runner.engine.call import decide_and_record
-    from runner.sandbox.session import net_verdict
 
     own = dataclasses.replace(env, policy=env.policy.with_rules(rules))
     call_id, tool = f"mcp-{name}", f"mcp__{name}"

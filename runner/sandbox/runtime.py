@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.policy.egress import Verdict
 from runner.policy.sandbox_config import SandboxConfig
 from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sandbox.bwrap import bwrap_argv
@@ -173,9 +174,7 @@ def open_sandbox(config: SandboxConfig, *, workspace: Path, protected: list[Path
     return box
 
 
-def _deny_all(host: str, port: int):
-    from runner.sandbox.proxy import Verdict
-
+def _deny_all(host: str, port: int) -> Verdict:
     return Verdict(False, False, "no policy")
 
 

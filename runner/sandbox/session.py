@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from runner.core.events import NetworkRequest
 from runner.core.outcome import UsageError
-from runner.policy.egress import Verdict, net_verdict  # net_verdict: shared with web_fetch (one floor down)
+from runner.policy.egress import Verdict, net_verdict
 from runner.policy.model import Target
 from runner.policy.sandbox_config import SandboxConfigError, config_from, net_target, resolve_mode
 from runner.sandbox.layout import policy_paths

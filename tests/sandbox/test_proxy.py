@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.proxy import EgressProxy, Verdict
+from runner.policy.egress import Verdict
+from runner.sandbox.proxy import EgressProxy
 
 TIMEOUT_S = 10.0
 

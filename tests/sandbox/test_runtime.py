@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from runner.policy.egress import Verdict
 from runner.policy.sandbox_config import SandboxConfig
-from runner.sandbox.proxy import Verdict
 from runner.sandbox.runtime import INSIDE, PROXY_PORT, PROXY_VARS, Sandbox, open_sandbox
 from tests.fakes.listener import Listener
 from tests.sandbox.test_proxy import Decider, Origin
