@@ -110,6 +110,8 @@ class _Signals:
             os._exit(128 + signum)
         self.fired = signum
         self.ctx.abort.set()
+        if self.ctx.shield.hold(signum):  # a tool is starting a process: raised once it can kill it
+            return
         raise Interrupted(signum)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from runner.core.outcome import Interrupted
 from runner.policy.decide import CallDecision
 from runner.policy.model import Target
 from runner.tools.truncate import Limits
@@ -32,6 +33,34 @@ class ToolError(Exception):
         return {"error": {"type": self.type, "message": self.message, **self.extra}}
 
 
+class Shield:
+    """Holds a run's interrupt while a tool starts a process: a signal that lands between the fork and the
+    tool's try/finally that kills the process group would leave the process running after the run (a
+    loaded machine can deschedule the runner for that long). Held, it is raised by `leave`, inside that try.
+    Shared by a run's contexts (a subagent's is a copy): the signal handler sees one."""
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.pending: int | None = None
+
+    def enter(self) -> None:
+        self.active += 1
+
+    def hold(self, signum: int) -> bool:
+        """For the signal handler: True when the signal is held (a process is being started)."""
+        if self.active:
+            self.pending = signum
+            return True
+        return False
+
+    def leave(self) -> None:
+        """The process is started and guarded (or failed to start): a held signal is raised now."""
+        self.active -= 1
+        if self.pending is not None and not self.active:
+            signum, self.pending = self.pending, None
+            raise Interrupted(signum)
+
+
 @dataclass
 class ToolContext:
     workspace: Path  # resolved, absolute
@@ -39,6 +68,7 @@ class ToolContext:
     deadline: float | None = None  # time.monotonic() at which the run's wall clock ends
     default_timeout_s: float = 120.0
     abort: threading.Event = field(default_factory=threading.Event)
+    shield: Shield = field(default_factory=Shield)  # interrupts held while a process starts (tools/bash.py)
     web: dict[str, Any] = field(default_factory=dict)  # the policy's `web` section (allowPrivateNetworks, ...)
     outputs_dir: Path | None = None  # where spill files go (<run_dir>/outputs); None: not kept
     run_dir: Path | None = None  # this run's directory (memory_search reads its events.jsonl)

@@ -61,20 +61,26 @@ class Bash(Tool):
         if ctx.sandbox is not None:
             argv, env = ctx.sandbox.wrap(argv, env)
         spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days, ctx.masker)
+        ctx.shield.enter()  # an interrupt now is held until the process is inside the try below
         try:
             proc = subprocess.Popen(
                 argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
             )
-        except OSError as exc:
+        except BaseException as exc:
             spill.close()
             spill.discard()
-            raise ToolError("IOError", f"cannot start bash: {exc}") from None
+            ctx.shield.leave()  # no process to kill: a held interrupt is raised here
+            if isinstance(exc, OSError):
+                raise ToolError("IOError", f"cannot start bash: {exc}") from None
+            raise
         timed_out = False
         pump = threading.Thread(target=_pump, args=(proc, spill), daemon=True)
-        # From here on an interrupt may land anywhere (even while the pump thread starts):
-        # everything is inside the try, so the group is always killed.
+        # From here on an interrupt may land anywhere (even while the pump thread starts): everything is
+        # inside the try, so the group is always killed; one that landed while the process started is
+        # raised by `leave`, inside it too.
         try:
+            ctx.shield.leave()
             pump.start()
             end = time.monotonic() + timeout
             while proc.poll() is None:
