@@ -71,7 +71,8 @@ class OpenAIChat:
                     continue
                 if not is_transient(exc):
                     raise ModelError(f"model request failed (HTTP {exc.status_code}): {_brief(exc)}") from None
-                error, hint = f"HTTP {exc.status_code}", retry_after(dict(exc.response.headers))
+                # The server's own words (first bytes of its error body): a 500 from a chat template says why.
+                error, hint = f"HTTP {exc.status_code}: {_brief(exc)}", retry_after(dict(exc.response.headers))
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 error, hint = type(exc).__name__, None
                 where = f" (connecting to {self._client.base_url})"
@@ -121,7 +122,7 @@ class OpenAIChat:
 
     def _once(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
               timeout: float | None, tool_choice: str | None = None) -> ModelReply:
-        kwargs: dict[str, Any] = {"model": self.name, "messages": messages}
+        kwargs: dict[str, Any] = {"model": self.name, "messages": sendable(messages)}
         if tools:
             kwargs["tools"] = tools
             # Explicit: without it llama-cpp-python's function calling silently drops every tool.
@@ -219,6 +220,15 @@ def _bad(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"the response is not valid JSON ({exc.msg} at char {exc.pos})"
     return str(exc)
+
+
+def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as every server accepts them: an assistant message without text (it carried tool calls,
+    or was empty) is sent with `content: ""`, not null — llama-cpp-python's chat templates fail on null
+    (HTTP 500 on the second request of every tool-using run). Only what is sent changes: the recorded
+    conversation and its prompt hash keep the message as received."""
+    return [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m
+            for m in messages]
 
 
 def _brief(exc: openai.APIStatusError) -> str:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.fakes.openai_server import NO_USAGE, empty_stream, raw, reply, trickle, truncated_stream
+from tests.fakes.openai_server import NO_USAGE, empty_stream, error, raw, reply, trickle, truncated_stream
 
 RETRIES_2 = {"AGENT_RUN_MAX_RETRIES": "2"}
 
@@ -254,3 +254,25 @@ def test_an_out_of_range_argument_reads_plainly(fake, agent_run):
     err = json.loads(fake.requests[1]["messages"][-1]["content"])["error"]
     assert err["type"] == "InvalidArguments"
     assert err["message"] == "timeout_s must be greater than 0 (got 0)"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_server_whose_template_fails_on_null_content_serves_a_tool_using_run(fake, workspace, agent_run, stream):
+    """llama-cpp-python's chat templates fail on an assistant message with content null (HTTP 500 on every
+    second request of a tool-using run): what is sent carries "" there; the record keeps the reply as received."""
+    fake.null_content_fails = True
+    fake.add(reply(calls=[("list", {})]), reply("done"))
+    r = agent_run("--stream" if stream else "--no-stream", "task.md")
+    assert r.code == 0, r.stderr
+    assert r.stdout.strip() == "done" and len(fake.requests) == 2
+    sent = [m for m in fake.requests[1]["messages"] if m["role"] == "assistant"]
+    assert sent and sent[0]["content"] == "" and sent[0]["tool_calls"]
+    assert r.of_type("model_response")[0]["message"]["content"] is None
+
+
+def test_a_server_error_that_outlasts_the_retries_names_the_servers_words(fake, agent_run):
+    body = {"error": {"message": "can only concatenate str (not \"NoneType\") to str", "type": "internal_server_error"}}
+    fake.add(*[error(500, body=body)] * 3)
+    r = agent_run("task.md", env=RETRIES_2)
+    assert r.code == 6, r.stderr
+    assert "HTTP 500" in r.summary["reason"] and "can only concatenate str" in r.summary["reason"]

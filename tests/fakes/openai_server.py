@@ -112,6 +112,9 @@ class FakeOpenAI:
         self.summary: str | Step = "[goal] the task. [progress] several steps done. [next] continue."
         self.compactions = 0
         self.rejects: set[str] = set()  # request parameters answered with HTTP 400 (servers that refuse them)
+        # llama-cpp-python's chat templates concatenate an assistant message's content: null fails them, and
+        # its server answers HTTP 500 (True: validate requests that way).
+        self.null_content_fails = False
         self._lock = threading.Lock()
         self._closing = threading.Event()  # set on close: ends hangs and trickles still waiting
         self._turn = 0
@@ -181,6 +184,10 @@ class FakeOpenAI:
             if refused:
                 return self._turn, error(400, body={"error": {"message": f"Unrecognized request argument supplied: "
                                                                          f"{refused[0]}", "type": "invalid_request"}})
+            if self.null_content_fails and any(isinstance(m, dict) and m.get("role") == "assistant"
+                                               and m.get("content") is None for m in body.get("messages") or []):
+                return self._turn, error(500, body={"error": {
+                    "message": "can only concatenate str (not \"NoneType\") to str", "type": "internal_server_error"}})
             if body.get("tool_choice") == "none":
                 self.compactions += 1
                 return self._turn, self.summary if isinstance(self.summary, Step) else reply(self.summary)
