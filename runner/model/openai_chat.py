@@ -58,6 +58,7 @@ class OpenAIChat:
         while True:
             attempt += 1
             where = ""  # for a connection error: the URL that could not be reached
+            said = ""  # for an HTTP error: what the server said
             try:
                 return self._within_deadline(lambda: self._once(messages, tools, turn, timeout, tool_choice))
             except openai.APIStatusError as exc:
@@ -71,8 +72,10 @@ class OpenAIChat:
                     continue
                 if not is_transient(exc):
                     raise ModelError(f"model request failed (HTTP {exc.status_code}): {_brief(exc)}") from None
-                # The server's own words (first bytes of its error body): a 500 from a chat template says why.
-                error, hint = f"HTTP {exc.status_code}: {_brief(exc)}", retry_after(dict(exc.response.headers))
+                error, hint = f"HTTP {exc.status_code}", retry_after(dict(exc.response.headers))
+                # The server's own words (first bytes of its error body), for the reason if the retries run
+                # out: a 500 from a chat template says why.
+                said = f" ({_brief(exc)})"
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 error, hint = type(exc).__name__, None
                 where = f" (connecting to {self._client.base_url})"
@@ -85,7 +88,7 @@ class OpenAIChat:
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 raise BudgetExhausted("run timeout reached while waiting for the model")
             if attempt > self.max_retries:
-                raise ModelError(f"model endpoint failed after {attempt} attempts: {error}{where}")
+                raise ModelError(f"model endpoint failed after {attempt} attempts: {error}{said}{where}")
             delay = backoff(attempt, self.retry_base_s, self.retry_cap_s, hint)
             if self.deadline is not None and time.monotonic() + delay >= self.deadline:
                 raise ModelError(f"model endpoint failed ({error}{where}); "
