@@ -11,7 +11,7 @@ from typing import Any
 
 from runner.policy.model import Target
 from runner.subagents.profiles import GENERAL, Profile
-from runner.tools.base import Tool, ToolContext, ToolOutput
+from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 MAX_PROMPT_CHARS = 100_000
 
@@ -34,13 +34,18 @@ class TaskTool(Tool):
             "properties": {
                 "description": {"type": "string", "minLength": 1, "maxLength": 200,
                                 "description": "a few words saying what the subtask is"},
-                "prompt": {"type": "string", "minLength": 1, "maxLength": MAX_PROMPT_CHARS,
+                # No maxLength here: grammar-constrained servers turn the schema into a sampling grammar,
+                # and llama-cpp-python's crashes (SIGSEGV) on a bound this large. Enforced in `targets`.
+                "prompt": {"type": "string", "minLength": 1,
                            "description": "the subtask, complete: the subagent sees nothing else"},
                 "agent": {"type": "string", "enum": sorted(profiles), "description": "which subagent"},
             },
         }
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
+        if len(str(args.get("prompt") or "")) > MAX_PROMPT_CHARS:  # before the policy, like a schema error
+            raise ToolError("InvalidArguments", f"prompt is longer than {MAX_PROMPT_CHARS:,} characters: give the "
+                            "subagent the essentials and the paths of files to read")
         return [Target("task", f"agent:{args.get('agent') or GENERAL}")]
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
