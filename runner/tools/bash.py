@@ -40,7 +40,10 @@ class Bash(Tool):
         "type": "object",
         "properties": {
             "command": {"type": "string", "minLength": 1},
-            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Kill after this many seconds."},
+            # 0 means the default: small models send it for "no particular limit" (failing the call for it
+            # cost a run its scenario).
+            "timeout_s": {"type": "number", "minimum": 0,
+                          "description": "Kill after this many seconds (0: the default)."},
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -53,7 +56,7 @@ class Bash(Tool):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         _refuse_nul(args["command"])
         cap = float(ctx.bash.get("maxTimeoutSeconds", DEFAULT_MAX_TIMEOUT_S))
-        timeout = min(float(args.get("timeout_s", ctx.default_timeout_s)), cap)
+        timeout = min(float(args.get("timeout_s") or ctx.default_timeout_s), cap)
         if ctx.deadline is not None:
             timeout = max(0.0, min(timeout, ctx.deadline - time.monotonic()))
         env = scrubbed_env(os.environ, (ctx.bash.get("env") or {}).get("passthrough"))

@@ -248,12 +248,20 @@ def test_a_5mb_streamed_answer_is_assembled(fake, workspace, agent_run):
 
 
 def test_an_out_of_range_argument_reads_plainly(fake, agent_run):
-    fake.add(reply(calls=[("bash", {"command": "true", "timeout_s": 0})]), reply("ok"))
+    fake.add(reply(calls=[("bash", {"command": "true", "timeout_s": -1})]), reply("ok"))
     r = agent_run("task.md")
     ended_with(r, 0, "success")
     err = json.loads(fake.requests[1]["messages"][-1]["content"])["error"]
     assert err["type"] == "InvalidArguments"
-    assert err["message"] == "timeout_s must be greater than 0 (got 0)"
+    assert err["message"] == "timeout_s must be at least 0 (got -1)"
+
+
+def test_a_zero_timeout_means_the_default(fake, agent_run):
+    """Small models send `timeout_s: 0` for "no particular limit": the call runs under the default."""
+    fake.add(reply(calls=[("bash", {"command": "echo ran", "timeout_s": 0})]), reply("ok"))
+    r = agent_run("--approve", "bash:shell:echo *", "task.md")
+    ended_with(r, 0, "success")
+    assert fake.requests[1]["messages"][-1]["content"].startswith("ran")
 
 
 @pytest.mark.parametrize("stream", [False, True])
