@@ -229,10 +229,12 @@ class Delegation:
             return ToolOutput(result.answer, details)
         last = next((m.get("content") for m in reversed(messages) if m.get("role") == "assistant"
                      and m.get("content")), None)
-        raise ToolError("SubagentFailed", f"the subagent {record['name']} ({record['id']}) stopped before it "
-                        f"finished: {reason}. Decide what to do: try again with a narrower prompt, do it yourself, "
-                        "or report it", status=status, **details,
-                        **({"last_message": short(str(last), 2000)} if last else {}))
+        # The model reads this: the child is named by its profile (what `agent` takes), and its id in the run's
+        # log is `child`, not `agent` — a small model copied "a1" into the next call's `agent` argument.
+        shown = {"child": record["id"], **{k: v for k, v in details.items() if k != "agent"}}
+        raise ToolError("SubagentFailed", f"the subagent {record['name']} stopped before it finished: {reason}. "
+                        "Decide what to do: try again with a narrower prompt, do it yourself, or report it",
+                        status=status, **shown, **({"last_message": short(str(last), 2000)} if last else {}))
 
     def _model_for(self, profile: Profile) -> tuple[str, str | None]:
         """The child's model: the profile's when it may choose one, else its parent's run model."""

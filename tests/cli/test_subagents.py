@@ -187,7 +187,8 @@ def test_a_child_in_a_doom_loop_returns_an_error_and_the_run_goes_on(fake, works
     r = agent_run("--policy", _policy(workspace), "task.md")
     assert r.code == 0, r.stderr
     error = json.loads(_tool_result(r, None, "task")["content"])["error"]
-    assert error["type"] == "SubagentFailed" and error["status"] == "doom_loop" and error["agent"] == "a1"
+    assert error["type"] == "SubagentFailed" and error["status"] == "doom_loop" and error["child"] == "a1"
+    assert "agent" not in error and "(a1)" not in error["message"]  # a model copied "a1" into `agent`
     assert r.of_type("subagent_finished")[0]["status"] == "doom_loop"
     assert {a["id"]: a["status"] for a in r.summary["agents"]}["a1"] == "doom_loop"
 
