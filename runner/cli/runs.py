@@ -12,7 +12,8 @@ import click
 
 from runner.core.events import MAIN, call_ref
 from runner.core.outcome import EXIT_CODES, Status
-from runner.record.rundir import default_runs_dir, iter_events
+from runner.record.jsonl import iter_events
+from runner.record.rundir import default_runs_dir
 from runner.report.transcript import transcript_of
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]

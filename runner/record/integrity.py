@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.jsonutil import canonical
+from runner.record.jsonl import iter_events
 
 GENESIS = "0" * 64
 SEALED_FILES = ("task.md", "policy.json", "changes.patch", "ignored.patch", "tools.json", "workspace.json",
@@ -101,16 +102,11 @@ def check_chain(path: Path, key: bytes | None = None, links: bool = True) -> str
 def recorded_claim(path: Path) -> tuple[str | None, bool]:
     """The run's own `run_started`: the key id its chain is under (None: a plain chain), and whether the run
     claims it keyed (a key id, and its commands sandboxed)."""
-    with path.open("r", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and record.get("type") == "run_started" and record.get("agent") is None:
-                kid = record.get("audit_key_id")
-                kid = kid if isinstance(kid, str) else None
-                return kid, kid is not None and bool((record.get("sandbox") or {}).get("active"))
+    for record in iter_events(path):
+        if record.get("type") == "run_started" and record.get("agent") is None:
+            kid = record.get("audit_key_id")
+            kid = kid if isinstance(kid, str) else None
+            return kid, kid is not None and bool((record.get("sandbox") or {}).get("active"))
     return None, False
 
 

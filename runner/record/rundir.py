@@ -9,7 +9,6 @@ import datetime as dt
 import json
 import os
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -134,21 +133,6 @@ class EventLog:
 
 class LogBroken(Failed):
     """The events log cannot be written (a full disk): the run ends `failed` with this reason."""
-
-
-def iter_events(path: Path) -> Iterator[dict[str, Any]]:
-    """events.jsonl streamed line by line, never loaded whole; a line that is not a JSON object
-    (a run killed mid-write) is skipped. Nothing when the file does not exist."""
-    if not path.is_file():
-        return
-    with path.open("r", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                yield record
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

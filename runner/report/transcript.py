@@ -2,7 +2,7 @@
 with its decision and the rule that decided it, the output, warnings, compaction points), then the
 final answer, the check's output, the denials with their commands, usage and cost.
 
-`render` is a pure function of the events (runner.record.rundir.iter_events), summary.json and the task
+`render` is a pure function of the events (runner.record.jsonl.iter_events), summary.json and the task
 text; both sources are masked already, so the transcript is too. Plain Markdown that renders on
 GitHub and reads in a terminal: outputs in fenced blocks whose fence is longer than any backtick
 run inside, cut to OUTPUT_LINES lines (the spill file or the event says where the rest is).
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.events import MAIN, call_ref
-from runner.record.rundir import iter_events
+from runner.record.jsonl import iter_events
 from runner.report.markdown import code_span, fence
 
 OUTPUT_LINES = 40

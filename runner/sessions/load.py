@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,8 @@ from runner.policy.load import load_policy, parse_approval, policy_from_snapshot
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation
 from runner.record.integrity import TamperError, audit_key, verify
-from runner.record.rundir import iter_events, portable, workspace_of
+from runner.record.jsonl import iter_events
+from runner.record.rundir import portable, workspace_of
 from runner.run.assemble import OWN_OUTPUTS, settings_for
 from runner.workspace.state import WorkspaceMismatch, check
 
@@ -58,6 +60,7 @@ class Recorded:
 def load_recorded(run_dir: Path, verb: str, expect_hash: str | None = None, allow_unkeyed: bool = False) -> Recorded:
     """The run at `run_dir`, verified; `verb` names what refuses it (`replay`, `continue it`). With
     AGENT_RUN_AUDIT_KEY set, a run not keyed under that key is refused unless `allow_unkeyed`."""
+    _regular_files(run_dir)
     try:
         sealed = verify(run_dir, expect_hash, audit_key(os.environ), allow_unkeyed,
                         lambda why: print(f"agent-run: warning: {why}", file=sys.stderr))
@@ -75,6 +78,20 @@ def load_recorded(run_dir: Path, verb: str, expect_hash: str | None = None, allo
     except (OSError, ValueError) as exc:
         raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
     return Recorded(run_dir, events, started, summary, sealed is not None, task)
+
+
+def _regular_files(run_dir: Path) -> None:
+    """What is read of a recorded run is a regular file, or absent: a run directory is downloaded or unpacked
+    (untrusted), and a FIFO or device named events.jsonl would hang the read or never end it (exit 2 instead)."""
+    for name in ("events.jsonl", "summary.json", "task.md", "policy.json", "tools.json"):
+        try:
+            mode = (run_dir / name).stat().st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"{run_dir}/{name}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"{run_dir}/{name} is not a regular file")
 
 
 def choose_workspace(given: str | None, run: Recorded) -> Path:

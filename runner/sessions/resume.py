@@ -28,7 +28,8 @@ from runner.engine.recorder import Recording, RunOutcome, early_failure, record
 from runner.mcp.setup import recorded_mcp_configs
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
-from runner.record.rundir import default_runs_dir, iter_events, portable
+from runner.record.jsonl import iter_events
+from runner.record.rundir import default_runs_dir, portable
 from runner.run.assemble import RunOptions, drive, prepare
 from runner.run.task import parse_task
 from runner.sessions.load import (

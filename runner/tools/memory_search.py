@@ -10,7 +10,7 @@ from typing import Any
 
 from runner.policy.model import Target
 from runner.policy.targets import path_target
-from runner.record.rundir import iter_events
+from runner.record.jsonl import iter_events
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 DEFAULT_LIMIT = 10

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 from runner.record.integrity import GENESIS, line_hash, seal
@@ -109,3 +110,16 @@ def test_resume_records_where_a_masked_secret_breaks_the_prompt_cache(fake, work
     assert resumed.code == 0, resumed.stderr
     assert resumed.summary["prompt_cache_break"]["message_index"] == 2  # system, task, the call echoing it
     assert "[REDACTED:" in json.dumps(fake.requests[-1]["messages"][2])
+
+
+def test_a_fifo_in_a_recorded_run_is_refused_not_waited_on(fake, workspace, agent_run):
+    """A downloaded run directory is untrusted: a FIFO named summary.json would hang the read (exit 2)."""
+    fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("needs approval"))
+    first = agent_run("task.md")
+    assert first.code == 3
+    (first.run_dir / "summary.json").unlink()
+    os.mkfifo(first.run_dir / "summary.json")
+    for argv in (("replay", str(first.run_dir), "--approve", "--policy", "default"),
+                 ("resume", str(first.run_dir))):
+        r = agent_run(*argv)
+        assert r.code == 2 and "is not a regular file" in r.stderr, (argv, r.stderr)

@@ -8,48 +8,22 @@ import json
 import re
 import shlex
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from bench.bench_policy import policy_text
 from tests.fakes.openai_server import reply
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.server.paths.append(self.path)
-        url = urlsplit(self.path)
-        if url.path == "/open":  # /open?to=URL redirects there
-            self.send_response(302)
-            self.send_header("location", parse_qs(url.query)["to"][0])
-            self.send_header("content-length", "0")
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("content-type", "text/plain")
-        self.send_header("content-length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args: object) -> None:
-        pass
+from tests.fakes.site import loopback_site
 
 
 @pytest.fixture
 def site() -> Iterator[ThreadingHTTPServer]:
     """A loopback HTTP server that records every request path."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    server.paths = []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with loopback_site(b"ok") as server:
+        yield server
 
 
 def write_policy(workspace: Path, rules: list[dict[str, str]], *, private: bool = True) -> str:

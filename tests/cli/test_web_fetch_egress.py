@@ -11,47 +11,20 @@ from __future__ import annotations
 
 import json
 import shlex
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from tests.fakes.openai_server import reply
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.server.paths.append(self.path)
-        url = urlsplit(self.path)
-        if url.path == "/open":  # /open?to=URL redirects there
-            self.send_response(302)
-            self.send_header("location", parse_qs(url.query)["to"][0])
-            self.send_header("content-length", "0")
-            self.end_headers()
-            return
-        body = b"the page body"
-        self.send_response(200)
-        self.send_header("content-type", "text/plain")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+from tests.fakes.site import loopback_site
 
 
 @pytest.fixture
 def site() -> Iterator[ThreadingHTTPServer]:
     """A loopback HTTP server that records every request path."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    server.paths = []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with loopback_site(b"the page body") as server:
+        yield server
 
 
 def _decided(r) -> list[tuple[str, list[tuple[str, str, str]]]]:
