@@ -68,6 +68,11 @@ class RunStarted(Event):
     instructions: list[dict[str, Any]] | None = None
     # AGENT_RUN_AUDIT_KEY's id (first 16 hex of HMAC(key, "agent-run key id")): every `prev` is an HMAC under it
     audit_key_id: str | None = None
+    # resume/fork/replay of a run whose log ended in a torn line: the bytes left out (null: whole tail)
+    torn_tail_bytes: int | None = None
+    # what a continuation must restore, each with its sha256: {mcp_configs: [{path, sha256}],
+    # agents: [{name, path, sha256, trusted}]} (instructions, output schema, skills: `instructions`)
+    inputs: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
