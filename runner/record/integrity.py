@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.jsonutil import canonical
-from runner.record.jsonl import iter_events
+from runner.record.jsonl import iter_events, iter_lines, whole_length
 
 GENESIS = "0" * 64
 SEALED_FILES = ("task.md", "policy.json", "changes.patch", "ignored.patch", "tools.json", "workspace.json",
@@ -80,22 +80,23 @@ def _final(events_head: str, files: dict[str, str]) -> str:
     return hashlib.sha256(canonical({"events_head": events_head, "files": files}).encode("utf-8")).hexdigest()
 
 
-def check_chain(path: Path, key: bytes | None = None, links: bool = True) -> str:
+def check_chain(path: Path, key: bytes | None = None, links: bool = True, end: int | None = None) -> str:
     """The head of an intact chain (HMACs under `key` when given); TamperError naming the first broken line.
-    `links` False: whole JSON lines only (a keyed log without its key, let through by --allow-unkeyed)."""
+    `links` False: whole JSON lines only (a keyed log without its key, let through by --allow-unkeyed).
+    `end`: only the first `end` bytes (the whole lines before a torn tail, record/jsonl.py whole_length)."""
     prev = GENESIS
-    with path.open("r", encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.endswith("\n"):
-                raise TamperError(f"{path}:{n}: the last line is incomplete")
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                raise TamperError(f"{path}:{n}: not a JSON record") from None
-            if not isinstance(record, dict) or (links and record.get("prev") != prev):
-                raise TamperError(f"{path}:{n}: the hash chain is broken here (the record was changed, "
-                                  "removed or inserted)")
-            prev = line_hash(line, key)
+    for n, raw in enumerate(iter_lines(path, end), start=1):
+        if not raw.endswith(b"\n"):
+            raise TamperError(f"{path}:{n}: the last line is incomplete")
+        try:
+            line = raw.decode("utf-8")
+            record = json.loads(line)
+        except ValueError:  # not UTF-8, or not JSON
+            raise TamperError(f"{path}:{n}: not a JSON record") from None
+        if not isinstance(record, dict) or (links and record.get("prev") != prev):
+            raise TamperError(f"{path}:{n}: the hash chain is broken here (the record was changed, "
+                              "removed or inserted)")
+        prev = line_hash(line, key)
     return prev
 
 
@@ -140,7 +141,10 @@ def verify(run_dir: Path, expect: str | None = None, key: bytes | None = None, a
     events = run_dir / "events.jsonl"
     kid, keyed = recorded_claim(events)
     chain_key, links = _chain_key(run_dir, kid, keyed, key, allow_unkeyed, warn)
-    head = check_chain(events, chain_key, links)
+    whole, torn = whole_length(events)
+    # A torn last line is what a kill mid-write leaves: the chain is checked up to it (the caller reads no
+    # further and records how much it left out). A sealed run was not killed: there it is tampering.
+    head = check_chain(events, chain_key, links, end=whole)
     try:
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -148,6 +152,9 @@ def verify(run_dir: Path, expect: str | None = None, key: bytes | None = None, a
     except (OSError, ValueError) as exc:
         raise TamperError(f"{run_dir}/summary.json: unreadable: {exc}") from None
     sealed = (summary or {}).get("integrity") if isinstance(summary, dict) else None
+    if torn and isinstance(sealed, dict):
+        raise TamperError(f"{events}: the last line is incomplete ({torn} bytes after the last whole line), but "
+                          "summary.json seals the log: it was written to after the run ended")
     if not isinstance(sealed, dict):
         if expect is not None:
             raise TamperError(f"{run_dir} was never sealed (no summary.json integrity): cannot match --expect-hash")

@@ -1,9 +1,11 @@
 """A recorded run read back once, for every command that continues one (`resume`, `fork`, `replay`).
 
 The run directory is verified first (runner/record/integrity.py): a sealed run must verify whole, a
-killed one's log must chain up to its last line; a directory an agent could have rewritten is refused
-(exit 2). Its policy snapshot is trusted only when it verifies (sealed, or equal to the hash its
-`run_started` recorded); otherwise the person names the policy with `--policy`. What the new run does
+killed one's log must chain up to its last whole line; a directory an agent could have rewritten is refused
+(exit 2). A killed run's torn last line (a kill mid-write) is left out: the continuation goes on from the
+last whole line, records the bytes left out (`run_started.torn_tail_bytes`) and says so (`note_torn_tail`).
+Its policy snapshot is trusted only when it verifies (sealed, or equal to the hash its `run_started`
+recorded); otherwise the person names the policy with `--policy`. What the new run does
 with it is assembled by runner/run/assemble.py like any other run.
 """
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.core.events import RunWarning
 from runner.core.jsonutil import file_sha256
 from runner.core.outcome import UsageError
 from runner.engine.recorder import Recording
@@ -27,7 +30,7 @@ from runner.policy.load import load_policy, parse_approval, policy_from_snapshot
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation
 from runner.record.integrity import TamperError, audit_key, verify
-from runner.record.jsonl import iter_events
+from runner.record.jsonl import iter_events, whole_length
 from runner.record.rundir import portable, workspace_of
 from runner.run.assemble import OWN_OUTPUTS, settings_for
 from runner.workspace.state import WorkspaceMismatch, check
@@ -41,6 +44,7 @@ class Recorded:
     summary: dict[str, Any] | None  # None: killed before its summary
     sealed: bool
     task: str  # task.md as the run wrote it
+    torn_tail_bytes: int | None = None  # a killed run's torn last line, left out (None: the log ended whole)
 
     @property
     def status(self) -> str:
@@ -68,7 +72,8 @@ def load_recorded(run_dir: Path, verb: str, expect_hash: str | None = None, allo
         raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
     except TamperError as exc:
         raise UsageError(f"refusing to {verb}: {exc}") from None
-    events = list(iter_events(run_dir / "events.jsonl"))
+    whole, torn = whole_length(run_dir / "events.jsonl")  # verified: a torn tail only on a run never sealed
+    events = list(iter_events(run_dir / "events.jsonl", end=whole))
     started = next((e for e in events if e.get("type") == "run_started" and e.get("agent") is None), None)
     if started is None:
         raise UsageError(f"{run_dir}: the run never started (no run_started event)")
@@ -77,7 +82,7 @@ def load_recorded(run_dir: Path, verb: str, expect_hash: str | None = None, allo
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")) if sealed is not None else None
     except (OSError, ValueError) as exc:
         raise UsageError(f"{run_dir} is not a complete run directory: {exc}") from None
-    return Recorded(run_dir, events, started, summary, sealed is not None, task)
+    return Recorded(run_dir, events, started, summary, sealed is not None, task, torn or None)
 
 
 def _regular_files(run_dir: Path) -> None:
@@ -182,6 +187,16 @@ def _warn_if_changed(snapshot: Policy, workspace: Path) -> None:
 def recorded_settings(run: Recorded, policy: Policy, cli: dict[str, Any], env_files: tuple[Path, ...]) -> Settings:
     """A continued run's settings: the flags given now, over the policy's, with the run's model by default."""
     return settings_for(cli, env_files, {**policy_layer(policy.sections), "model": run.started.get("model")})
+
+
+def note_torn_tail(rec: Recording, run: Recorded) -> None:
+    """A `warning` event (code torn_tail) and a line on stderr when the run's log ended in a torn line, which
+    the continuation left out (the original run is never modified)."""
+    if run.torn_tail_bytes:
+        message = (f"{run.run_dir.name}/events.jsonl ended in an incomplete line ({run.torn_tail_bytes} bytes, "
+                   "a kill mid-write); going on from its last complete line")
+        print(f"agent-run: warning: {message}", file=sys.stderr)
+        rec.emit(RunWarning(code="torn_tail", message=message))
 
 
 def note_cache_break(rec: Recording, conversation: Conversation) -> None:

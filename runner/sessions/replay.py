@@ -33,6 +33,7 @@ from runner.sessions.load import (
     checked_workspace,
     load_recorded,
     note_cache_break,
+    note_torn_tail,
     recorded_policy,
     recorded_settings,
 )
@@ -160,7 +161,9 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     agent = prepare(rec, opts, load_env_files([]), task, policy, settings, run.run_dir / "task.md", tools=tools,
                     child_prompt=without_output_schema(system_prompt_of(run.run_dir, run.events) or "") or None,
                     profile_dirs=recorded_dirs(run.summary, rec.home or rec.workspace), rerun=[],
-                    needs_model=resume, replay_of=run.started["run_id"], approved_calls=refs)
+                    needs_model=resume, replay_of=run.started["run_id"], approved_calls=refs,
+                    torn_tail_bytes=run.torn_tail_bytes)
+    note_torn_tail(rec, run)
     outcomes, results = _execute(rec, agent, chosen)
     if not resume:
         failed = [r for r in outcomes if not r["ok"]]

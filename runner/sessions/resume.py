@@ -37,6 +37,7 @@ from runner.sessions.load import (
     checked_workspace,
     load_recorded,
     note_cache_break,
+    note_torn_tail,
     recorded_policy,
     recorded_settings,
 )
@@ -116,7 +117,9 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversat
         skills = discover(rec.workspace, opts.run.skills)[0]
     agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
                     readable=lineage(source), skills=skills, resumed_from=origin,
-                    child_prompt=without_output_schema(system_text(conversation.messages) or "") or None)
+                    child_prompt=without_output_schema(system_text(conversation.messages) or "") or None,
+                    torn_tail_bytes=source.torn_tail_bytes)
+    note_torn_tail(rec, source)
     _append_continuation(source.run_dir, rec, origin)
     todo = agent.env.registry.get("todo")
     if todo is not None:  # the plan goes on with the conversation
