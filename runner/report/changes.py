@@ -96,7 +96,9 @@ class ChangeTracker:
     def _git_patch(self) -> tuple[str, list[str]]:
         assert self.base is not None
         spec = ("--", ".", ":(exclude).agent-run")
-        flags = ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
+        # --relative: in a workspace below its repository's top (a monorepo package), names from the workspace, as
+        # `ls-files` already gives them and as workspace.json and a resume's `git apply` expect
+        flags = ("--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "--relative")
         diff = self._git("diff", "--binary", *flags, self.base, *spec).stdout
         names = self._git("diff", "--name-only", *flags, self.base, *spec).stdout
         changed = [n for n in names.splitlines() if n]

@@ -26,6 +26,9 @@ from runner.report.step_summary import MAX_TURNS_CHARS, SUMMARY_LIMIT, sandbox_t
 MAX_DENIAL_ANNOTATIONS = 10
 # A job's outputs are capped at 1 MB in total; summary-json gets at most this much.
 MAX_SUMMARY_JSON_BYTES = 512 * 1024
+# ... and `output` (a structured answer) at most this much: with summary-json and the small values, under 1 MB.
+# A larger output is left empty (a cut JSON value would be a wrong one) and an annotation says where it is.
+MAX_OUTPUT_BYTES = 384 * 1024
 MIN_MASK_LENGTH = 4
 
 _ERROR_TITLES = {
@@ -116,6 +119,12 @@ def annotations(summary: Mapping[str, Any], warnings: Iterable[str] = ()) -> lis
             more += f"\nApprove them all: {summary['replay']}"
         lines.append(command("error", more, title="agent-run: more denials"))
 
+    output = _output_json(summary)
+    if output is not None and len(output.encode()) > MAX_OUTPUT_BYTES:
+        lines.append(command("warning", f"The structured output is {len(output.encode()):,} bytes, over the "
+                             f"{MAX_OUTPUT_BYTES:,} a step output may take here (a job's outputs share 1 MB): the "
+                             "output `output` is empty; the value is output.json in the run directory.",
+                             title="agent-run: output too large for a step output"))
     status = str(summary.get("status", ""))
     if status in _ERROR_TITLES:
         lines.append(command("error", _ending(summary), title=_ERROR_TITLES[status]))
@@ -174,8 +183,17 @@ def output_values(summary: Mapping[str, Any]) -> dict[str, str]:
         "sandbox": sandbox_text(summary.get("sandbox")),
         "events-sha256": str((summary.get("integrity") or {}).get("sha256") or ""),
         "summary-json": compact_summary_json(summary),
-        "output": json.dumps(summary["output"], ensure_ascii=False) if summary.get("output") is not None else "",
+        "output": _output_value(summary),
     }
+
+
+def _output_value(summary: Mapping[str, Any]) -> str:
+    text = _output_json(summary)
+    return text if text is not None and len(text.encode()) <= MAX_OUTPUT_BYTES else ""
+
+
+def _output_json(summary: Mapping[str, Any]) -> str | None:
+    return json.dumps(summary["output"], ensure_ascii=False) if summary.get("output") is not None else None
 
 
 def compact_summary_json(summary: Mapping[str, Any], limit: int = MAX_SUMMARY_JSON_BYTES) -> str:
@@ -192,6 +210,9 @@ def compact_summary_json(summary: Mapping[str, Any], limit: int = MAX_SUMMARY_JS
     if isinstance(data.get("answer"), str) and len(data["answer"]) > 1000:
         data["answer"] = data["answer"][:1000]
         data["answer_truncated"] = True
+    if data.get("output") is not None and len(dump({"output": data["output"]}).encode()) > limit // 2:
+        data["output"] = None  # the `output` output and output.json have it (or say where it is)
+        data["output_omitted"] = True
     denials = list(summary.get("denials") or [])
     keep = len(denials)
     while True:

@@ -85,3 +85,24 @@ def test_deeply_nested_arguments_are_an_error_the_model_can_act_on(fake, workspa
     r = agent_run("task.md")
     assert r.code == 0, r.stderr
     assert json.loads(r.of_type("tool_result")[0]["content"])["error"]["type"] == "InvalidArguments"
+
+
+def test_a_large_output_keeps_the_job_outputs_under_githubs_limit(fake, workspace, agent_run, tmp_path):
+    """A job's outputs share 1 MB: a 1.1 MB structured answer must not push $GITHUB_OUTPUT over it (with
+    `summary-json` beside it, which carried the output a second time). The output is left empty rather
+    than cut into invalid JSON, and an annotation says where the value is."""
+    from tests.cli.test_batch_github import github_outputs
+
+    big = {"verdict": "pass", "files": ["f" * 1000 + str(i) for i in range(1100)]}
+    fake.add(reply(json.dumps(big)))
+    output = tmp_path / "github-output"
+    r = agent_run("--output-schema", _schema(workspace), "task.md",
+                  env={"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(output)})
+    assert r.code == 0, r.stderr
+    assert r.summary["output"] == big and json.loads((r.run_dir / "output.json").read_text()) == big
+    assert output.stat().st_size < 1_000_000
+    values = github_outputs(output)
+    assert values["output"] == ""
+    compact = json.loads(values["summary-json"])
+    assert compact["status"] == "success" and compact["output_omitted"] is True and compact["output"] is None
+    assert "::warning title=agent-run%3A output too large for a step output::" in r.stderr, r.stderr
