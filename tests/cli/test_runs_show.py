@@ -1,0 +1,122 @@
+"""`runs show` in bounded memory: a log of big events (a `write` of a big file each turn) is shown as text
+and as --json without holding the log, measured in a fresh process (the peak RSS of each child)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import clean_env
+
+HANG_S = 120  # a hang bound only: the two views take a second or two
+# A child that has imported the CLI is ~25 MiB; showing the log costs it a few more. The old code held every
+# call's arguments (text: 25 + 56 MiB) or several copies of them (--json: ~230 MiB). The 286 MB log of the
+# issue is bench/bench_runs_show.py's (under 100 MiB both ways); a smaller one shows the growth as well.
+PEAK_MIB = 64
+EVENTS, ARG_MIB = 56, 1
+
+# One fresh interpreter imports the CLI once, then forks a child per view, each with its stdout on a file;
+# os.wait4 gives each child's own peak RSS.
+_PEAK = """
+import json, os, resource, signal, sys, time
+from runner.cli.main import main
+out = []
+for argv, stdout in json.loads(sys.argv[1]):
+    pid = os.fork()
+    if pid == 0:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # keep the machine safe if it regresses
+        fd = os.open(stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(fd, 1)
+        try:
+            main(argv)
+        except SystemExit as exc:
+            os._exit(exc.code if isinstance(exc.code, int) else 1)
+        os._exit(0)
+    end = time.monotonic() + float(sys.argv[2])
+    while (done := os.wait4(pid, os.WNOHANG))[0] == 0 and time.monotonic() < end:
+        time.sleep(0.02)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        done = os.wait4(pid, 0)
+    out.append({"code": os.waitstatus_to_exitcode(done[1]), "peak_kib": done[2].ru_maxrss})
+print(json.dumps(out))
+"""
+
+
+def _big_run(run_dir: Path) -> int:
+    """A run directory (summary.json, events.jsonl) whose every turn writes ARG_MIB MiB: written streamed,
+    the one big string reused. Returns the log's size."""
+    run_dir.mkdir(parents=True)
+    big = "x" * (ARG_MIB << 20)
+    seq = 0
+
+    def line(kind: str, **fields: object) -> str:
+        nonlocal seq
+        seq += 1
+        return json.dumps({"seq": seq, "ts": "2026-01-01T00:00:00Z", "run_id": run_dir.name, "type": kind, **fields})
+
+    with (run_dir / "events.jsonl").open("w", encoding="utf-8") as f:
+        f.write(line("run_started", model="m", policy="default") + "\n")
+        for turn in range(1, EVENTS + 1):
+            call = f"call_{turn}_0"
+            f.write(line("model_request", turn=turn, message_count=2 * turn, estimated_tokens=100) + "\n")
+            f.write(line("model_response", turn=turn, usage={"prompt_tokens": 10, "completion_tokens": 5}) + "\n")
+            f.write(line("tool_call", turn=turn, call_id=call, tool="write")[:-1]
+                    + ', "arguments": "{\\"path\\": \\"big.txt\\", \\"content\\": \\"')
+            f.write(big)
+            f.write('\\"}"}\n')
+            f.write(line("permission_decision", call_id=call, tool="write", decision="allow",
+                         policy_decision="allow") + "\n")
+            f.write(line("tool_result", call_id=call, tool="write", ok=True, error_type=None, bytes=20,
+                         content="wrote big.txt") + "\n")
+        f.write(line("run_finished", status="success", exit_code=0) + "\n")
+    summary = {"run_id": run_dir.name, "status": "success", "exit_code": 0, "turns": EVENTS, "tool_calls": EVENTS,
+               "usage": {"prompt_tokens": 10 * EVENTS, "completion_tokens": 5 * EVENTS}, "denials": []}
+    (run_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    return (run_dir / "events.jsonl").stat().st_size
+
+
+def test_runs_show_of_a_big_log_stays_in_bounded_memory(tmp_path):
+    run_dir = tmp_path / "runs" / "20260101T000000000000Z-big000"
+    assert _big_run(run_dir) > EVENTS * ARG_MIB << 20
+    text, as_json = tmp_path / "show.txt", tmp_path / "show.json"
+    views = [(["runs", "show", str(run_dir)], str(text)), (["runs", "show", "--json", str(run_dir)], str(as_json))]
+    proc = subprocess.run([sys.executable, "-c", _PEAK, json.dumps(views), str(HANG_S)], capture_output=True,
+                          text=True, env=clean_env(), timeout=3 * HANG_S)
+    got = json.loads(proc.stdout)
+    assert [g["code"] for g in got] == [0, 0], proc.stderr
+    assert all(g["peak_kib"] < PEAK_MIB * 1024 for g in got), got
+
+    lines = text.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "run 20260101T000000000000Z-big000: success (exit 0)"
+    calls = lines[lines.index(f"tool calls ({EVENTS})") + 2:]
+    assert len(calls) == EVENTS and calls[0].split()[:3] == ["1", "write", "path=big.txt"]
+    assert calls[0].split()[3].endswith("…")  # the arguments cut at 60 characters
+
+    data = json.loads(as_json.read_bytes())  # one JSON document, the same shape as before
+    assert sorted(data) == ["compactions", "continued_by", "denials", "requests", "run_dir", "summary", "tool_calls"]
+    assert data["summary"]["status"] == "success" and len(data["requests"]) == EVENTS
+    first = data["tool_calls"][0]
+    assert (first["tool"], first["decision"], first["outcome"], first["bytes"]) == ("write", "allow", "ok", 20)
+    assert json.loads(first["arguments"]) == {"path": "big.txt", "content": "x" * (ARG_MIB << 20)}
+    assert len(data["tool_calls"]) == EVENTS
+
+
+def test_runs_show_json_is_unchanged_for_a_small_run(tmp_path):
+    """Written item by item, --json is still what json.dumps(indent=2, sort_keys=True) printed."""
+    from runner.cli.runs_read import Spool, account, overview
+    from runner.cli.runs_show import write_json
+
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    events = [{"seq": 1, "type": "run_started", "model": "m"},
+              {"seq": 2, "type": "tool_call", "turn": 1, "call_id": "c", "tool": "read", "arguments": "{}"},
+              {"seq": 3, "type": "compaction", "turn": 1, "stage": "hard_clear", "cleared": {"read": 1}}]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    spool = Spool()
+    data = account(run_dir, overview(run_dir), spool)
+    with (tmp_path / "out").open("wb") as f:
+        write_json(data, spool, f)
+    assert (tmp_path / "out").read_text() == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
