@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +35,8 @@ from typing import Any
 import click
 
 from runner.cli.output import case_of, secrets_to_mask
-from runner.core.outcome import EXIT_CODES, Status
+from runner.core.outcome import EXIT_CODES, INTERRUPT_SIGNALS, Status
+from runner.record.announce import RUN_DIR_FILE_ENV, read_announced
 from runner.record.rundir import default_runs_dir, write_json
 from runner.report.github import annotations, command, escape_property, mask, outputs_block, stop_commands
 from runner.report.junit import write_junit
@@ -242,7 +244,7 @@ def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[
     # task's, and the step would end with whichever finished last.
     child_env = {k: v for k, v in os.environ.items() if k != "GITHUB_OUTPUT"}
 
-    def run_one(task: str) -> dict[str, Any]:
+    def run_one(task: str, announced: Path) -> dict[str, Any]:
         argv = [*_self_argv(), "run", "--output-format", "json", "-q", *common, task]
         started = time.monotonic()
         with lock:
@@ -250,7 +252,7 @@ def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[
                 return {"status": "not_started", "exit_code": 128 + stopped[0],
                         "reason": f"the batch was stopped by {signal.Signals(stopped[0]).name} first"}
             child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     stdin=subprocess.DEVNULL, env=child_env)
+                                     stdin=subprocess.DEVNULL, env={**child_env, RUN_DIR_FILE_ENV: str(announced)})
             children.add(child)
         out, err = child.communicate()
         with lock:
@@ -260,8 +262,11 @@ def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[
         try:
             summary = json.loads(out)
         except json.JSONDecodeError:
+            said = (err.strip().splitlines() or ["no summary"])[-1]
+            if child.returncode < 0:  # killed (SIGKILL, the OOM killer): its run dir, if any, is named below
+                said = f"killed by {_signal_name(-child.returncode)} before it printed a summary"
             summary = {"status": "usage_error" if code == USAGE_ERROR else "failed", "exit_code": code,
-                       "reason": (err.strip().splitlines() or ["no summary"])[-1]}
+                       "reason": said}
         if not isinstance(summary, dict):
             summary = {"status": "failed", "exit_code": code, "reason": "the run printed no summary object"}
         summary.setdefault("exit_code", code)
@@ -270,15 +275,36 @@ def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[
                            exit_code=code, reason=f"exited {code} after printing a summary with exit code "
                                                   f"{summary['exit_code']}")
         summary.setdefault("duration_s", round(time.monotonic() - started, 3))
+        _add_announced(summary, announced)
         return summary
 
-    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, forward) for s in INTERRUPT_SIGNALS}
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(run_one, tasks))
+        with tempfile.TemporaryDirectory(prefix="agent-run-batch-") as tmp:
+            announced = [Path(tmp, f"task-{i}.run_dir") for i in range(len(tasks))]
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                return list(pool.map(run_one, tasks, announced))
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:  # a real-time signal has no name of its own
+        return f"signal {signum}"
+
+
+def _add_announced(summary: dict[str, Any], announced: Path) -> None:
+    """A task that printed no summary (killed: SIGKILL, the OOM killer) may still have a run directory, which
+    it named in `announced` when it made it (runner/record/announce.py): batch.json names it, so it can be
+    resumed."""
+    if summary.get("run_dir"):
+        return
+    run_dir = read_announced(announced)
+    if run_dir is not None:
+        summary.update(run_dir=run_dir, run_id=Path(run_dir).name)
 
 
 def _entry(task: str, summary: dict[str, Any]) -> dict[str, Any]:

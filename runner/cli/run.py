@@ -108,7 +108,8 @@ def run(task: str, output_schema: str | None, isolate: str | None, **kw: Any) ->
 
     \b
     Exit codes: 0 success, 1 failed, 2 usage/config error, 3 denied,
-    4 doom_loop, 5 budget_exhausted, 6 model_error, 130/143 interrupted.
+    4 doom_loop, 5 budget_exhausted, 6 model_error,
+    130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP).
     """
     opts, fmt = options_from(task, kw, isolate=isolate, output_schema=output_schema)
     outcome, reporter = with_github(lambda: execute(opts))

@@ -33,6 +33,11 @@ EXIT_CODES: dict[Status, int] = {
 }
 
 
+# The signals that interrupt a run (and that `batch` passes on to its tasks): Ctrl-C, a CI cancel or a
+# supervisor's stop, and a closed terminal or a dropped ssh session. Each ends the run recorded, exit 128 + N.
+INTERRUPT_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def exit_code(status: Status, signum: int | None = None) -> int:
     if status is Status.INTERRUPTED:
         return 128 + (signum or signal.SIGINT)

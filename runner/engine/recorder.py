@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.events import Event, RunFinished, RunInterrupted, RunWarning
-from runner.core.outcome import Interrupted, RunEnded, Status, exit_code
+from runner.core.outcome import INTERRUPT_SIGNALS, Interrupted, RunEnded, Status, exit_code
+from runner.record.announce import announce_run_dir
 from runner.record.commands import command
 from runner.record.integrity import AUDIT_KEY_ENV, audit_key, key_id, seal
 from runner.record.lock import Lock, LockHeld, WorkspaceLock, acquire, lock_workspace
@@ -86,7 +87,7 @@ class Recording:
 
 
 class _Signals:
-    """First SIGINT/SIGTERM raises Interrupted where the main thread is; a second
+    """First SIGINT/SIGTERM/SIGHUP raises Interrupted where the main thread is; a second
     exits at once; once cleanup has started, signals wait for it to finish."""
 
     def __init__(self, ctx: ToolContext) -> None:
@@ -96,7 +97,7 @@ class _Signals:
         self._old: dict[int, Any] = {}
 
     def install(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in INTERRUPT_SIGNALS:
             self._old[sig] = signal.signal(sig, self._handle)
 
     def restore(self) -> None:
@@ -162,6 +163,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         own = acquire(run_dir, f"run {run_id}", run_id)
     except (OSError, LockHeld) as exc:
         return early_failure(f"cannot create run directory in {runs_dir}: {exc}")
+    announce_run_dir(run_dir)  # for `agent-run batch`: a task killed from here on is still found
     masker = Masker(os.environ)  # one per run: every surface below writes through it (the audit key too)
     key = audit_key(os.environ)  # keyed from the first line: events may come before the sandbox is known
     log = EventLog(run_dir / "events.jsonl", run_id, sys.stdout if stream_events else None, masker, key)
@@ -212,7 +214,8 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         log.close()
         data = summary.build(status=status.value, exit_code=code, reason=reason,
                              duration_s=time.monotonic() - rec.started, answer=rec.answer)
-        data.update(rec.extra, run_dir=str(run_dir))
+        # `signal`: which one interrupted the run (SIGINT, SIGTERM, SIGHUP), null for every other ending.
+        data.update(rec.extra, run_dir=str(run_dir), signal=signal.Signals(signum).name if signum else None)
         data.update(commands_for(run_dir, home, data, resumable=started[0]))
         for finish in rec.finishers:
             try:
