@@ -22,10 +22,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from runner.core.inputfile import InputRefused, read_input_text
 from runner.policy.jsonc import Located, PolicyError, parse
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
@@ -87,7 +87,9 @@ def load_mcp_config(path: str | os.PathLike[str], environ: Mapping[str, str] | N
     """Read a JSON/JSONC file holding `{"mcpServers": {...}}`. Raises PolicyError (file:line:col) on any problem."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_input_text(path, "--mcp-config")
+    except InputRefused as exc:  # a FIFO, a device, over 16 MiB: never read (it would hang or fill memory)
+        raise PolicyError(source, 1, 1, exc.detail, where=exc.option) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyError(source, 1, 1, f"cannot read MCP config: {exc}", where=source) from None
     located = parse(text, source)

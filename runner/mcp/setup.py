@@ -24,11 +24,12 @@ def mcp_servers(rec: Recording, policy: Policy, given: list[str], environ: dict[
         return {}
     from runner.mcp.runtime import configured  # the MCP SDK only for runs that use it
 
+    servers = configured(policy.sections.get("mcpServers"), policy.path, given, environ)  # first: read as inputs
     if given:
         rec.extra["mcp_configs"] = [portable(Path(p).expanduser(), rec.home or rec.workspace) for p in given]
         # A replay or resume given no --mcp-config starts these again only if unchanged (recorded_mcp_configs).
         rec.extra["mcp_config_sha256"] = [_sha_or_none(Path(p).expanduser()) for p in given]
-    return configured(policy.sections.get("mcpServers"), policy.path, given, environ)
+    return servers
 
 
 def start_mcp(rec: Recording, env: CallEnv, servers: dict[str, Any], environ: dict[str, str],

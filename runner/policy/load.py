@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import jsonschema
 
+from runner.core.inputfile import InputRefused, read_input_text
 from runner.policy.jsonc import Located, PolicyError, parse
 from runner.policy.match import compile_pattern
 from runner.policy.model import DOMAINS, Policy, Rule, snapshot
@@ -82,10 +83,12 @@ def check_policy(spec: str) -> list[PolicyError]:
     first problem of its extends chain."""
     try:
         path = resolve_policy_path(spec)
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, "policy")
         located = parse(text, str(path))
     except PolicyError as exc:
         return [exc]
+    except InputRefused as exc:
+        return [PolicyError(spec, 1, 1, exc.detail, where=exc.option)]
     except (OSError, UnicodeDecodeError) as exc:
         return [PolicyError(spec, 1, 1, f"cannot read policy: {getattr(exc, 'strerror', None) or exc}")]
     if not isinstance(located.value, dict):
@@ -171,13 +174,14 @@ def _dotted(path: tuple[str | int, ...]) -> str:
     return out or "policy"
 
 
-def load_policy(spec: str, approvals: list[str] | None = None) -> Policy:
-    """Load `spec` (shipped name or path) with its extends chain, then `--approve` rules."""
+def load_policy(spec: str, approvals: list[str] | None = None, *, option: str = "--policy") -> Policy:
+    """Load `spec` (shipped name or path) with its extends chain, then `--approve` rules. `option` names
+    where `spec` came from in an error about the file itself (not a regular file, too large)."""
     try:
         path = resolve_policy_path(spec)
     except FileNotFoundError as exc:
         raise PolicyError(spec, 1, 1, str(exc)) from None
-    policy = _load_chain(path, ())
+    policy = _load_chain(path, (), option)
     # The sandbox's network allow-list is a set of `network` allow rules after the file's own,
     # so that `policy explain`, the audit log and the egress proxy decide alike.
     try:
@@ -204,13 +208,15 @@ def parse_approval(text: str, index: int) -> Rule:
     return Rule(domain, compiled, "allow", "--approve", index)
 
 
-def _load_chain(path: Path, seen: tuple[Path, ...]) -> Policy:
+def _load_chain(path: Path, seen: tuple[Path, ...], option: str = "--policy") -> Policy:
     file = str(path)
     if path in seen:
         chain = " -> ".join(str(p) for p in (*seen, path))
         raise PolicyError(file, 1, 1, f"extends cycle: {chain}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path, f"extends in {seen[-1]}" if seen else option)
+    except InputRefused as exc:  # a FIFO, a device, over 16 MiB: never read (it would hang or fill memory)
+        raise PolicyError(file, 1, 1, exc.detail, where=exc.option) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyError(file, 1, 1, f"cannot read policy: {exc}") from None
     located = parse(text, file)
@@ -231,7 +237,7 @@ def _load_chain(path: Path, seen: tuple[Path, ...]) -> Policy:
         if not base_path.is_file():
             line, col = located.position(("extends",))
             raise PolicyError(file, line, col, f"extends: no such file {base_path}")
-        base = _load_chain(base_path, (*seen, path))
+        base = _load_chain(base_path, (*seen, path), option)
 
     own_sections = {k: v for k, v in data.items() if k not in _NOT_SECTIONS}
     own_sections["permission"] = {k: v for k, v in data.get("permission", {}).items() if k != "rules"}

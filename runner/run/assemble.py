@@ -15,6 +15,7 @@ import pydantic
 from runner import __version__
 from runner.context.manager import ContextConfig, ContextManager
 from runner.core.events import ModelRequest, RunStarted, RunWarning
+from runner.core.inputfile import TASK_CAP, read_input_text
 from runner.core.jsonutil import file_sha256, sha256_text
 from runner.core.outcome import Status, UsageError
 from runner.engine.build import context_manager, make_model
@@ -366,14 +367,17 @@ def window_source(settings: Settings, policy: Policy, cli: dict[str, Any]) -> st
 def _read_task(spec: str, run_dir: Path) -> tuple[Task, Path | None]:
     if spec == "-":
         path = None
+        raw = sys.stdin.buffer.read(TASK_CAP + 1)  # a pipe is what stdin is for; its size is capped all the same
+        if len(raw) > TASK_CAP:
+            raise UsageError("the task on stdin is over the 1 MiB limit")
         try:
-            text = sys.stdin.buffer.read().decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise UsageError(f"the task on stdin is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     else:
         path = Path(spec).expanduser().resolve()
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_input_text(path, "task", TASK_CAP)
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read task {spec}: {getattr(exc, 'strerror', None) or exc}") from None
     if not text.strip():
@@ -387,10 +391,11 @@ def _load_policy(opts: RunOptions, files: EnvFiles, from_task: str | None, trust
     only narrows the trusted one (flag, environment, or `default`)."""
     environ = files.environ()
     spec = opts.policy or (from_task if trusted_task else None) or environ.get("AGENT_RUN_POLICY")
+    option = "--policy" if opts.policy else "the task's policy" if spec == from_task else "AGENT_RUN_POLICY"
     try:
-        policy = load_policy(spec or "default", opts.approvals)
+        policy = load_policy(spec or "default", opts.approvals, option=option)
         if from_task and not trusted_task:
-            policy = policy.narrowed(load_policy(from_task))
+            policy = policy.narrowed(load_policy(from_task, option="the task's policy"))
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
     return policy.with_mode(opts.mode) if opts.mode else policy

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.core.inputfile import read_input_text
 from runner.workspace.skills import SkillError, front_matter, parse_allowed
 
 SOURCES = (".agents/agents", ".claude/agents")
@@ -66,7 +67,10 @@ BUILTIN = Profile(GENERAL, "A general-purpose agent for a self-contained subtask
 def load_profile(path: Path, trusted: bool) -> tuple[Profile, list[str]]:
     """The profile in `path`, and warnings (unknown keys, model aliases)."""
     try:
-        meta, body = front_matter(path, "a profile")
+        # A trusted (--agents) profile is the workflow's own file: read as one (symlinks followed, exit 2 for a
+        # FIFO or a device); a repository profile never through a symlink (runner/workspace/repofile.py).
+        text = read_input_text(path, "--agents") if trusted else None
+        meta, body = front_matter(path, "a profile", text)
     except SkillError as exc:
         raise ProfileError(str(exc)) from None
     if not isinstance(meta, dict):
@@ -116,7 +120,7 @@ def discover(workspace: Path, trusted_dirs: list[Path], untrusted_dirs: Sequence
     out = Found(found, [], [])
     for root, trusted in roots:
         for path in sorted(root.glob("*.md")) if root.is_dir() else []:
-            if path.is_symlink() or (not trusted and not path.resolve().is_relative_to(workspace.resolve())):
+            if not trusted and (path.is_symlink() or not path.resolve().is_relative_to(workspace.resolve())):
                 continue  # a repository profile must not reach outside the workspace
             try:
                 profile, notes = load_profile(path, trusted)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.core.inputfile import read_input
 from runner.workspace.git import find_repo
 from runner.workspace.prompt import SYSTEM_PROMPT
 from runner.workspace.repofile import read_capped
@@ -68,7 +69,7 @@ def gather(workspace: Path, files: list[str], append: list[str]) -> Instructions
     for spec in files:
         path = Path(spec).expanduser()
         try:
-            raw = path.read_bytes()
+            raw = read_input(path, "--instructions")
         except OSError as exc:
             raise InstructionsError(f"cannot read --instructions {spec}: {exc.strerror or exc}") from None
         out.add_trusted(path.name, _text(raw, spec), str(path), source="--instructions", raw=raw)

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from runner.core.inputfile import read_input_text
 from runner.core.jsonutil import MISSING, json_pointer
 from runner.core.outcome import Failed, UsageError
 
@@ -29,7 +30,7 @@ class OutputSchema:
         import jsonschema  # only runs that ask for it
 
         try:
-            self.text = Path(path).expanduser().read_text(encoding="utf-8")
+            self.text = read_input_text(Path(path).expanduser(), "--output-schema")
             self.schema = json.loads(self.text)
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read --output-schema {path}: {getattr(exc, 'strerror', None) or exc}") from None

@@ -105,13 +105,15 @@ def parse_allowed(value: Any, where: str) -> tuple[tuple[str, str | None], ...] 
     return tuple(out)
 
 
-def front_matter(path: Path, what: str) -> tuple[Any, str]:
+def front_matter(path: Path, what: str, text: str | None = None) -> tuple[Any, str]:
     """A Markdown file's YAML front matter (parsed, not yet checked) and its body; SkillError when there is
-    none or it is not YAML. `what` names the file in the message (SKILL.md, a profile)."""
-    raw, size, _ = read_capped(path, MAX_FILE_BYTES, digest=False)  # a FIFO or a symlink: OSError, never a blocked read
-    if size > MAX_FILE_BYTES:
-        raise SkillError(f"{path}: {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for {what}")
-    text = raw.decode("utf-8")
+    none or it is not YAML. `what` names the file in the message (SKILL.md, a profile). `text`: the file
+    already read by the caller (a trusted file, runner/core/inputfile.py)."""
+    if text is None:
+        raw, size, _ = read_capped(path, MAX_FILE_BYTES, digest=False)  # a FIFO or a symlink: OSError, never blocks
+        if size > MAX_FILE_BYTES:
+            raise SkillError(f"{path}: {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for {what}")
+        text = raw.decode("utf-8")
     if not text.startswith("---"):
         raise SkillError(f"{path}: {what} must start with YAML front matter (name, description)")
     _, header, body = [*text.split("---", 2), "", ""][:3]

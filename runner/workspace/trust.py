@@ -12,6 +12,7 @@ budget, or replace the policy.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 
 from dotenv import dotenv_values
 
+from runner.core.inputfile import read_input_text
 from runner.core.outcome import UsageError
 from runner.workspace.git import find_repo
 
@@ -43,10 +45,10 @@ def load_env_files(raw: list[str] | tuple[str, ...]) -> EnvFiles:
     paths, values = [], {}
     for spec in raw:
         path = Path(spec).expanduser().resolve()
-        if not path.is_file():
+        if not path.exists():
             raise UsageError(f"--env-file {spec}: no such file")
-        try:
-            found = dotenv_values(path)
+        try:  # a regular file of at most 16 MiB (runner/core/inputfile.py), else exit 2 naming --env-file
+            found = dotenv_values(stream=io.StringIO(read_input_text(path, "--env-file")))
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--env-file {spec}: cannot read: {exc}") from None
         values.update({k: v for k, v in found.items() if v is not None})
