@@ -19,6 +19,7 @@ from typing import Any
 from runner.core.events import MAIN, call_ref
 from runner.record.jsonl import iter_events
 from runner.report.markdown import code_span, fence
+from runner.report.summary_file import read_summary
 
 OUTPUT_LINES = 40
 CHECK_TAIL_LINES = 60
@@ -329,11 +330,8 @@ def _cost(cost: Any) -> str:
 
 def transcript_of(run_dir: Path, summary: Mapping[str, Any] | None = None) -> str:
     """The transcript of a run directory, from its events, summary.json (or `summary`) and task.md."""
-    if summary is None:
-        try:
-            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            summary = {}
+    if summary is None:  # a wrong-typed field is absent (a summary.json edited, truncated, or of another version)
+        summary = read_summary(run_dir) or {}
     try:
         task = (run_dir / "task.md").read_text(encoding="utf-8", errors="replace")
     except OSError:
