@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.events import Event, RunFinished, RunInterrupted, RunWarning
-from runner.core.outcome import INTERRUPT_SIGNALS, Interrupted, RunEnded, Status, exit_code
+from runner.core.outcome import INTERRUPT_SIGNALS, Interrupted, RunEnded, Status, UsageError, exit_code
 from runner.record.announce import announce_run_dir
 from runner.record.commands import command
 from runner.record.integrity import AUDIT_KEY_ENV, audit_key, key_id, seal
-from runner.record.lock import Lock, LockHeld, WorkspaceLock, acquire, lock_workspace
+from runner.record.lock import Lock, LockHeld, LockUnusable, WorkspaceLock, acquire, lock_workspace
 from runner.record.mask import Masker
 from runner.record.rundir import EventLog, LogBroken, create_run_dir, portable, write_atomic, write_json
 from runner.report.progress import Progress
@@ -122,38 +122,69 @@ def early_failure(reason: str) -> RunOutcome:
     return RunOutcome(code, {"status": Status.USAGE_ERROR.value, "exit_code": code, "reason": reason}, None)
 
 
+@dataclass
+class Held:
+    """The locks a run holds besides its own directory's, taken before anything else is done: a resume takes
+    them before it checks (or changes) the workspace, so a second resume cannot get that far."""
+
+    locks: list[Lock | WorkspaceLock] = field(default_factory=list)
+    takeover: dict[str, Any] | None = None  # the dead holder's record, when the continued run's lock was left
+
+    def release(self) -> None:
+        for lock in self.locks:
+            lock.release()
+        self.locks.clear()
+
+
+def hold_workspace(held: Held, workspace: Path, runs_dir: Path) -> None:
+    """The workspace's lock (one run at a time; what --shared-workspace waives), or UsageError naming the holder."""
+    try:
+        held.locks.append(lock_workspace(workspace, runs_dir))
+    except LockHeld as exc:
+        raise UsageError(f"{exc}; wait for it, or pass --shared-workspace to run beside it (each run then sees "
+                         "the other's changes)") from None
+    except OSError as exc:  # never run on unlocked: a second run could then share it unknowingly
+        raise UsageError(f"cannot lock the workspace {workspace}: {exc.strerror or exc}") from None
+
+
+def hold_continued(held: Held, run_dir: Path) -> None:
+    """The lock of the run a resume, fork or replay continues (always taken, --shared-workspace or not), or
+    UsageError: held by a live process, or a `.lock` that is not a lock file (runner/record/lock.py)."""
+    try:
+        lock = acquire(run_dir, f"run {run_dir.name}")
+    except LockHeld as exc:
+        raise UsageError(f"{exc}; wait for it to finish") from None
+    except LockUnusable as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:  # a run directory on a read-only mount (an unpacked artifact): nobody can write it
+        print(f"agent-run: warning: cannot lock {run_dir} (read-only): {exc.strerror or exc}", file=sys.stderr)
+        return
+    held.locks.append(lock)
+    held.takeover = lock.taken_over
+
+
 def record(workspace: Path, runs_dir: Path, verbosity: int,
            body: Callable[[Recording], tuple[Status, str | None]], stream_events: bool = False, *,
-           shared_workspace: bool = False, continues: Path | None = None, home: Path | None = None) -> RunOutcome:
+           shared_workspace: bool = False, continues: Path | None = None, home: Path | None = None,
+           held: Held | None = None) -> RunOutcome:
     """Run `body` in a new run directory. The run holds its directory's lock, the workspace's (unless
     `shared_workspace`) and, for a resume, fork or replay, the lock of the run it `continues`: a refusal
-    (exit 2) names the holder, before anything is created."""
-    locks: list[Lock | WorkspaceLock] = []
-    takeover = None
+    (exit 2) names the holder, before anything is created. `held`: those locks, taken by the caller already
+    (released here)."""
+    if held is None:
+        held = Held()
+        try:
+            if not shared_workspace:
+                hold_workspace(held, workspace, runs_dir)
+            if continues is not None:
+                hold_continued(held, continues)
+        except UsageError as exc:
+            held.release()
+            return early_failure(exc.reason)
     try:
-        if not shared_workspace:
-            locks.append(lock_workspace(workspace, runs_dir))
-    except LockHeld as exc:
-        return early_failure(f"{exc}; wait for it, or pass --shared-workspace to run beside it (each run then sees "
-                             "the other's changes)")
-    except OSError as exc:  # never run on unlocked: a second run could then share it unknowingly
-        return early_failure(f"cannot lock the workspace {workspace}: {exc.strerror or exc}")
-    try:
-        if continues is not None:
-            held = acquire(continues, f"run {continues.name}")
-            locks.append(held)
-            takeover = held.taken_over
-    except LockHeld as exc:
-        for lock in locks:
-            lock.release()
-        return early_failure(f"{exc}; wait for it to finish")
-    except OSError as exc:  # a read-only run directory (an unpacked artifact): continue it unlocked
-        print(f"agent-run: warning: cannot lock {continues}: {exc.strerror or exc}", file=sys.stderr)
-    try:
-        return _record(workspace, runs_dir, verbosity, body, stream_events, takeover, home or workspace)
+        return _record(workspace, runs_dir, verbosity, body, stream_events, held.takeover, home or workspace)
     finally:
-        for lock in locks:
-            lock.release()
+        held.release()
 
 
 def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Recording], tuple[Status, str | None]],
@@ -161,7 +192,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
     try:
         run_id, run_dir = create_run_dir(runs_dir, workspace)
         own = acquire(run_dir, f"run {run_id}", run_id)
-    except (OSError, LockHeld) as exc:
+    except (OSError, LockHeld, LockUnusable) as exc:
         return early_failure(f"cannot create run directory in {runs_dir}: {exc}")
     announce_run_dir(run_dir)  # for `agent-run batch`: a task killed from here on is still found
     masker = Masker(os.environ)  # one per run: every surface below writes through it (the audit key too)

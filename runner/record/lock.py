@@ -5,7 +5,10 @@ of the run they continue, so a run that is still going (or is being resumed alre
 continued twice. The file says who holds it — `{pid, hostname, boot_id, started, run_id}` — and the
 holder keeps an `flock` on it: the kernel drops that the moment the process dies, SIGKILL included,
 so liveness never rests on a pid (which containers reuse). A lock file left by a dead holder is
-taken over, and the takeover is recorded by the caller.
+taken over, and the takeover is recorded by the caller. A `.lock` that is not a regular file (a
+directory, a FIFO, a symlink, left or planted) cannot be held: that refuses the run (LockUnusable)
+rather than letting it go on unlocked beside another, unless the directory is on a read-only mount
+(an unpacked artifact), which no second process can write to either.
 
 A workspace is locked the same way, on the workspace directory itself (no file the agent could
 delete): one run at a time unless `--shared-workspace`; the holder's details are found in the
@@ -27,6 +30,15 @@ from pathlib import Path
 from typing import Any
 
 LOCK_NAME = ".lock"
+
+
+class LockUnusable(Exception):
+    """The lock file cannot be taken although the directory is writable: refuse, never run unlocked."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        self.path = path
+        super().__init__(f"cannot lock {path}: {why}; nothing can then keep a second process out, so nothing was "
+                         "started (remove it if no agent-run process is using the run)")
 
 
 class LockHeld(Exception):
@@ -102,12 +114,28 @@ class Lock:
         self.fd = -1
 
 
+def on_read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def acquire(run_dir: Path, what: str, run_id: str | None = None) -> Lock:
     """Take `run_dir/.lock` or raise LockHeld at once (never waits). Raises OSError when the
-    directory cannot hold a lock file (read-only)."""
+    directory is on a read-only mount (it cannot hold a lock file, and nobody can write it), and
+    LockUnusable when the lock file cannot be opened as one otherwise (not a regular file, no permission)."""
     path = run_dir / LOCK_NAME
     while True:
-        fd = _open_lock(path, os.O_RDWR | os.O_CREAT)
+        try:
+            fd = _open_lock(path, os.O_RDWR | os.O_CREAT)
+        except OSError as exc:
+            if exc.errno == errno.EROFS or on_read_only_mount(run_dir):
+                raise
+            why = "it is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+            if exc.errno in (errno.EISDIR, errno.EINVAL, errno.ENXIO):
+                why = "it is not a regular file"
+            raise LockUnusable(path, why) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

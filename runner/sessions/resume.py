@@ -5,9 +5,11 @@ with the old run's recorded `tools` array, so its first request extends the old 
 byte for byte and the provider's prompt cache holds. Then one user message says why the old run
 stopped (which loop, which budget, which denials; a fork: from which turn) and, if given, the
 person's MESSAGE. Budgets are fresh; the policy is the one given now, by default the old run's own
-snapshot (checked: sealed, or matching the hash its `run_started` recorded). The workspace must be
-in the state the run left it (runner/workspace/state.py). The old run is locked while it is continued
-and is never rewritten: only its append-only `continuations.jsonl` names the runs that continued it.
+snapshot (checked: sealed, or matching the hash its `run_started` recorded; a killed run without a key
+only when it is the job's own policy, runner/sessions/vouch.py). The workspace must be in the state the
+run left it (runner/workspace/state.py). The old run (and the workspace) are locked first, before the
+workspace is checked or changed, while it is continued; the old run is never rewritten: only its
+append-only `continuations.jsonl` names the runs that continued it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from runner.core.events import UserMessage
 from runner.core.jsonutil import canonical
 from runner.core.outcome import Status, UsageError
-from runner.engine.recorder import Recording, RunOutcome, early_failure, record
+from runner.engine.recorder import Held, Recording, RunOutcome, early_failure, hold_continued, hold_workspace, record
 from runner.mcp.setup import recorded_mcp_configs
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
@@ -35,12 +37,14 @@ from runner.run.task import parse_task
 from runner.sessions.load import (
     Recorded,
     checked_workspace,
+    choose_workspace,
     load_recorded,
     note_cache_break,
     note_torn_tail,
     recorded_policy,
     recorded_settings,
 )
+from runner.sessions.vouch import trusted_snapshot
 from runner.workspace.instructions import without_output_schema
 from runner.workspace.output_schema import OutputSchema
 from runner.workspace.output_schema import recorded as recorded_schema
@@ -68,8 +72,21 @@ def execute_continue(opts: ContinueOptions) -> RunOutcome:
     if opts.run.instructions or opts.run.append_system_prompt:  # accepted by the shared options, never applied
         return early_failure(f"{opts.kind} sends the recorded system prompt: --instructions and "
                              "--append-system-prompt apply to a new run only")
+    held = Held()
     try:
-        source = load_recorded(locate(opts), "continue it", allow_unkeyed=opts.allow_unkeyed)
+        return _locked(opts, held)
+    finally:
+        held.release()  # a no-op once record() has released them
+
+
+def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
+    """The locks first — the continued run's (always), then the workspace's (unless --shared-workspace) — and
+    only then the workspace check and --apply-changes: a second resume of the same run, or a run already in
+    the workspace, is refused before it can change or vouch for anything."""
+    try:
+        located = locate(opts)
+        hold_continued(held, located)
+        source = load_recorded(located, "continue it", allow_unkeyed=opts.allow_unkeyed)
         message = read_message(opts.message)
         if opts.kind == "fork" and opts.at is not None:
             done = max((e["turn"] for e in source.own_events if e.get("type") == "model_response"), default=0)
@@ -77,6 +94,11 @@ def execute_continue(opts: ContinueOptions) -> RunOutcome:
                 raise UsageError(f"--at {opts.at}: {source.run_dir.name} has turns 1..{done}")
         conversation = rebuild(source.run_dir, source.events, opts.at)
         tools = recorded_tools(source.run_dir)
+        runs_dir = (Path(opts.run.runs_dir).expanduser().resolve() if opts.run.runs_dir else source.run_dir.parent)
+        chosen = choose_workspace(opts.run.workspace, source)
+        if not opts.run.shared_workspace:
+            hold_workspace(held, chosen, runs_dir)
+        trusted_snapshot(source, opts.run.policy, chosen, opts.run.mode)  # before anything is changed
         workspace = checked_workspace(source, opts.run.workspace, "resume", force=opts.force,
                                       apply=opts.apply_changes)
         policy = recorded_policy(source, opts.run.policy, workspace, approvals=opts.run.approvals,
@@ -88,14 +110,13 @@ def execute_continue(opts: ContinueOptions) -> RunOutcome:
     except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
         return early_failure(f"cannot {opts.kind} {opts.source or 'the last run'}: not a run directory this "
                              f"version can continue ({type(exc).__name__}: {exc})")
-    runs_dir = (Path(opts.run.runs_dir).expanduser().resolve() if opts.run.runs_dir else source.run_dir.parent)
     home = source.home or workspace
 
     def body(rec: Recording) -> tuple[Status, str | None]:
         return _continue(opts, rec, source, conversation, tools, policy, message, home, schema)
 
     return record(workspace, runs_dir, opts.run.verbosity, body, opts.run.stream_events,
-                  shared_workspace=opts.run.shared_workspace, continues=source.run_dir, home=home)
+                  shared_workspace=opts.run.shared_workspace, continues=source.run_dir, home=home, held=held)
 
 
 def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversation: Conversation,
