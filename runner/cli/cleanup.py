@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from runner.core.outcome import EXIT_CODES, Status
+from runner.record.jsonl import iter_events
 from runner.record.rundir import default_runs_dir
+from runner.report.summary_file import read_summary
 from runner.tools.spill import remove_older_than
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -30,18 +33,29 @@ def parse_age(text: str) -> float:
               help="7d, 12h, 30m, 90s, 2w; a bare number is days.")
 @click.option("--spills-only", is_flag=True, help="Keep run directories; remove only old spill files.")
 @click.option("--dry-run", is_flag=True, help="List what would be removed.")
-def cleanup(workspace: str, runs_dir: str | None, older_than: str, spills_only: bool, dry_run: bool) -> None:
+@click.option("--break-lineage", is_flag=True,
+              help="Remove old runs that a kept run was resumed, forked or replayed from too (it can then no "
+                   "longer be replayed or resumed).")
+def cleanup(workspace: str, runs_dir: str | None, older_than: str, spills_only: bool, dry_run: bool,
+            break_lineage: bool) -> None:
     """Remove run directories (and spill files) older than AGE.
 
-    Also removes worktrees (WORKSPACE/.agent-run/worktrees/) older than AGE, but none a running run holds
-    locked, and none reached through a symlink; only what was really removed is listed."""
+    An old run that a kept run was resumed, forked or replayed from (its ancestors, however far back) is kept,
+    each with a line on stderr saying why, unless --break-lineage. Also removes worktrees
+    (WORKSPACE/.agent-run/worktrees/) older than AGE, but none a running run holds locked, and none reached
+    through a symlink; only what was really removed is listed."""
     try:
         age = parse_age(older_than)
     except ValueError as exc:
         click.echo(f"agent-run: {exc}", err=True)
         sys.exit(EXIT_CODES[Status.USAGE_ERROR])
     root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir(Path(workspace).resolve())
-    removed = remove_older_than(root, age, spills_only=spills_only, dry_run=dry_run)
+    kept: dict[Path, str] = {}
+    if not spills_only and not break_lineage:
+        kept = ancestors_kept(root, remove_older_than(root, age, spills_only=False, dry_run=True))
+    for run, child in sorted(kept.items()):
+        click.echo(f"kept {run.name}: ancestor of {child} (--break-lineage removes it)", err=True)
+    removed = remove_older_than(root, age, spills_only=spills_only, dry_run=dry_run, keep_runs=set(kept))
     if not spills_only:
         from runner.workspace.worktree import remove_older_worktrees
 
@@ -50,3 +64,36 @@ def cleanup(workspace: str, runs_dir: str | None, older_than: str, spills_only: 
         click.echo(str(path))
     verb = "would remove" if dry_run else "removed"
     click.echo(f"{verb} {len(removed)} item(s) older than {older_than} in {root}", err=True)
+
+
+def ancestors_kept(root: Path, doomed: list[Path]) -> dict[Path, str]:
+    """Of the run directories about to be removed, those a kept run needs: the runs it was resumed, forked or
+    replayed from (run_started.resumed_from / replay_of), and theirs in turn; each with the id of the run that
+    needs it."""
+    doomed_runs = {p for p in doomed if p.parent == root}
+    runs = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()] if root.is_dir() else []
+    todo = [p for p in runs if p not in doomed_runs]
+    kept: dict[Path, str] = {}
+    while todo:
+        run = todo.pop()
+        for parent in _parents(run):
+            path = root / parent
+            if path in doomed_runs and path not in kept:
+                kept[path] = run.name
+                todo.append(path)
+    return kept
+
+
+def _parents(run: Path) -> set[str]:
+    """The ids of the runs this one went on from, as its run_started records them (else its summary.json)."""
+    started: dict[str, Any] = next(iter_events(run / "events.jsonl"), None) or read_summary(run) or {}
+    if started.get("type") not in (None, "run_started"):
+        started = read_summary(run) or {}
+    found = set()
+    resumed = started.get("resumed_from")
+    if isinstance(resumed, dict) and isinstance(resumed.get("run_id"), str):
+        found.add(resumed["run_id"])
+    if isinstance(started.get("replay_of"), str):
+        found.add(started["replay_of"])
+    # Only a plain directory name in this runs directory: a recorded id is never a path to follow.
+    return {name for name in found if name and "/" not in name and name not in (".", "..")}

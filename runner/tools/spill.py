@@ -14,6 +14,7 @@ import hashlib
 import secrets
 import shutil
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -190,8 +191,10 @@ def keep(outputs_dir: Path, text: str, ttl_days: float | None = None, masker: Ma
     return str(target)
 
 
-def remove_older_than(runs_dir: Path, max_age_s: float, *, spills_only: bool, dry_run: bool = False) -> list[Path]:
-    """Spill files (and, unless spills_only, whole run directories) older than max_age_s."""
+def remove_older_than(runs_dir: Path, max_age_s: float, *, spills_only: bool, dry_run: bool = False,
+                      keep_runs: Collection[Path] = ()) -> list[Path]:
+    """Spill files (and, unless spills_only, whole run directories) older than max_age_s; the run directories
+    in `keep_runs` (a kept run's ancestors: cli/cleanup.py) are left whole."""
     cutoff = time.time() - max_age_s
     removed: list[Path] = []
     if not runs_dir.is_dir():
@@ -199,7 +202,8 @@ def remove_older_than(runs_dir: Path, max_age_s: float, *, spills_only: bool, dr
     from runner.record.lock import is_locked  # cleanup only
 
     for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
-        if is_locked(run) is not None:  # still running (or being resumed): never pulled from under it
+        # Still running (or being resumed): never pulled from under it; in keep_runs: a kept run goes on from it.
+        if is_locked(run) is not None or run in keep_runs:
             continue
         if not spills_only and _mtime(run / "summary.json", run) < cutoff:
             if not dry_run:
