@@ -12,10 +12,10 @@ from tests.conftest import clean_env
 
 HANG_S = 120  # a hang bound only: the two views take a second or two
 # A child that has imported the CLI is ~25 MiB; showing the log costs it a few more. The old code held every
-# call's arguments (text: 25 + 56 MiB) or several copies of them (--json: ~230 MiB). The 286 MB log of the
+# call's arguments (text: 25 + 48 MiB) or several copies of them (--json: ~200 MiB). The 286 MB log of the
 # issue is bench/bench_runs_show.py's (under 100 MiB both ways); a smaller one shows the growth as well.
-PEAK_MIB = 64
-EVENTS, ARG_MIB = 56, 1
+PEAK_MIB = 60
+EVENTS, ARG_MIB = 48, 1
 
 # One fresh interpreter imports the CLI once, then forks a child per view, each with its stdout on a file;
 # os.wait4 gives each child's own peak RSS.
