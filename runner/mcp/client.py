@@ -17,7 +17,7 @@ Never a traceback or an ExceptionGroup: anything unexpected becomes `protocol` w
 
 The stdio server's environment is the config's `env` over a minimal base (PATH, HOME, LANG, TMPDIR from
 `base_env`), then whatever `wrap` (the runner's sandbox) makes of argv and env — nothing else of the
-runner's environment reaches it. Its stderr goes to `log_path`.
+runner's environment reaches it. Its stderr goes to `log_path`, bounded (runner/mcp/boundedlog.py).
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from runner.mcp.boundedlog import BoundedLog
 from runner.mcp.config import ServerConfig
 from runner.record.integrity import AUDIT_KEY_ENV
 
@@ -102,7 +103,7 @@ class McpServer:
         self._client: Any = None
         self._death: _Death | None = None
         self._http_status: str | None = None  # the last HTTP error status (http transport)
-        self._log: IO[bytes] | None = None
+        self._log: BoundedLog | None = None
         self._temp_log: str | None = None
         from runner.mcp.stdio import ProcessState  # anyio and the SDK load when a server starts, not on import
 
@@ -398,16 +399,16 @@ class McpServer:
             return McpStartError(self.name, "crashed", f"cannot reach {self.config.shown}: {_describe(leaf)}")
         return McpStartError(self.name, "protocol", f"handshake failed: {_describe(leaf)}{self._stderr_hint()}")
 
-    def _open_log(self) -> IO[bytes]:
+    def _open_log(self) -> BoundedLog:
         if self._log_path is not None:
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
-            log = open(self._log_path, "ab")  # noqa: SIM115 — held for the server's life, closed by close()
+            file = open(self._log_path, "ab")  # noqa: SIM115 — held for the server's life, closed by close()
         else:
             fd, self._temp_log = tempfile.mkstemp(prefix=f"agent-run-mcp-{self.name}-", suffix=".log")
-            log = os.fdopen(fd, "ab")
+            file = os.fdopen(fd, "ab")
+        log = BoundedLog(file)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         log.write(f"[agent-run] {stamp} starting {self.config.describe()}\n".encode(errors="replace"))
-        log.flush()
         return log
 
     def _status_hint(self) -> str:
@@ -415,16 +416,9 @@ class McpServer:
 
     def _stderr_hint(self) -> str:
         """The last lines the server wrote to stderr (its own, not our notes), for an error message."""
-        path = str(self._log_path) if self._log_path is not None else self._temp_log
-        if path is None or self.config.transport != "stdio":
+        if self._log is None or self.config.transport != "stdio":
             return ""
-        try:
-            with open(path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - 4096))
-                tail = f.read().decode("utf-8", errors="replace")
-        except OSError:
-            return ""
+        tail = self._log.recent().decode("utf-8", errors="replace")
         lines = [ln for ln in tail.splitlines() if ln.strip() and not ln.startswith("[agent-run]")][-5:]
         return f"; stderr: {' | '.join(lines)[-600:]}" if lines else ""
 

@@ -59,6 +59,9 @@ class ServerConfig:
     # What describe() shows of command/args/url: the text before expansion, so `--token ${TOKEN}`
     # stays a reference and never becomes the secret.
     display: str = field(default="", compare=False)
+    # An http server's policy target `url:<this>`: the URL as written (variables unexpanded), without
+    # credentials, query or fragment, so that what the policy decides and the events record holds no secret.
+    policy_url: str = field(default="", compare=False)
 
     @property
     def shown(self) -> str:
@@ -210,7 +213,7 @@ def _server(name: str, spec: Any, source: str, environ: Mapping[str, str], locat
             raise fail(f"'url' must be an http:// or https:// URL, got {_safe_url(url)!r}", ("url",))
         headers = {k: sub(v, ("headers", k)) for k, v in table("headers").items()}
         return ServerConfig(name=name, transport="http", url=expanded_url, headers=headers, source=source,
-                            required=required, display=_safe_url(url))
+                            required=required, display=_safe_url(url), policy_url=_safe_url(url, query=""))
 
     command = text("command")
     if not command:
@@ -260,14 +263,14 @@ def _error(source: str, located: Located | None, path: JsonPath, message: str, *
     return PolicyError(source, line, col, message)
 
 
-def _safe_url(url: str) -> str:
-    """The URL without credentials or query (either may carry a token)."""
+def _safe_url(url: str, query: str = "…") -> str:
+    """The URL without credentials or query (either may carry a token); `query` marks a query left out."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<invalid url>"
     host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "…" if parts.query else "", ""))
+    return urlunsplit((parts.scheme, host, parts.path, query if parts.query else "", ""))
 
 
 def _quote(arg: str) -> str:

@@ -38,7 +38,7 @@ from runner.policy.jsonc import PolicyError
 from runner.policy.model import Target
 from runner.policy.sandbox_config import SandboxConfig, SandboxConfigError, net_target, network_rules
 from runner.record.integrity import AUDIT_KEY_ENV
-from runner.sandbox.layout import toolchain_root
+from runner.sandbox.layout import shows, toolchain_root
 from runner.sandbox.paths import extra_paths
 from runner.sandbox.runtime import RUN_PROXY
 
@@ -74,6 +74,7 @@ class McpRuntime:
     report: dict[str, dict[str, Any]] = field(default_factory=dict)  # summary.json `mcp`
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _dropped: list[McpServer] = field(default_factory=list, repr=False)  # closed by close() too
 
     def usable(self, name: str) -> McpServer | None:
         with self._lock:
@@ -96,6 +97,12 @@ class McpRuntime:
                                       required=server.config.required))
         print(f"agent-run: warning: {exc}; the run goes on without it", file=sys.stderr)
         server.kill()
+        # Closed too, not only killed: its pipes, its loop thread and its log (finished with its tail) are let
+        # go now, off the calling thread; close() waits for it at the end of the run.
+        with self._lock:
+            self._dropped.append(server)
+        threading.Thread(target=server.close, kwargs={"timeout_s": LATE_CLOSE_S}, name=f"mcp-drop-{name}",
+                         daemon=True).start()
 
     def tools(self) -> list[McpTool]:
         """The model tools, in a stable order (server, then tool): part of the prompt prefix. specs_for is the
@@ -108,8 +115,9 @@ class McpRuntime:
         """Every server at once, each bounded: closing one after another would add ~6 s per server past
         --timeout. Past the deadline a server gets LATE_CLOSE_S before its SIGKILL."""
         with self._lock:
-            servers = list(self.servers.values())
+            servers = [*self.servers.values(), *self._dropped]
             self.servers.clear()
+            self._dropped.clear()
         if not servers:
             return
         deadline = self.rec.ctx.deadline
@@ -184,17 +192,20 @@ class _Refused(McpError):
 
 
 def _allowed(rec: Recording, env: CallEnv, config: ServerConfig) -> None:
-    """An HTTP server is reached only if the policy allows its URL (domain mcp, target url:<url>)."""
+    """An HTTP server is reached only if the policy allows its URL (domain mcp, target url:<url>): the URL as the
+    configuration writes it, `${VAR}`s unexpanded, with no credentials, query or fragment (config.policy_url).
+    Never the expanded URL: a token in its query would be in the permission_decision, the denial and the
+    replay command, and a policy would have to name the secret to allow it."""
     if config.transport != "http":
         return
     from runner.engine.call import decide_and_record
 
-    target = Target("mcp", f"url:{config.url}")
+    target = Target("mcp", f"url:{config.policy_url}")
     decision, _ = decide_and_record(env, f"mcp-start-{config.name}", f"mcp__{config.name}", "mcp", [target],
                                     rec.emit)
     if not decision.allowed:
-        raise _Refused(config.name, "refused", f"the policy does not allow mcp on url:{config.shown} (add "
-                       f'{{"domain": "mcp", "pattern": "url:{config.shown}", "decision": "allow"}})')
+        raise _Refused(config.name, "refused", f"the policy does not allow mcp on url:{config.policy_url} (add "
+                       f'{{"domain": "mcp", "pattern": "url:{config.policy_url}", "decision": "allow"}})')
 
 
 def _wrapper(rec: Recording, env: CallEnv, config: ServerConfig, environ: dict[str, str]) -> Any:
@@ -218,6 +229,11 @@ def _wrapper(rec: Recording, env: CallEnv, config: ServerConfig, environ: dict[s
     # Its own HOME and TMPDIR, never the commands': a `~/.gitconfig` a command planted (an fsmonitor, an
     # alias) would otherwise run inside the server's git, with the server's secret environment.
     layout = box.layout_with([*read_only, *prefixes], writable, scratch=box.own_scratch(config.name))
+    if layout is not None and config.cwd:  # bwrap starts a process in the workspace unless told otherwise
+        if not shows(layout, config.cwd):
+            raise _Refused(config.name, "refused", f"its cwd {config.cwd} is not visible inside the sandbox (add it "
+                           f"to {where}.readOnly or {where}.writable)")
+        layout = dataclasses.replace(layout, chdir=os.path.normpath(config.cwd))
     share: bool | None = None  # the run's network ...
     proxy: Any = RUN_PROXY  # ... and the run's proxy, unless the server's own settings say otherwise
     if network == "all":

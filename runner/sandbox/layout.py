@@ -117,6 +117,17 @@ def build_layout(inp: LayoutInput, exists: Callable[[str], bool] = os.path.lexis
     return out
 
 
+def shows(layout: Layout, path: str) -> bool:
+    """Whether `path` is inside the sandbox as on the host: the deepest mount holding it is a bind (a tmpfs
+    there, /tmp or a masked secret, is an empty directory instead)."""
+    path = os.path.normpath(path)
+    holding = [m for m in layout.mounts if _inside(path, m.dest)]
+    if not holding:
+        return False
+    deepest = max(len(Path(m.dest).parts) for m in holding)
+    return [m for m in holding if len(Path(m.dest).parts) == deepest][-1].kind in ("ro", "rw")
+
+
 def _toolchain_roots(environ: Mapping[str, str], home: str, workspace: str = "") -> list[str]:
     roots = [f"{home}/{rel}" for rel in HOME_TOOLCHAINS]
     for var in ("VIRTUAL_ENV", "CARGO_HOME", "RUSTUP_HOME", "PYENV_ROOT", "NVM_DIR", "GOROOT", "JAVA_HOME",

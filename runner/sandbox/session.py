@@ -26,10 +26,13 @@ if TYPE_CHECKING:
 
 
 def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[str, str] | None = None) -> Sandbox:
-    """`environ`: the trusted environment (the process's, over `--env-file` files)."""
+    """`environ`: the trusted environment (the process's, over `--env-file` files). The layout is built from it,
+    not from os.environ: a toolchain or a credential file only an --env-file names (CARGO_HOME, NETRC) is shown
+    or hidden as the job's own would be, and the MCP servers that get that environment see the same sandbox."""
+    environ = dict(os.environ) if environ is None else environ
     section = env.policy.sections.get("sandbox", {})
     try:
-        config = config_from(section, resolve_mode(flag, os.environ if environ is None else environ, section))
+        config = config_from(section, resolve_mode(flag, environ, section))
     except SandboxConfigError as exc:
         raise UsageError(str(exc)) from None
     workspace = rec.workspace
@@ -44,7 +47,7 @@ def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[
     writable = [*policy_paths(env.policy.rules, "edit", workspace), *own_rw]
     try:
         box = open_sandbox(config, workspace=workspace, protected=list(rec.ctx.protected), readable=readable,
-                           writable=writable, environ=os.environ, decide_net=_net_decider(rec, env))
+                           writable=writable, environ=environ, decide_net=_net_decider(rec, env))
     except SandboxUnavailable as exc:
         raise UsageError(f"{exc} (use --sandbox auto to run without it; see `agent-run sandbox check`)") from None
     rec.closers.append(box.close)

@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from runner.mcp import stdio
+from runner.mcp.boundedlog import BoundedLog
 from runner.mcp.stdio import ProcessState, stdio_transport
 
 # Writes `count` JSON-RPC notifications: the first with a `size`-byte payload dribbled out in small
@@ -36,8 +37,8 @@ def _read(log: Path, size: int, count: int) -> tuple[list[Any], ProcessState, fl
 
     async def main() -> None:
         argv = [sys.executable, "-c", WRITER, str(size), str(count)]
-        with open(log, "ab") as stderr:
-            async with stdio_transport(argv, {}, None, stderr, state) as (read_stream, _write):
+        with open(log, "ab") as file:
+            async with stdio_transport(argv, {}, None, BoundedLog(file), state) as (read_stream, _write):
                 with anyio.fail_after(60):
                     async for message in read_stream:  # type: ignore[attr-defined]
                         got.append(message)
