@@ -6,6 +6,7 @@ exits, the CLI decides what a broken policy means (exit 2).
 
 from __future__ import annotations
 
+import difflib
 import json
 import shlex
 from functools import cache
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 from runner.core.inputfile import InputRefused, read_input_text
 from runner.policy.jsonc import Located, PolicyError, parse
-from runner.policy.match import compile_pattern
+from runner.policy.match import compile_pattern, compile_rule_pattern
 from runner.policy.model import DOMAINS, Policy, Rule, snapshot
 from runner.policy.sandbox_config import SandboxConfigError, config_from, network_rules
 from runner.record.rundir import portable
@@ -99,7 +100,7 @@ def check_policy(spec: str) -> list[PolicyError]:
     for i, rule in enumerate(rules if isinstance(rules, list) else []):
         if isinstance(rule, dict) and isinstance(rule.get("pattern"), str):
             try:
-                compile_pattern(rule["pattern"])
+                compile_rule_pattern(rule["pattern"])
             except ValueError as exc:
                 line, col = located.position(("permission", "rules", i, "pattern"))
                 errors.append(PolicyError(str(path), line, col, str(exc)))
@@ -163,6 +164,9 @@ def _locate(err: jsonschema.ValidationError, located: Located) -> tuple[tuple[in
         unknown = sorted((k for k in err.instance if k not in allowed),
                          key=lambda k: located.position((*path, k), key=True))
         hint = f" (expected one of: {', '.join(sorted(allowed))})" if allowed else ""
+        close = difflib.get_close_matches(unknown[0], sorted(allowed), n=1)
+        if close:
+            hint = f": did you mean '{close[0]}'?{hint}"
         return located.position((*path, unknown[0]), key=True), f"unknown key '{unknown[0]}' in {where}{hint}"
     return located.position(path), f"{where}: {err.message}"
 
@@ -202,7 +206,7 @@ def parse_approval(text: str, index: int) -> Rule:
         raise PolicyError("--approve", 1, 1, "expected DOMAIN:PATTERN (e.g. bash:shell:npm test)",
                           where=f"--approve {shlex.quote(text)}")
     try:
-        compiled = compile_pattern(pattern)
+        compiled = compile_rule_pattern(pattern)
     except ValueError as exc:
         raise PolicyError("--approve", 1, len(domain) + 2, str(exc), where=f"--approve {shlex.quote(text)}") from None
     return Rule(domain, compiled, "allow", "--approve", index)
@@ -255,7 +259,7 @@ def _compile_rules(located: Located, file: str) -> list[Rule]:
     rules = []
     for i, raw in enumerate(located.value.get("permission", {}).get("rules", [])):
         try:
-            pattern = compile_pattern(raw["pattern"])
+            pattern = compile_rule_pattern(raw["pattern"])
         except ValueError as exc:
             line, col = located.position(("permission", "rules", i, "pattern"))
             raise PolicyError(file, line, col, str(exc)) from None

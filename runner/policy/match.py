@@ -17,6 +17,7 @@ The whole pattern `*` is the exception: it matches every target, as `**` does.
 
 from __future__ import annotations
 
+import difflib
 import re
 import warnings
 from collections.abc import Callable
@@ -78,6 +79,35 @@ def compile_pattern(raw: str) -> Pattern:
         return bool(as_path().match("" if r == "." else r))
 
     return Pattern(raw, scheme, test)
+
+
+# What reads as a scheme at the start of a pattern: a name of two characters or more (not a drive letter; no dot:
+# `example.com:*` is a host), then `:`, but not before `//` (a URL written without `url:`, which matches a url
+# target's rest) nor before a port number (`localhost:8080`, which matches a net target's rest).
+_SCHEME_LIKE = re.compile(r"([A-Za-z][A-Za-z0-9_+-]+):(?!//)(?![0-9]+$)")
+
+
+def unknown_scheme(raw: str) -> str | None:
+    """Why a rule pattern names a target scheme no tool produces (`vault:secret/**`), else None. Such a pattern
+    would silently match nothing (it is taken as a scheme-less glob on the text `vault:…`), so a policy that
+    says it is an error: with a did-you-mean when a known scheme is close (`worksapce:` → `workspace:`)."""
+    found = _SCHEME_LIKE.match(raw)
+    if found is None or found.group(1) in (*SCHEMES, "regex"):
+        return None
+    name = found.group(1)
+    known = [*SCHEMES, "regex"]
+    close = difflib.get_close_matches(name, known, n=1) or difflib.get_close_matches(name.lower(), known, n=1)
+    hint = f"did you mean '{close[0]}:'?" if close else "known schemes: " + ", ".join(f"{s}:" for s in known)
+    return f"unknown target scheme '{name}:' in pattern {raw!r} ({hint})"
+
+
+def compile_rule_pattern(raw: str) -> Pattern:
+    """A pattern a policy file or --approve wrote: `compile_pattern`, and an unknown scheme is an error too.
+    (A recorded policy is read back with `compile_pattern`: what a run used is never refused afterwards.)"""
+    why = unknown_scheme(raw)
+    if why is not None:
+        raise ValueError(why)
+    return compile_pattern(raw)
 
 
 def _re2_options() -> re2.Options:

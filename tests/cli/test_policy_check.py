@@ -89,7 +89,7 @@ def test_several_errors_one_line_each_in_file_order(tmp_path):
         (4, col(src[3], '"regex:'), "invalid regex '([a-z]+': missing ), unterminated subpattern"),
         (5, col(src[4], '"alow"'), "permission.rules[1].decision: 'alow' is not one of ['allow', 'deny', 'ask']"),
         (6, col(src[5], "{"), "permission.rules[2]: 'decision' is a required property"),
-        (9, col(src[8], '"budgett"'), "unknown key 'budgett' in policy (expected one of: "),
+        (9, col(src[8], '"budgett"'), "unknown key 'budgett' in policy: did you mean 'budget'? (expected one of: "),
     ]
     for line, (row, column, message) in zip(lines, expected, strict=True):
         assert line.startswith(f"{p}:{row}:{column}: {message}"), line
