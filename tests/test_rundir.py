@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import re
@@ -44,12 +45,16 @@ def test_write_atomic_leaves_no_temp_files(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
 
-def test_write_atomic_failure_keeps_old_file_and_cleans_up(tmp_path):
+def test_write_atomic_failure_keeps_old_file_and_cleans_up(tmp_path, monkeypatch):
     target = tmp_path / "summary.json"
     write_atomic(target, "intact")
-    # A lone surrogate cannot be encoded: the write fails midway.
-    with pytest.raises(UnicodeEncodeError):
-        write_atomic(target, "broken \udc80")
+
+    def full(_fd: int) -> None:  # the disk fills as the temp file is synced: the write fails midway
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("runner.record.atomic.os.fsync", full)
+    with pytest.raises(OSError):
+        write_atomic(target, "broken")
     assert target.read_text(encoding="utf-8") == "intact"
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 

@@ -21,6 +21,7 @@ import jsonschema
 
 from runner.core.events import Emit, GuardWarning, PermissionDecision, ToolCall, ToolResult, call_ref
 from runner.core.jsonutil import canonical, sha256_text
+from runner.core.shown import shown, shown_obj
 from runner.guards.base import CallRecord, Guard
 from runner.policy.decide import CallDecision, decide
 from runner.policy.load import policy_ref
@@ -77,10 +78,13 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> st
         if env.before_edit is not None:
             env.before_edit([p for t in decision.targets if t.target.domain == "edit"
                              if (p := target_path(env.ctx.workspace, t.target.target)) is not None])
-        result: ToolOutput | ToolError = truncated(tool, tool.run(args, env.ctx), env.ctx)
+        output = tool.run(args, env.ctx)
+        # A file name that is not UTF-8 shows as \xNN: the spill file, the log and the request all need UTF-8.
+        output = ToolOutput(shown(output.content), shown_obj(output.details))
+        result: ToolOutput | ToolError = truncated(tool, output, env.ctx)
     except ToolError as err:
         result = err
-    content = result.content if isinstance(result, ToolOutput) else canonical(result.payload())
+    content = result.content if isinstance(result, ToolOutput) else shown(canonical(result.payload()))
     if env.admit is not None:
         content = env.admit(content)
     error_type = None if isinstance(result, ToolOutput) else result.type

@@ -7,6 +7,7 @@ code through `outcome.exit_code`.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 from runner.core.events import Event, RunFinished, RunInterrupted, RunWarning
 from runner.core.outcome import INTERRUPT_SIGNALS, Interrupted, RunEnded, Status, UsageError, exit_code
 from runner.record.announce import announce_run_dir
+from runner.record.atomic import atomic_write
 from runner.record.commands import command
 from runner.record.integrity import AUDIT_KEY_ENV, audit_key, key_id, seal
 from runner.record.lock import Lock, LockHeld, LockUnusable, WorkspaceLock, acquire, lock_workspace
@@ -242,31 +244,72 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         except LogBroken as exc:  # the last event could not be written: the summary still says why
             status, reason = Status.FAILED, reason or exc.reason
             code = exit_code(status, signum)
+        except Exception as exc:  # a bug of ours in a consumer: the summary still says why
+            status, reason = Status.FAILED, reason or f"internal error: {type(exc).__name__}: {exc}"
+            code = exit_code(status, signum)
         log.close()
-        data = summary.build(status=status.value, exit_code=code, reason=reason,
-                             duration_s=time.monotonic() - rec.started, answer=rec.answer)
-        # `signal`: which one interrupted the run (SIGINT, SIGTERM, SIGHUP), null for every other ending.
-        data.update(rec.extra, run_dir=str(run_dir), signal=signal.Signals(signum).name if signum else None)
-        data.update(commands_for(run_dir, home, data, resumable=started[0]))
-        for finish in rec.finishers:
-            try:
-                finish(data)
-            except OSError as exc:  # a full disk costs that part of the summary, not the rest
-                data.setdefault("errors", []).append(f"{exc.strerror or exc}")
-        for close in rec.closers:
-            with contextlib.suppress(Exception):  # a leftover temp dir must not cost the summary
-                close()
-        data = masker.mask_obj(data)[0]  # also what stdout, JUnit and the GitHub step summary show
-        # Last: every sealed file (task.md, policy.json, changes.patch) is written by now.
-        data["integrity"] = seal(run_dir, log.head, rec.keyed)
         try:
-            write_json(run_dir / "summary.json", data)
-        except OSError as exc:
-            print(f"agent-run: cannot write summary.json: {exc.strerror or exc}", file=sys.stderr)
-        write_transcript(run_dir, data, masker)
-        own.release()  # last: a resume waiting on this run sees it sealed
-        signals.restore()
+            data = _summarize(rec, log.head, status, code, reason, signum, resumable=started[0])
+        except Exception as exc:  # the last resort: whatever broke here, CI still finds a summary
+            code, data = _last_resort(rec, status, code, reason, exc)
+        finally:
+            own.release()  # last: a resume waiting on this run sees it sealed (and always released)
+            signals.restore()
     return RunOutcome(code, data, run_dir)
+
+
+def _summarize(rec: Recording, head: str, status: Status, code: int, reason: str | None, signum: int | None, *,
+               resumable: bool) -> dict[str, Any]:
+    """summary.json, built, masked, sealed and written; then transcript.md."""
+    run_dir, masker = rec.run_dir, rec.ctx.masker
+    data = rec.summary.build(status=status.value, exit_code=code, reason=reason,
+                             duration_s=time.monotonic() - rec.started, answer=rec.answer)
+    # `signal`: which one interrupted the run (SIGINT, SIGTERM, SIGHUP), null for every other ending.
+    data.update(rec.extra, run_dir=str(run_dir), signal=signal.Signals(signum).name if signum else None)
+    data.update(commands_for(run_dir, rec.home or rec.workspace, data, resumable=resumable))
+    for finish in rec.finishers:
+        try:
+            finish(data)
+        except OSError as exc:  # a full disk costs that part of the summary, not the rest
+            data.setdefault("errors", []).append(f"{exc.strerror or exc}")
+    for close in rec.closers:
+        with contextlib.suppress(Exception):  # a leftover temp dir must not cost the summary
+            close()
+    data = masker.mask_obj(data)[0]  # also what stdout, JUnit and the GitHub step summary show
+    # Last: every sealed file (task.md, policy.json, changes.patch) is written by now.
+    data["integrity"] = seal(run_dir, head, rec.keyed)
+    try:
+        write_json(run_dir / "summary.json", data)
+    except OSError as exc:
+        print(f"agent-run: cannot write summary.json: {exc.strerror or exc}", file=sys.stderr)
+    write_transcript(run_dir, data, masker)
+    return data
+
+
+def _ascii(text: str) -> str:
+    return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _last_resort(rec: Recording, status: Status, code: int, reason: str | None,
+                 exc: Exception) -> tuple[int, dict[str, Any]]:
+    """A summary that cannot fail to be written (ASCII, nothing computed but the reason) when building the real
+    one raised: the run's ending is still on record for CI, and the traceback in error.txt."""
+    if status is Status.SUCCESS:  # a run whose record is incomplete did not succeed
+        status, code = Status.FAILED, exit_code(Status.FAILED)
+    why = f"{reason + '; ' if reason else ''}the run's record could not be completed: {type(exc).__name__}: {exc}"
+    with contextlib.suppress(Exception):
+        why = rec.ctx.masker.mask(why)[0]
+    data: dict[str, Any] = {"type": "result", "run_id": rec.run_id, "status": status.value, "exit_code": code,
+                            "reason": _ascii(why), "answer": None, "usage": {}, "denials": [],
+                            "run_dir": _ascii(str(rec.run_dir))}
+    print(f"agent-run: {data['reason']}", file=sys.stderr)
+    try:
+        atomic_write(rec.run_dir / "summary.json", (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("ascii"))
+    except Exception as err:
+        print(f"agent-run: cannot write summary.json: {_ascii(str(err))}", file=sys.stderr)
+    with contextlib.suppress(Exception):
+        atomic_write(rec.run_dir / "error.txt", _ascii(traceback.format_exc()).encode("ascii"))
+    return code, data
 
 
 def commands_for(run_dir: Path, workspace: Path, summary: dict[str, Any], *, resumable: bool = True) -> dict[str, str]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from runner.core.jsonutil import canonical
 from runner.core.outcome import Failed
+from runner.core.shown import shown, shown_obj
 from runner.record.atomic import atomic_write
 from runner.record.integrity import GENESIS, line_hash
 
@@ -73,11 +74,14 @@ def create_run_dir(runs_dir: Path, workspace: Path) -> tuple[str, Path]:
 
 def write_atomic(path: Path, text: str) -> None:
     """Temp file in the same directory + rename: a reader never sees half a file."""
-    atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, shown(text).encode("utf-8"))  # a name that is not UTF-8 (surrogateescape) as \xNN
 
 
 def write_json(path: Path, data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if shown(text) is not text:  # escaped in the values, so that the JSON stays JSON (`\\xNN` in the text)
+        text = json.dumps(shown_obj(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_atomic(path, text)
 
 
 class EventLog:
@@ -102,13 +106,17 @@ class EventLog:
     def __call__(self, event: Event) -> None:
         if self.broken is not None:
             return
-        self.seq += 1
-        record = {"seq": self.seq, "ts": utc_now(), "run_id": self.run_id, "type": event.type, "prev": self.head,
+        seq = self.seq + 1  # taken only once the line is written: a record that failed leaves no gap
+        record = {"seq": seq, "ts": utc_now(), "run_id": self.run_id, "type": event.type, "prev": self.head,
                   "agent": event.agent, **event.fields()}
         if self._masker is not None:
             record = self._masker.mask_record(record, event.content_field)
         line = canonical(record) + "\n"
-        data = line.encode("utf-8")
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:  # a name that is not UTF-8 (surrogateescape) reached a field: shown as \xNN
+            line = canonical(shown_obj(record)) + "\n"
+            data = line.encode("utf-8")
         try:
             view = memoryview(data)
             while view:
@@ -121,6 +129,7 @@ class EventLog:
                 os.ftruncate(self._fd, self._good)
             raise LogBroken(f"cannot write {self.path.name}: {exc.strerror or exc}") from None
         self._good += len(data)
+        self.seq = seq
         self.head = line_hash(line, self.key)
         if self._mirror is not None:
             self._mirror.write(line)

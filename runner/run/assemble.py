@@ -18,6 +18,7 @@ from runner.core.events import ModelRequest, RunStarted, RunWarning
 from runner.core.inputfile import TASK_CAP, read_input_text
 from runner.core.jsonutil import file_sha256, sha256_text
 from runner.core.outcome import Status, UsageError
+from runner.core.shown import utf8_problem
 from runner.engine.build import context_manager, make_model
 from runner.engine.call import CallEnv, authorize_within
 from runner.engine.loop import Limits, LoopResult, run_loop
@@ -88,6 +89,10 @@ def execute(opts: RunOptions) -> RunOutcome:
     if not workspace.is_dir():
         return early_failure(f"workspace {workspace} is not a directory")
     runs_dir = Path(opts.runs_dir).expanduser().resolve() if opts.runs_dir else default_runs_dir(workspace)
+    task = None if opts.task == "-" else Path(opts.task).expanduser().resolve()
+    for label, path in (("workspace", workspace), ("runs directory", runs_dir), ("task", task)):
+        if (problem := utf8_problem(label, path)) is not None:  # before any run directory: it could not record it
+            return early_failure(problem)
     home = workspace
     if opts.isolate == "worktree":
         try:
