@@ -9,12 +9,14 @@ import stat
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.deadline import Late, until
 from runner.tools.env import scrubbed_env
 from runner.tools.ignore import IgnoreMatcher, iter_files
 from runner.tools.readable import Readable
@@ -73,6 +75,24 @@ class Grep(Tool):
         # are decided and read here. (None: every file is.)
         candidates = None if stat.S_ISREG(mode) else _rg_candidates(top, rx, ctx)
         readable = Readable(ctx)
+        try:
+            # The walk and the regex stop where they are at the deadline: `(a+)+$` on a line of thirty a's and a
+            # b backtracks for hours inside one call of re's search (runner/tools/deadline.py).
+            with until(ctx.deadline):
+                self._scan(files, candidates, top, root, readable, search)
+        except Late:
+            search.stop = "the run's time is up"
+        text = "\n".join(search.hits) or "[no matches]"
+        if search.total > len(search.hits):
+            text += f"\n[{search.total - len(search.hits)} more matches not shown; narrow the pattern or path]"
+        notes = [*search.notes(), readable.note("file", "files")]
+        text = "\n".join(filter(None, [text, *notes]))
+        details = {"matches": search.total, "files": search.files, **readable.details(), **search.details()}
+        return ToolOutput(text, details)
+
+    @staticmethod
+    def _scan(files: Iterator[str], candidates: set[str] | None, top: str, root: Path, readable: Readable,
+              search: Search) -> None:
         for file in files:
             if search.stopped():
                 break
@@ -88,13 +108,6 @@ class Grep(Tool):
                 continue
             if readable.allows(real, walked=walked):
                 search.file(real, file)
-        text = "\n".join(search.hits) or "[no matches]"
-        if search.total > len(search.hits):
-            text += f"\n[{search.total - len(search.hits)} more matches not shown; narrow the pattern or path]"
-        notes = [*search.notes(), readable.note("file", "files")]
-        text = "\n".join(filter(None, [text, *notes]))
-        details = {"matches": search.total, "files": search.files, **readable.details(), **search.details()}
-        return ToolOutput(text, details)
 
 
 class Search:
