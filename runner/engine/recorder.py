@@ -66,8 +66,18 @@ class Recording:
     def emit(self, event: Event) -> None:
         # The egress proxy decides and records from its own threads while a command runs.
         with self._lock:
-            for consume in self.consumers:
-                consume(event)
+            if threading.current_thread() is not threading.main_thread():
+                for consume in self.consumers:
+                    consume(event)
+                return
+            # Where signals land: an interrupt waits until the event is whole everywhere (a line written with
+            # its seq counted but its hash not yet the next line's `prev` would break the chain).
+            self.ctx.shield.enter()
+            try:
+                for consume in self.consumers:
+                    consume(event)
+            finally:
+                self.ctx.shield.leave()
 
     def claim_keyed(self, sandboxed: bool) -> None:
         """Once the sandbox is known: the run claims its keyed chain only when commands cannot read the key
@@ -104,18 +114,25 @@ class _Signals:
 
     def restore(self) -> None:
         for sig, old in self._old.items():
-            signal.signal(sig, old)
+            # An interrupted run is recorded and its process is on its way out with 128 + that signal: a
+            # repeated signal (a supervisor's second SIGTERM) must not turn that into a death by signal.
+            signal.signal(sig, _ignore if self.fired is not None else old)
 
     def _handle(self, signum: int, _frame: Any) -> None:
         if self.cleaning:
             return
-        if self.fired is not None:
-            os._exit(128 + signum)
+        if self.fired is not None:  # exit at once, but never leave a tool's process group running
+            self.ctx.shield.exit_now(signum)
+            return
         self.fired = signum
         self.ctx.abort.set()
         if self.ctx.shield.hold(signum):  # a tool is starting a process: raised once it can kill it
             return
         raise Interrupted(signum)
+
+
+def _ignore(_signum: int, _frame: Any) -> None:
+    """A Python-level handler, not SIG_IGN: a process started after this still gets the default."""
 
 
 def early_failure(reason: str) -> RunOutcome:
@@ -237,6 +254,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         status, reason, signum = exc.status, exc.reason, exc.signum
     finally:
         signals.cleaning = True
+        rec.ctx.shield.kill_all()  # every tool call is over: a process group still tracked must not outlive the run
         code = exit_code(status, signum)
         try:
             rec.emit(RunFinished(status=status.value, exit_code=code, reason=reason, turns=summary.turns,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,9 +45,33 @@ class Shield:
     def __init__(self) -> None:
         self.active = 0
         self.pending: int | None = None
+        self.exiting: int | None = None  # a second signal while a process starts: exit once it is tracked
+        self.groups: set[int] = set()  # process groups started and not killed yet: a hurried exit kills them
 
     def enter(self) -> None:
         self.active += 1
+
+    def track(self, pgid: int) -> None:
+        """Called before `leave`, so no signal can find the process started and not tracked."""
+        self.groups.add(pgid)
+
+    def untrack(self, pgid: int) -> None:
+        self.groups.discard(pgid)
+
+    def kill_all(self) -> None:
+        for pgid in list(self.groups):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+
+    def exit_now(self, signum: int) -> None:
+        """For the signal handler's second signal ("exit at once"): every tracked group is SIGKILLed, then the
+        process exits 128 + signum. While a process is being started (its group not known yet), deferred to
+        `leave`, which comes right after it is tracked."""
+        if self.active:
+            self.exiting = signum
+            return
+        self.kill_all()
+        os._exit(128 + signum)
 
     def hold(self, signum: int) -> bool:
         """For the signal handler: True when the signal is held (a process is being started)."""
@@ -56,6 +83,8 @@ class Shield:
     def leave(self) -> None:
         """The process is started and guarded (or failed to start): a held signal is raised now."""
         self.active -= 1
+        if self.exiting is not None and not self.active:
+            self.exit_now(self.exiting)
         if self.pending is not None and not self.active:
             signum, self.pending = self.pending, None
             raise Interrupted(signum)

@@ -77,6 +77,7 @@ class Bash(Tool):
             if isinstance(exc, OSError):
                 raise ToolError("IOError", f"cannot start bash: {exc}") from None
             raise
+        ctx.shield.track(proc.pid)  # its own group (start_new_session): a hurried exit of the run kills it
         timed_out = False
         pump = threading.Thread(target=_pump, args=(proc, spill), daemon=True)
         # From here on an interrupt may land anywhere (even while the pump thread starts): everything is
@@ -96,6 +97,7 @@ class Bash(Tool):
             # Also on an exception (an interrupt of the run), and also when the shell exited
             # normally: background children (`cmd &`) die with the call, as in CI they must.
             _kill_group(proc, grace_s=0.2 if ctx.abort.is_set() else KILL_GRACE_S)
+            ctx.shield.untrack(proc.pid)  # gone: its number may be reused
             # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
             if pump.is_alive():
                 pump.join(timeout=5.0)
