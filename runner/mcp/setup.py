@@ -14,22 +14,18 @@ from runner.engine.call import CallEnv
 from runner.engine.recorder import Recording
 from runner.engine.settings import Settings
 from runner.policy.model import Policy
-from runner.record.rundir import portable
 
 
 def mcp_servers(rec: Recording, policy: Policy, given: list[str], environ: dict[str, str]) -> dict[str, Any]:
-    """The configured MCP servers (checked: a bad config is exit 2 before anything starts). The files given
-    are recorded (relative to the workspace), so `replay` and `resume` find the same servers."""
+    """The configured MCP servers (checked: a bad config is exit 2 before anything starts)."""
     if not (given or policy.sections.get("mcpServers") or environ.get("AGENT_RUN_MCP_CONFIG")):
         return {}
     from runner.mcp.runtime import configured  # the MCP SDK only for runs that use it
 
-    servers = configured(policy.sections.get("mcpServers"), policy.path, given, environ)  # first: read as inputs
-    if given:
-        rec.extra["mcp_configs"] = [portable(Path(p).expanduser(), rec.home or rec.workspace) for p in given]
-        # A replay or resume given no --mcp-config starts these again only if unchanged (recorded_mcp_configs).
-        rec.extra["mcp_config_sha256"] = [_sha_or_none(Path(p).expanduser()) for p in given]
-    return servers
+    # Read first, as trusted inputs; the files given are then recorded with their sha256 in run_started.inputs
+    # (runner/run/inputs.py): a replay or resume given no --mcp-config starts them again only if unchanged
+    # (runner/sessions/inputs.py).
+    return configured(policy.sections.get("mcpServers"), policy.path, given, environ)
 
 
 def start_mcp(rec: Recording, env: CallEnv, servers: dict[str, Any], environ: dict[str, str],
@@ -45,9 +41,10 @@ def start_mcp(rec: Recording, env: CallEnv, servers: dict[str, Any], environ: di
 
 
 def recorded_mcp_configs(summary: dict[str, Any] | None, home: Path) -> list[str]:
-    """The --mcp-config files a run was given, for a replay or resume given none: as recorded (relative to
-    the workspace), where they still exist unchanged. A file that changed since is not started (it could
-    name any command, with the job's secrets in its environment): a warning says to pass it again."""
+    """The --mcp-config files a run recorded before run_started.inputs (summary.json only), for a replay or
+    resume given none: as recorded (relative to the workspace), where they still exist unchanged. A file that
+    changed since is not started (it could name any command, with the job's secrets in its environment): a
+    warning says to pass it again."""
     names = (summary or {}).get("mcp_configs") or []
     shas = (summary or {}).get("mcp_config_sha256") or [None] * len(names)
     out = []

@@ -41,6 +41,7 @@ from runner.record.rundir import default_runs_dir, new_run_id, portable, write_a
 from runner.report.changes import ChangeTracker
 from runner.report.deltas import TextDeltas
 from runner.run.check import run_check
+from runner.run.inputs import run_inputs, summary_copies
 from runner.run.task import Task, parse_task
 from runner.sandbox.session import start_sandbox
 from runner.subagents.delegate import attach
@@ -189,11 +190,14 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     rec.closers.insert(0, tracker.close)
     tools = env.registry.specs() if tools is None else tools
     write_json(rec.run_dir / "tools.json", tools)  # sealed: a resume sends exactly these
+    inputs = run_inputs(opts.mcp_configs, env.registry, rec.home or rec.workspace, rec.workspace)
+    rec.extra.update(summary_copies(inputs))
     rec.emit(RunStarted(version=__version__, model=settings.model, policy=rec.summary.policy, mode=policy.mode,
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
                         sandbox=rec.ctx.sandbox.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
-                        model_params=model_params(settings) or None, audit_key_id=rec.audit_key_id, **started))
+                        model_params=model_params(settings) or None, audit_key_id=rec.audit_key_id, inputs=inputs,
+                        **started))
     rec.claim_keyed(rec.ctx.sandbox is not None and rec.ctx.sandbox.active)
     limits = Limits(settings.max_turns, deadline, settings.timeout,
                     (budget.before_request,) + ((turns,) if turns else ()), (budget.on_reply,))

@@ -21,13 +21,13 @@ from runner.core.events import ToolResult, call_ref, tag
 from runner.core.outcome import Status, UsageError
 from runner.engine.call import handle_call
 from runner.engine.recorder import Recording, RunOutcome, early_failure, record
-from runner.mcp.setup import recorded_mcp_configs
 from runner.policy.load import parse_approval
 from runner.policy.model import Policy
 from runner.record.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
 from runner.record.mask import MARKER
 from runner.run.assemble import Agent, RunOptions, drive, finish, prepare
 from runner.run.task import Task, parse_task
+from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
 from runner.sessions.load import (
     Recorded,
     checked_workspace,
@@ -37,7 +37,6 @@ from runner.sessions.load import (
     recorded_policy,
     recorded_settings,
 )
-from runner.subagents.profiles import recorded_dirs
 from runner.subagents.replay import continue_children
 from runner.workspace.instructions import without_output_schema
 from runner.workspace.output_schema import OutputSchema
@@ -119,6 +118,8 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         chosen = select(replayed, call_ids)
         # --continue produces the run's final answer: its --output-schema must still be checkable.
         schema = recorded_schema(run.started, run.home or place) if resume else None
+        # The servers the run had (checked by sha256), unless others are given now.
+        mcp_configs = list(mcp_configs or []) or restored_mcp_configs(run.started, run.summary, run.home or place)
     except UsageError as exc:
         return early_failure(exc.reason)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
@@ -150,20 +151,22 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     rec.extra.update(replay_of=run.started["run_id"], approved_calls=refs)
     (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
     task = parse_task(run.task, str(run.run_dir / "task.md"), "task")
-    if not opts.mcp_configs:  # the servers the run had, unless others are given now
-        opts.mcp_configs = recorded_mcp_configs(run.summary, rec.home or rec.workspace)
     try:
         tools = recorded_tools(run.run_dir) if resume else None
     except ConversationError as exc:
         return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
+    skills = restored_skills(tools, run.started, rec.workspace, [])  # --continue: the recorded `skill` tool served
     settings = recorded_settings(run, policy, opts.cli_settings, ())
     # The task tool: an approved `task` call runs its child; --continue goes on inside a child.
     agent = prepare(rec, opts, load_env_files([]), task, policy, settings, run.run_dir / "task.md", tools=tools,
+                    skills=skills,
                     child_prompt=without_output_schema(system_prompt_of(run.run_dir, run.events) or "") or None,
-                    profile_dirs=recorded_dirs(run.summary, rec.home or rec.workspace), rerun=[],
+                    profile_dirs=recorded_profile_dirs(run.started, run.summary, rec.home or rec.workspace), rerun=[],
                     needs_model=resume, replay_of=run.started["run_id"], approved_calls=refs,
                     torn_tail_bytes=run.torn_tail_bytes)
     note_torn_tail(rec, run)
+    if resume:  # the conversation goes on with the recorded tools: each must be served
+        check_served(tools, agent.env.registry, run.started, rec.extra.get("mcp") or {}, "continue it")
     outcomes, results = _execute(rec, agent, chosen)
     if not resume:
         failed = [r for r in outcomes if not r["ok"]]

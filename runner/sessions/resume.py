@@ -27,13 +27,13 @@ from runner.core.events import UserMessage
 from runner.core.jsonutil import canonical
 from runner.core.outcome import Status, UsageError
 from runner.engine.recorder import Held, Recording, RunOutcome, early_failure, hold_continued, hold_workspace, record
-from runner.mcp.setup import recorded_mcp_configs
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
 from runner.record.jsonl import iter_events
 from runner.record.rundir import default_runs_dir, portable
 from runner.run.assemble import RunOptions, drive, prepare
 from runner.run.task import parse_task
+from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
 from runner.sessions.load import (
     Recorded,
     checked_workspace,
@@ -48,7 +48,6 @@ from runner.sessions.vouch import trusted_snapshot
 from runner.workspace.instructions import without_output_schema
 from runner.workspace.output_schema import OutputSchema
 from runner.workspace.output_schema import recorded as recorded_schema
-from runner.workspace.skills import discover
 from runner.workspace.trust import load_env_files
 
 CONTINUATIONS = "continuations.jsonl"
@@ -104,6 +103,11 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
         policy = recorded_policy(source, opts.run.policy, workspace, approvals=opts.run.approvals,
                                  mode=opts.run.mode)
         schema = recorded_schema(source.started, source.home or workspace)
+        # The servers the run had (checked by sha256), unless others are given now.
+        opts.run.mcp_configs = opts.run.mcp_configs or restored_mcp_configs(source.started, source.summary,
+                                                                            source.home or workspace)
+        # The recorded index is in the prompt; its calls are served by the skills found now, if the same.
+        skills = restored_skills(tools, source.started, workspace, opts.run.skills)
     except (UsageError, ConversationError) as exc:
         reason = exc.reason if isinstance(exc, UsageError) else str(exc)
         return early_failure(f"cannot {opts.kind} {opts.source or 'the last run'}: {reason}")
@@ -113,7 +117,7 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
     home = source.home or workspace
 
     def body(rec: Recording) -> tuple[Status, str | None]:
-        return _continue(opts, rec, source, conversation, tools, policy, message, home, schema)
+        return _continue(opts, rec, source, conversation, tools, policy, message, home, schema, skills)
 
     return record(workspace, runs_dir, opts.run.verbosity, body, opts.run.stream_events,
                   shared_workspace=opts.run.shared_workspace, continues=source.run_dir, home=home, held=held)
@@ -121,7 +125,7 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
 
 def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversation: Conversation,
               tools: list[dict[str, Any]] | None, policy: Policy, message: str | None, home: Path,
-              schema: OutputSchema | None) -> tuple[Status, str | None]:
+              schema: OutputSchema | None, skills: list[Any] | None) -> tuple[Status, str | None]:
     (rec.run_dir / "task.md").write_text(source.task, encoding="utf-8")
     task = parse_task(source.task, str(source.run_dir / "task.md"), "task")
     origin = {"run_id": source.started["run_id"], "run_dir": portable(source.run_dir, home), "kind": opts.kind,
@@ -130,17 +134,13 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversat
                      task_file=(source.summary or {}).get("task_file") or "-")
     files = load_env_files(opts.run.env_files)
     settings = recorded_settings(source, policy, opts.run.cli_settings, files.paths)
-    if not opts.run.mcp_configs:  # the servers the run had, unless others are given now
-        opts.run.mcp_configs = recorded_mcp_configs(source.summary, home)
-    skills = None
-    if any(t.get("function", {}).get("name") == "skill" for t in tools or []):
-        # The recorded index is in the prompt; its calls are served by the skills found now.
-        skills = discover(rec.workspace, opts.run.skills)[0]
     agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
                     readable=lineage(source), skills=skills, resumed_from=origin,
                     child_prompt=without_output_schema(system_text(conversation.messages) or "") or None,
+                    profile_dirs=recorded_profile_dirs(source.started, source.summary, home),
                     torn_tail_bytes=source.torn_tail_bytes)
     note_torn_tail(rec, source)
+    check_served(tools, agent.env.registry, source.started, rec.extra.get("mcp") or {}, opts.kind)
     _append_continuation(source.run_dir, rec, origin)
     todo = agent.env.registry.get("todo")
     if todo is not None:  # the plan goes on with the conversation
