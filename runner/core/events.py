@@ -99,6 +99,8 @@ class ModelRetry(Event):
     attempt: int
     error: str
     delay_s: float
+    # The wait the server asked for (Retry-After / retry-after-ms), when it asked: then delay_s is that wait.
+    requested_s: float | None = None
 
 
 @dataclass(frozen=True)

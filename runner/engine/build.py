@@ -22,7 +22,7 @@ from runner.tools.spill import keep
 
 
 def make_model(settings: Settings, deadline: float,
-               on_delta: Callable[[int, str], None] | None = None) -> ChatModel:
+               on_delta: Callable[[int, str | None], None] | None = None) -> ChatModel:
     if settings.model.startswith("replay:"):
         return ReplayModel(Path(settings.model[len("replay:") :]).expanduser())
     from runner.model.openai_chat import OpenAIChat  # the openai SDK costs ~0.5 s to import: only when used
@@ -36,7 +36,8 @@ def make_model(settings: Settings, deadline: float,
     return OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url, stream=settings.stream,
                       max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
                       retry_cap_s=settings.retry_cap_s, request_timeout_s=settings.request_timeout_s,
-                      deadline=deadline, on_delta=on_delta, params=model_params(settings))
+                      deadline=deadline, on_delta=on_delta, params=model_params(settings),
+                      max_response_bytes=settings.max_response_bytes, max_retry_wait_s=settings.max_retry_wait_s)
 
 
 def context_manager(rec: Recording, config: ContextConfig, model: ChatModel, tools: list[dict[str, Any]], emit: Any,

@@ -30,6 +30,10 @@ class Settings(BaseSettings):
     retry_base_s: float = Field(1.0, ge=0)
     retry_cap_s: float = Field(30.0, ge=0)
     request_timeout_s: float = Field(300.0, gt=0)
+    # A model response's decoded size (a gzip body is inflated in bounded steps and counted): over it, the
+    # response is a bad one (retried like a 5xx). Far above any real completion.
+    max_response_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="one model response, decoded")
+    max_retry_wait_s: float = Field(300.0, ge=0, description="the longest Retry-After a run waits for")
     bash_timeout_s: float = Field(120.0, gt=0)
     mcp_start_timeout_s: float = Field(30.0, gt=0, description="an MCP server's start, until its tools are listed")
     mcp_call_timeout_s: float = Field(120.0, gt=0, description="one MCP tool call")

@@ -1,11 +1,14 @@
 """Chat completions with function calling through the official `openai` SDK.
 
 The SDK's own retries are off (max_retries=0) so that every retry is ours: bounded,
-honouring Retry-After, within the run's deadline, and recorded as an event.
+honouring Retry-After up to a ceiling and within the run's deadline, recorded as an event. A response
+body is bounded by its decoded size at the transport (model/bounded.py). What the client says about its
+endpoint never shows the base URL's credentials (model/secret_url.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -14,9 +17,9 @@ from typing import Any
 
 import openai
 
-from runner.core.events import Event, ModelRetry
+from runner.core.events import Event, ModelRetry, RunWarning
 from runner.core.jsonutil import short
-from runner.core.outcome import BudgetExhausted, ModelError
+from runner.core.outcome import BudgetExhausted, ModelError, RunEnded
 from runner.model.base import (
     ModelReply,
     arguments_text,
@@ -26,34 +29,71 @@ from runner.model.base import (
     reported,
     usage_dict,
 )
-from runner.model.retry import REFUSABLE, BadResponse, backoff, is_transient, refused_parameter, retry_after
+from runner.model.bounded import bounded_http_client
+from runner.model.deltas import AttemptDeltas
+from runner.model.retry import (
+    REFUSABLE,
+    BadResponse,
+    backoff,
+    is_transient,
+    refused_parameter,
+    retry_after,
+    seconds_text,
+)
+from runner.model.secret_url import display_url, scrub, url_secrets
 from runner.model.transport import create_chat_completion
 
 
 class OpenAIChat:
     def __init__(self, name: str, *, api_key: str | None, base_url: str | None, stream: bool,
                  max_retries: int, retry_base_s: float, retry_cap_s: float, request_timeout_s: float,
-                 deadline: float | None, on_delta: Callable[[int, str], None] | None = None,
-                 params: dict[str, Any] | None = None) -> None:
+                 deadline: float | None, on_delta: Callable[[int, str | None], None] | None = None,
+                 params: dict[str, Any] | None = None, max_response_bytes: int = 64 * 1024 * 1024,
+                 max_retry_wait_s: float = 300.0) -> None:
         self.name = name
         self.params = _request_params(params or {}, official=base_url is None)
         self.stream = stream
-        # Streaming only: called with (turn, text) for each content delta of an answer, and (turn, "") when
-        # the reply's stream ends (not for compaction calls).
+        # Streaming only: called with (turn, text) for each content delta of an answer, (turn, "") when the
+        # reply's stream ends, (turn, None) when a retry says something else than the failed attempt did
+        # (drop the turn's text: model/deltas.py); not for compaction calls.
         self.on_delta = on_delta
         self.max_retries = max_retries
         self.retry_base_s = retry_base_s
         self.retry_cap_s = retry_cap_s
         self.request_timeout_s = request_timeout_s
         self.deadline = deadline
+        self.max_retry_wait_s = max_retry_wait_s  # a longer Retry-After ends the run (exit 6): CI jobs are not parked
         self._refused: set[str] = set()  # optional parameters this server rejected: not sent again this run
         self._sent: set[str] = set()  # the optional parameters of the latest request
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                                     timeout=request_timeout_s)
+                                     timeout=request_timeout_s, http_client=bounded_http_client(max_response_bytes))
+        self._secrets = url_secrets(base_url)
+        self._endpoint = display_url(str(self._client.base_url))
+        self._deltas: AttemptDeltas | None = None  # this request's text deltas, across its attempts
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
                  emit: Callable[[Event], None], timeout: float | None = None,
                  tool_choice: str | None = None) -> ModelReply:
+        """One reply, retried as needed. Every message it ends the run with, and every event it emits, has the
+        base URL's credentials replaced."""
+        self._deltas = None
+
+        def scrubbed(event: Event) -> None:
+            if isinstance(event, ModelRetry):
+                event = dataclasses.replace(event, error=scrub(event.error, self._secrets))
+            elif isinstance(event, RunWarning):
+                event = dataclasses.replace(event, message=scrub(event.message, self._secrets))
+            emit(event)
+
+        try:
+            return self._complete(messages, tools, turn=turn, emit=scrubbed, timeout=timeout, tool_choice=tool_choice)
+        except RunEnded as exc:
+            exc.reason = scrub(exc.reason, self._secrets)
+            exc.args = (exc.reason,)
+            raise
+
+    def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
+                  emit: Callable[[Event], None], timeout: float | None, tool_choice: str | None) -> ModelReply:
         attempt = 0
         while True:
             attempt += 1
@@ -68,6 +108,9 @@ class OpenAIChat:
                 refused = refused_parameter(exc.status_code, f"{exc.message} {exc.body}", self._sent - self._refused)
                 if refused is not None:
                     self._refused.add(refused)  # e.g. stream_options on older servers: ask again without it
+                    emit(RunWarning(code="model_param_dropped",
+                                    message=f"the model endpoint does not take `{refused}` (HTTP {exc.status_code}: "
+                                            f"{_brief(exc)}); sent without it for the rest of the run"))
                     attempt -= 1
                     continue
                 if not is_transient(exc):
@@ -78,7 +121,7 @@ class OpenAIChat:
                 said = f" ({_brief(exc)})"
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
                 error, hint = type(exc).__name__, None
-                where = f" (connecting to {self._client.base_url})"
+                where = f" (connecting to {self._endpoint})"
             except (BadResponse, json.JSONDecodeError) as exc:  # a 200 that is not a completion: as a 5xx
                 error, hint = _bad(exc), None
             except openai.APIError as exc:  # an error event inside a stream: the server failed mid-answer
@@ -89,12 +132,25 @@ class OpenAIChat:
                 raise BudgetExhausted("run timeout reached while waiting for the model")
             if attempt > self.max_retries:
                 raise ModelError(f"model endpoint failed after {attempt} attempts: {error}{said}{where}")
-            delay = backoff(attempt, self.retry_base_s, self.retry_cap_s, hint)
-            if self.deadline is not None and time.monotonic() + delay >= self.deadline:
-                raise ModelError(f"model endpoint failed ({error}{where}); "
-                                 f"retrying in {delay:.1f}s would pass the run timeout")
-            emit(ModelRetry(turn=turn, attempt=attempt, error=error, delay_s=round(delay, 3)))
-            time.sleep(delay)
+            self._wait(attempt, error, where, hint, turn, emit)
+
+    def _wait(self, attempt: int, error: str, where: str, hint: float | None, turn: int,
+              emit: Callable[[Event], None]) -> None:
+        """The pause before the next attempt, or the run's end when the wait is unreasonable: a server asking for
+        more than the ceiling, or for more than the run has left, would park a CI job only to fail it."""
+        delay = backoff(attempt, self.retry_base_s, self.retry_cap_s, hint)
+        asked = f"the model server asked to wait {seconds_text(hint)} s ({error}{where})" if hint is not None else ""
+        if hint is not None and hint > self.max_retry_wait_s:
+            raise ModelError(f"{asked}: more than the {seconds_text(self.max_retry_wait_s)} s a run waits for "
+                             f"(AGENT_RUN_MAX_RETRY_WAIT_S); not retried")
+        if self.deadline is not None and time.monotonic() + delay >= self.deadline:
+            left = max(0.0, self.deadline - time.monotonic())
+            raise ModelError(f"{asked}: more than the {left:.1f} s left before the run timeout; not retried" if asked
+                             else f"model endpoint failed ({error}{where}); retrying in {delay:.1f}s would pass the "
+                                  f"run timeout")
+        emit(ModelRetry(turn=turn, attempt=attempt, error=error,
+                        delay_s=round(delay, 3), requested_s=round(hint, 3) if hint is not None else None))
+        time.sleep(delay)
 
     def _within_deadline(self, call: Callable[[], ModelReply]) -> ModelReply:
         """`call` (one request) on a worker thread, waited for until the run's deadline at most.
@@ -168,7 +224,10 @@ class OpenAIChat:
         usage = None
         finish = None
         chunks = 0
-        on_delta = self.on_delta if kwargs.get("tool_choice") != "none" else None
+        deltas = None
+        if self.on_delta is not None and kwargs.get("tool_choice") != "none":
+            self._deltas = deltas = self._deltas or AttemptDeltas(self.on_delta, turn)
+            deltas.begin()
         stream = create_chat_completion(self._client, **kwargs, stream=True)  # stream_options: in kwargs
         for chunk in stream:
             chunks += 1
@@ -179,12 +238,12 @@ class OpenAIChat:
                 text = get_field(delta, "content") if delta is not None else None
                 if text:
                     content.append(text if isinstance(text, str) else str(text))
-                    if on_delta is not None:
-                        on_delta(turn, content[-1])
+                    if deltas is not None:
+                        deltas.feed(content[-1])
                 for position, tc in enumerate((get_field(delta, "tool_calls") if delta is not None else None) or []):
                     _add_piece(calls, position, tc)
-        if on_delta is not None:
-            on_delta(turn, "")
+        if deltas is not None:
+            deltas.end(complete=finish is not None)
         if finish is None:  # a server that died mid-answer closes the stream: that is no answer
             raise BadResponse("the response stream was empty" if not chunks else
                               "the response stream ended before its finish_reason (closed mid-answer)")

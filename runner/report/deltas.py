@@ -23,7 +23,9 @@ HOLD = 256
 
 
 class TextDeltas:
-    """`on_delta(turn, text)` for `OpenAIChat`: `text == ""` ends the turn's reply (flushes what is held back)."""
+    """`on_delta(turn, text)` for `OpenAIChat`: `text == ""` ends the turn's reply (flushes what is held back);
+    `text is None`: the turn's text so far is void (a retried request that said something else), a
+    `{"type": "text_reset", "turn": N}` line, and what is held back is dropped."""
 
     def __init__(self, out: TextIO, masker: Masker, hold: int = HOLD) -> None:
         self._out = out
@@ -33,12 +35,15 @@ class TextDeltas:
         self._pending = ""
         self._lock = threading.Lock()  # called from the model call's worker thread
 
-    def __call__(self, turn: int, text: str) -> None:
+    def __call__(self, turn: int, text: str | None) -> None:
         with self._lock:
             if self._turn != turn:
                 self._take(final=True)
                 self._turn = turn
-            if text:
+            if text is None:
+                self._pending = ""
+                self._line({"type": "text_reset", "turn": turn})
+            elif text:
                 self._pending += text
                 if len(self._pending) > self._hold:
                     self._take(final=False)
@@ -66,6 +71,8 @@ class TextDeltas:
     def _write(self, text: str) -> None:
         if not text or self._turn is None:
             return
-        line: dict[str, Any] = {"type": "text_delta", "turn": self._turn, "text": text}
+        self._line({"type": "text_delta", "turn": self._turn, "text": text})
+
+    def _line(self, line: dict[str, Any]) -> None:
         self._out.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._out.flush()

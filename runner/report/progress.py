@@ -3,6 +3,7 @@ indented by its depth and tagged with its id and name: `  [a1 general] [turn 1] 
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, TextIO
 
 from runner.core.events import (
@@ -33,7 +34,7 @@ class Progress:
         self._masker = masker
 
     def __call__(self, event: Event) -> None:
-        if self.verbosity <= 0:
+        if self.verbosity <= 0 and not isinstance(event, ModelRetry):  # a wait is told even with -q: CI must see it
             return
         line = self._line(event)
         if line:
@@ -46,7 +47,7 @@ class Progress:
         if isinstance(event, ModelRequest) and self.verbosity >= 2:
             return f"[turn {event.turn}] request: {event.message_count} messages, ~{event.estimated_tokens} tokens"
         if isinstance(event, ModelRetry):
-            return f"[turn {event.turn}] model error {event.error}; retry {event.attempt} in {event.delay_s}s"
+            return retry_line(event)
         if isinstance(event, ModelResponse):
             n = len(event.message.get("tool_calls") or [])
             what = f"{n} tool call(s)" if n else "final answer"
@@ -78,3 +79,17 @@ def _tagged(event: Event, line: str) -> str:
         return line
     depth = agent.get("depth") if isinstance(agent.get("depth"), int) else 1
     return f"{'  ' * depth}[{agent.get('id')} {agent.get('name')}] {line}"
+
+
+def retry_line(event: ModelRetry, now: float | None = None) -> str:
+    """A wait, as it starts: how long, why, and the wall-clock time (UTC) the next attempt is due."""
+    due = time.strftime("%H:%M:%SZ", time.gmtime((time.time() if now is None else now) + event.delay_s))
+    if event.requested_s is not None:
+        return (f"agent-run: model server asked to wait {_seconds(event.requested_s)} s ({event.error}); "
+                f"retry {event.attempt} at {due}")
+    return f"[turn {event.turn}] model error {event.error}; retry {event.attempt} in {event.delay_s}s (at {due})"
+
+
+def _seconds(seconds: float) -> str:
+    """`1000`, `12.5`, `0.05` (as runner/model/retry.py `seconds_text`; that module imports the openai SDK)."""
+    return f"{seconds:.3f}".rstrip("0").rstrip(".")

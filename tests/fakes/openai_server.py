@@ -14,7 +14,8 @@ Tests give it a script: one step per expected request, in order. A step is
 - `trickle(seconds, interval)`: a 200 whose body never completes: SSE keep-alive
   comments (streaming) or JSON whitespace (not streaming) every `interval`, until
   `seconds` have passed or the server closes;
-- `raw(status, body, content_type)`: any bytes (an HTML proxy page, truncated JSON).
+- `raw(status, body, content_type, headers)`: any bytes (an HTML proxy page, truncated JSON, a gzip body
+  with `headers={"content-encoding": "gzip"}`).
 `reply` can also send no usage (`usage=NO_USAGE`, as llama-cpp-python does when
 streaming), arguments as a JSON object (`args_as_object=True`, Ollama's shape), and
 stream in bigger pieces (`piece`). Every request body is recorded in
@@ -97,9 +98,10 @@ def trickle(seconds: float, interval: float = 0.5) -> Step:
     return Step("trickle", seconds=seconds, interval=interval)
 
 
-def raw(status: int, body: str | bytes, content_type: str = "application/json") -> Step:
+def raw(status: int, body: str | bytes, content_type: str = "application/json",
+        headers: dict[str, str] | None = None) -> Step:
     return Step("raw", status=status, body=body.encode() if isinstance(body, str) else body,
-                content_type=content_type)
+                content_type=content_type, headers=dict(headers or {}))
 
 
 class FakeOpenAI:
@@ -219,7 +221,7 @@ class FakeOpenAI:
             return _send_json(h, step.status, step.body if step.body is not None else
                               {"error": {"message": f"scripted {step.status}", "type": "test"}}, step.headers)
         if step.kind == "raw":
-            return _send_raw(h, step.status, step.body, step.content_type)
+            return _send_raw(h, step.status, step.body, step.content_type, step.headers)
         if step.kind == "trickle":
             return _send_trickle(h, bool(body.get("stream")), step.seconds, step.interval, self._closing)
         if step.kind in ("truncated_stream", "empty_stream"):
@@ -273,10 +275,13 @@ def _send_json(h: BaseHTTPRequestHandler, status: int, payload: Any, headers: di
     h.wfile.write(data)
 
 
-def _send_raw(h: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str) -> None:
+def _send_raw(h: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str,
+              headers: dict[str, str] | None = None) -> None:
     h.send_response(status)
     h.send_header("content-type", content_type)
     h.send_header("content-length", str(len(data)))
+    for k, v in (headers or {}).items():
+        h.send_header(k, v)
     h.end_headers()
     h.wfile.write(data)
 
