@@ -41,6 +41,8 @@ def display_url(url: str) -> str:
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""
+        if ":" in host:  # an IPv6 address keeps its brackets
+            host = f"[{host}]"
         if parts.port is not None:
             host = f"{host}:{parts.port}"
         if parts.username is not None or parts.password is not None:
