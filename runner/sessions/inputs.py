@@ -22,6 +22,9 @@ from typing import Any
 from runner.core.jsonutil import file_sha256, sha256_text
 from runner.core.outcome import UsageError
 from runner.mcp.setup import recorded_mcp_configs
+from runner.record.integrity import AUDIT_KEY_ENV
+from runner.sessions.load import Recorded
+from runner.sessions.vouch import vouched
 from runner.subagents.profiles import recorded_dirs
 from runner.tools.registry import Registry
 from runner.workspace.skills import discover, index
@@ -32,17 +35,27 @@ def _inputs(started: dict[str, Any]) -> dict[str, Any] | None:
     return inputs if isinstance(inputs, dict) else None
 
 
-def restored_mcp_configs(started: dict[str, Any], summary: dict[str, Any] | None, home: Path) -> list[str]:
+def restored_mcp_configs(run: Recorded, home: Path) -> list[str]:
     """The --mcp-config files the run was given, checked: UsageError naming a file that is gone or changed.
-    A log from before run_started.inputs: the summary's copy, as before (a changed file is skipped, warned)."""
-    inputs = _inputs(started)
+    A log from before run_started.inputs: the summary's copy, as before (a changed file is skipped, warned).
+
+    The paths and hashes come from the log, which — unkeyed, and with no summary to seal it — whoever can
+    write the run directory can rewrite. A config names commands started with the job's secrets, so for a
+    killed run one inside the workspace (where that writer may also have put the file) is restored only from
+    a log a key given now vouches for; otherwise the person names it again with --mcp-config. A sealed run is
+    taken as the policy snapshot is (runner/sessions/vouch.py): the same known gap, docs/threat-model.md."""
+    inputs = _inputs(run.started)
     if inputs is None:
-        return recorded_mcp_configs(summary, home)
+        return recorded_mcp_configs(run.summary, home)
     out = []
     for entry in inputs.get("mcp_configs") or []:
         name = str(entry.get("path"))
         path = Path(name).expanduser()
         path = path if path.is_absolute() else home / path
+        if not (run.sealed or vouched(run)) and path.resolve().is_relative_to(home.resolve()):
+            raise UsageError(f"the run was given --mcp-config {name}, a file in the workspace, and its log is not "
+                             f"keyed ({AUDIT_KEY_ENV}): the log alone does not start commands named there; pass "
+                             f"--mcp-config {name} to use it")
         try:
             sha = file_sha256(path)
         except OSError as exc:

@@ -119,7 +119,7 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         # --continue produces the run's final answer: its --output-schema must still be checkable.
         schema = recorded_schema(run.started, run.home or place) if resume else None
         # The servers the run had (checked by sha256), unless others are given now.
-        mcp_configs = list(mcp_configs or []) or restored_mcp_configs(run.started, run.summary, run.home or place)
+        mcp_configs = list(mcp_configs or []) or restored_mcp_configs(run, run.home or place)
     except UsageError as exc:
         return early_failure(exc.reason)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them

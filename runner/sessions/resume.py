@@ -104,8 +104,7 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
                                  mode=opts.run.mode)
         schema = recorded_schema(source.started, source.home or workspace)
         # The servers the run had (checked by sha256), unless others are given now.
-        opts.run.mcp_configs = opts.run.mcp_configs or restored_mcp_configs(source.started, source.summary,
-                                                                            source.home or workspace)
+        opts.run.mcp_configs = opts.run.mcp_configs or restored_mcp_configs(source, source.home or workspace)
         # The recorded index is in the prompt; its calls are served by the skills found now, if the same.
         skills = restored_skills(tools, source.started, workspace, opts.run.skills)
     except (UsageError, ConversationError) as exc:

@@ -29,7 +29,12 @@ def _events(run_dir: Path) -> list[dict]:
 def _killed_mcp_run(fake, workspace: Path, agent_run) -> Path:
     """A run that called its MCP server's tool, SIGKILLed (by the pid in its .lock) while the model holds its
     second request. On a thread: `agent_run` waits for the process it starts."""
-    config = write_config(workspace, {"s": scripted("echo.py")})
+    # The job's config, outside the workspace (as a workflow's own file is): an unkeyed log may restore it
+    # by its recorded path and sha256; one inside the workspace it may not (see the end of the test below).
+    conf = workspace.parent / "conf"
+    conf.mkdir()
+    write_config(conf, {"s": scripted("echo.py")})
+    config = str(conf / "mcp.json")
     fake.add(reply(calls=[("mcp__s__echo", {"text": "hi"})]), hang(600))
     done: list = []
     thread = threading.Thread(target=lambda: done.append(agent_run("--mcp-config", config, *APPROVE, "task.md")))
@@ -56,16 +61,17 @@ def test_a_killed_runs_mcp_servers_are_restored_checked_and_never_dropped(fake, 
     assert result["ok"] and "echo: again" in result["content"], result
     assert resumed.summary["mcp"]["s"]["status"] == "started"
     started = resumed.of_type("run_started")[0]
-    assert started["inputs"]["mcp_configs"] == [{"path": "mcp.json", "sha256": sha}]
-    assert resumed.summary["mcp_configs"] == ["mcp.json"] and resumed.summary["mcp_config_sha256"] == [sha]
+    config = str(workspace.parent / "conf" / "mcp.json")
+    assert started["inputs"]["mcp_configs"] == [{"path": config, "sha256": sha}]
+    assert resumed.summary["mcp_configs"] == [config] and resumed.summary["mcp_config_sha256"] == [sha]
 
     # The config changed since: refused before anything is created, naming the file.
-    text = (workspace / "mcp.json").read_text()
-    (workspace / "mcp.json").write_text(text + "\n")
+    text = Path(config).read_text()
+    Path(config).write_text(text + "\n")
     changed = agent_run("resume", str(run_dir), *APPROVE)
-    assert changed.code == 2 and "--mcp-config mcp.json, which changed since" in changed.stderr, changed.stderr
+    assert changed.code == 2 and f"--mcp-config {config}, which changed since" in changed.stderr, changed.stderr
     assert changed.new_dirs == []
-    (workspace / "mcp.json").write_text(text)
+    Path(config).write_text(text)
 
     # Server s cannot start now: the recorded mcp__s__echo has nothing to serve it — exit 2, no request.
     (workspace / "broken.json").write_text(json.dumps({"mcpServers": {"s": {"command": "/nonexistent/mcp"}}}))

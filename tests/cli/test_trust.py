@@ -107,7 +107,14 @@ def test_a_recorded_mcp_config_changed_since_the_run_is_not_started_again(fake, 
     first = agent_run("--mcp-config", "mcp.json", "--max-turns", "1", "task.md")
     assert first.code == 5 and first.summary["mcp_config_sha256"][0]
     (workspace / "mcp.json").write_text(json.dumps({"mcpServers": {"y": {"command": "sh", "args": ["-c", "x"]}}}))
-    fake.add(reply("done"))
     resumed = agent_run("resume", str(first.run_dir))
-    assert resumed.code == 0, resumed.stderr
-    assert "mcp.json changed since the run" in resumed.stderr and "mcp" not in resumed.summary
+    assert resumed.code == 2 and resumed.new_dirs == [], resumed.stderr
+    assert "--mcp-config mcp.json, which changed since" in resumed.stderr
+
+    # Killed before its summary (none seals the log), unkeyed: the recorded path and sha256 could have been
+    # written with the workspace file they name, so a config in the workspace is not started from the log.
+    (workspace / "mcp.json").write_text(json.dumps({"mcpServers": {"x": {"command": "no-such-mcp-server"}}}))
+    (first.run_dir / "summary.json").unlink()
+    killed = agent_run("resume", str(first.run_dir))
+    assert killed.code == 2 and killed.new_dirs == [], killed.stderr
+    assert "--mcp-config mcp.json, a file in the workspace, and its log is not keyed" in killed.stderr
