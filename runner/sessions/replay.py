@@ -20,7 +20,7 @@ from typing import Any
 from runner.core.events import ToolResult, call_ref, tag
 from runner.core.outcome import Status, UsageError
 from runner.engine.call import handle_call
-from runner.engine.recorder import Recording, RunOutcome, early_failure, record
+from runner.engine.recorder import Held, Recording, RunOutcome, early_failure, hold_continued, hold_workspace, record
 from runner.policy.load import parse_approval
 from runner.policy.model import Policy
 from runner.record.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
@@ -31,6 +31,7 @@ from runner.sessions.inputs import check_served, recorded_profile_dirs, restored
 from runner.sessions.load import (
     Recorded,
     checked_workspace,
+    choose_workspace,
     load_recorded,
     note_cache_break,
     note_torn_tail,
@@ -111,9 +112,15 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
            policy_spec: str | None = None, workspace: str | None = None, force: bool = False,
            apply_changes: bool = False, mcp_configs: list[str] | None = None,
            allow_unkeyed: bool = False) -> RunOutcome:
+    # The locks first — the replayed run's, then the workspace's — and only then the workspace check and
+    # --apply-changes: a replay beside a resume of the same run, or beside a run in the workspace, is refused
+    # before it can change or vouch for anything (as runner/sessions/resume.py does).
+    held = Held()
     try:
+        hold_continued(held, run_dir)
         replayed = load_run(run_dir, expect_hash, policy_spec, allow_unkeyed)
         run = replayed.run
+        hold_workspace(held, choose_workspace(workspace, run), run_dir.parent)
         place = checked_workspace(run, workspace, "replay", force=force, apply=apply_changes)
         chosen = select(replayed, call_ids)
         # --continue produces the run's final answer: its --output-schema must still be checkable.
@@ -121,22 +128,24 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         # The servers the run had (checked by sha256), unless others are given now.
         mcp_configs = list(mcp_configs or []) or restored_mcp_configs(run, run.home or place)
     except UsageError as exc:
+        held.release()
         return early_failure(exc.reason)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
+        held.release()
         return early_failure(f"cannot replay {run_dir.name}: not a run directory this version can replay "
                              f"({type(exc).__name__}: {exc})")
-    if not chosen:
-        return early_failure(f"{run_dir.name} has no denied calls to approve")
-    masked = [c for c in chosen if MARKER in c["arguments"]]
-    if masked:
-        return early_failure(masked_refusal(masked, others=len(chosen) - len(masked)))
+    if not chosen or any(MARKER in c["arguments"] for c in chosen):
+        held.release()
+        masked = [c for c in chosen if MARKER in c["arguments"]]
+        return early_failure(masked_refusal(masked, others=len(chosen) - len(masked)) if masked
+                             else f"{run_dir.name} has no denied calls to approve")
     opts = RunOptions(task=str(run.run_dir / "task.md"), workspace=str(place), sandbox=sandbox,
                       cli_settings=cli_settings, verbosity=verbosity, mcp_configs=list(mcp_configs or []))
 
     def body(rec: Recording) -> tuple[Status, str | None]:
         return _replay(rec, replayed, chosen, opts, resume, schema)
 
-    return record(place, run_dir.parent, verbosity, body, continues=run.run_dir, home=run.home or place)
+    return record(place, run_dir.parent, verbosity, body, continues=run.run_dir, home=run.home or place, held=held)
 
 
 def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], opts: RunOptions, resume: bool,

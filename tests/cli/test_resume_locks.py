@@ -64,10 +64,12 @@ def test_the_locks_are_held_before_changes_are_applied_shared_workspace_or_not(f
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         busy = agent_run("resume", str(edited), "--apply-changes")
+        replay = agent_run("replay", str(edited), "--approve", "--apply-changes")  # the same locks first
     finally:
         os.close(fd)
-    assert busy.code == 2 and "in use" in busy.stderr, busy.stderr
-    assert busy.new_dirs == []
+    for refused in (busy, replay):
+        assert refused.code == 2 and "in use" in refused.stderr, refused.stderr
+        assert refused.new_dirs == []
     assert (workspace / "notes.txt").read_text() == "v1\n"  # nothing applied before the refusal
 
     # --shared-workspace waives the workspace's lock, never the lock of the run it continues.
