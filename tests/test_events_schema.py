@@ -15,11 +15,14 @@ from jsonschema import Draft202012Validator
 
 from runner.core import events as events_module
 from runner.core.events import (
+    CheckFinished,
+    CheckStarted,
     Compaction,
     Event,
     GuardWarning,
     McpServerFailed,
     McpServerStarted,
+    ModelFallback,
     ModelRequest,
     ModelResponse,
     ModelRetry,
@@ -69,7 +72,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 18
+    assert len(types_) == len(EVENTS) == 21
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -87,14 +90,15 @@ def _json_types(annotation: Any) -> set[str]:
 def test_schema_matches_the_dataclass(cls):
     """Every field is a property of the event's schema and every property a field (or a common one)."""
     schema = definition(cls.type)
-    fields = {f.name for f in dataclasses.fields(cls)}
+    fields = {cls.renamed.get(f.name, f.name) for f in dataclasses.fields(cls)}
     assert set(schema["properties"]) - COMMON == fields
     assert set(schema["required"]) == set(schema["properties"]), "every field is always written"
     assert schema["additionalProperties"] is False
     assert schema["properties"]["type"] == {"const": cls.type}
-    hints = typing.get_type_hints(cls)
+    hints = {cls.renamed.get(k, k): v for k, v in typing.get_type_hints(cls).items()}
     for name in fields:
-        declared = schema["properties"][name]["type"]
+        declared = schema["properties"][name].get("type") or definition(
+            schema["properties"][name]["$ref"].split("/")[-1])["type"]
         assert ({declared} if isinstance(declared, str) else set(declared)) == _json_types(hints[name]), name
 
 
@@ -185,6 +189,11 @@ def examples(run_id: str) -> list[Event]:
                             profile=".agents/agents/reviewer.md", trusted=False, model="gpt-4o-mini", mode="agent",
                             tools=["read", "grep"], tools_sha256=SHA, max_turns=10, timeout_s=300.0), CHILD),
         tag(ToolCall(turn=1, call_id="call_9", tool="read", arguments='{"path": "a.txt"}'), CHILD),
+        ToolCall(turn=2, call_id="call_2_0", tool="read", arguments='{"path": "a.txt"}', source="text"),
+        CheckStarted(call_id="check", command="pytest -q"),
+        CheckFinished(call_id="check", command="pytest -q", ok=False, error_type="CommandFailed", exit_code=1,
+                      duration_s=2.5, output_tail="1 failed", output_path="spill/check.txt"),
+        ModelFallback(turn=3, from_model="gpt-4o", to_model="gpt-4o-mini", reason="HTTP 503 after 3 retries"),
         tag(SubagentFinished(call_id="call_1", status="doom_loop", reason="the same call 3 times", turns=4,
                              tool_calls=3, usage=usage_dict(None), duration_s=1.5), CHILD),
     ]

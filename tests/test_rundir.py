@@ -83,7 +83,7 @@ def test_event_log_lines(tmp_path):
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", first["ts"])
     assert second == {"seq": 2, "ts": second["ts"], "run_id": "run-1", "type": "model_retry",
                       "prev": hashlib.sha256(lines[0].encode()).hexdigest(), "agent": None,
-                      "turn": 1, "attempt": 2, "error": "HTTP 503 — ünïcode", "delay_s": 0.5}
+                      "turn": 1, "attempt": 2, "error": "HTTP 503 — ünïcode", "delay_s": 0.5, "requested_s": None}
     assert first["prev"] == "0" * 64 and log.head == hashlib.sha256(lines[1].encode()).hexdigest()
     assert "ünïcode" in lines[1]
     assert read_events(path) == [first, second]

@@ -20,9 +20,11 @@ class Event:
     # Which agent emitted it: None for the run's own; a subagent's {id, name, parent_call_id, depth}
     # (set once by `tag`, before any consumer sees the event; every record carries it).
     agent: ClassVar[dict[str, Any] | None] = None
+    # A field recorded under another name: one consumers rely on that Python cannot spell (`from`).
+    renamed: ClassVar[dict[str, str]] = {}
 
     def fields(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {self.renamed.get(f.name, f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 def tag(event: Event, agent: dict[str, Any]) -> Event:
@@ -124,6 +126,7 @@ class ToolCall(Event):
     tool: str
     arguments: str
     redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
+    source: str | None = None  # "text": parsed from the reply's text (a small model's <tool_call>…); None: tool_calls
 
 
 @dataclass(frozen=True)
@@ -284,6 +287,45 @@ class SubagentFinished(Event):
     tool_calls: int
     usage: dict[str, int]
     duration_s: float
+
+
+@dataclass(frozen=True)
+class CheckStarted(Event):
+    """The task's `check` command starting: the runner's own call, outside the model's loop and its guards (its
+    policy decision is still recorded under `call_id`, so a denied check can be replayed)."""
+
+    type: ClassVar[str] = "check_started"
+    call_id: str
+    command: str
+
+
+@dataclass(frozen=True)
+class CheckFinished(Event):
+    """The check's result: what decides a run that otherwise succeeded (summary `check` holds the same)."""
+
+    type: ClassVar[str] = "check_finished"
+    call_id: str
+    command: str
+    ok: bool
+    error_type: str | None
+    exit_code: int | None
+    duration_s: float
+    output_tail: str | None  # a failed check's last lines (masked like every event)
+    output_path: str | None  # a failed check's whole output, spilled (run-dir relative)
+
+
+@dataclass(frozen=True)
+class ModelFallback(Event):
+    """The requested model's server kept failing (retries exhausted on a server error, timeout or overload):
+    the run goes on with the next model of --fallback-model, and stays on it."""
+
+    type: ClassVar[str] = "model_fallback"
+    turn: int
+    from_model: str
+    to_model: str
+    reason: str
+
+    renamed: ClassVar[dict[str, str]] = {"from_model": "from", "to_model": "to"}  # `from` is a keyword
 
 
 @dataclass(frozen=True)
