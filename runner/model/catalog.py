@@ -8,6 +8,7 @@ window. Names match exactly, else by the longest known prefix
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,12 +45,16 @@ def lookup(table: dict[str, Any], model: str) -> Any:
     return table[max(prefixes, key=len)] if prefixes else None
 
 
-def price_for(model: str, extra: dict[str, Any] | None = None) -> Price | None:
-    """Policy-given prices (`{"input": …, "cachedInput": …, "output": …}`) win over the table."""
-    for name, p in (extra or {}).items():
-        if name == model:
-            return Price(p["input"], p.get("cachedInput", p["input"]), p["output"])
-    return lookup(PRICES, model)
+def price_for(model: str, overrides: Mapping[str, Any] | None = None) -> tuple[Price | None, str | None]:
+    """The model's price and where it came from — the one place the rest of the runner asks.
+
+    Policy-given prices (`budget.prices`: `{"input": …, "cachedInput": …, "output": …}`) win
+    (source "policy"); else the built-in table; `(None, None)` when no price is known."""
+    p = (overrides or {}).get(model)
+    if p is not None:
+        return Price(p["input"], p.get("cachedInput", p["input"]), p["output"]), "policy"
+    known = lookup(PRICES, model)
+    return (known, "agent-run table") if known is not None else (None, None)
 
 
 def window_for(model: str, override: int | None = None) -> int | None:

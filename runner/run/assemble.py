@@ -344,7 +344,7 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
     if window is not None and window < WARN_CONTEXT_WINDOW:
         print(f"agent-run: warning: {settings.model} has a small context window ({window} tokens, from "
               f"{window_source(settings, policy, cli or {})}); long tasks may not fit", file=sys.stderr)
-    price = price_for(settings.model, policy.sections.get("budget", {}).get("prices"))
+    price, _source = price_for(settings.model, policy.sections.get("budget", {}).get("prices"))
     if settings.max_cost_usd is not None and price is None and not replaying:
         raise UsageError(f"--max-cost-usd needs a price for model {settings.model}: add it to the policy's "
                          "budget.prices")

@@ -200,7 +200,7 @@ class Delegation:
             raise ToolError("SubagentFailed", f"this run's subagent limit is reached ({settings.subagent_max_calls} "
                             "task calls, subagents.maxCalls): do the rest yourself", status="limit")
         model_name, note = self._model_for(profile)
-        price = price_for(model_name, self.shared.policy_sections.get("budget", {}).get("prices"))
+        price, _source = price_for(model_name, self.shared.policy_sections.get("budget", {}).get("prices"))
         if settings.max_cost_usd is not None and price is None and model_name != settings.model:
             raise ToolError("SubagentFailed", f"profile {profile.name!r} runs on {model_name}, which has no price: "
                             "--max-cost-usd cannot be kept (add it to the policy's budget.prices)", status="refused")
