@@ -19,6 +19,7 @@ from typing import Any
 
 from runner.core.events import ToolResult, call_ref, tag
 from runner.core.outcome import Status, UsageError
+from runner.core.shown import utf8_problem
 from runner.engine.call import handle_call
 from runner.engine.recorder import Held, Recording, RunOutcome, early_failure, hold_continued, hold_workspace, record
 from runner.policy.load import parse_approval
@@ -120,6 +121,9 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         hold_continued(held, run_dir)
         replayed = load_run(run_dir, expect_hash, policy_spec, allow_unkeyed)
         run = replayed.run
+        for label, path in (("workspace", choose_workspace(workspace, run)), ("runs directory", run_dir.parent)):
+            if (problem := utf8_problem(label, path)) is not None:  # the new run could not record it
+                raise UsageError(problem)
         hold_workspace(held, choose_workspace(workspace, run), run_dir.parent)
         place = checked_workspace(run, workspace, "replay", force=force, apply=apply_changes)
         chosen = select(replayed, call_ids)

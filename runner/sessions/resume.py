@@ -26,6 +26,7 @@ from typing import Any
 from runner.core.events import UserMessage
 from runner.core.jsonutil import canonical
 from runner.core.outcome import Status, UsageError
+from runner.core.shown import utf8_problem
 from runner.engine.recorder import Held, Recording, RunOutcome, early_failure, hold_continued, hold_workspace, record
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
@@ -95,6 +96,9 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
         tools = recorded_tools(source.run_dir)
         runs_dir = (Path(opts.run.runs_dir).expanduser().resolve() if opts.run.runs_dir else source.run_dir.parent)
         chosen = choose_workspace(opts.run.workspace, source)
+        for label, path in (("workspace", chosen), ("runs directory", runs_dir)):
+            if (problem := utf8_problem(label, path)) is not None:  # the new run could not record it
+                raise UsageError(problem)
         if not opts.run.shared_workspace:
             hold_workspace(held, chosen, runs_dir)
         trusted_snapshot(source, opts.run.policy, chosen, opts.run.mode)  # before anything is changed

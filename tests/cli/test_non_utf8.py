@@ -27,6 +27,18 @@ def test_a_workspace_path_that_is_not_utf8_is_refused_before_any_run_directory(f
     assert "Traceback" not in r.stderr and not os.path.exists(os.path.join(bad, ".agent-run")) and not fake.requests
 
 
+def test_resume_and_replay_into_a_workspace_path_that_is_not_utf8_are_refused(fake, workspace, agent_run, tmp_path):
+    fake.add(reply(calls=[("bash", {"command": "make"})]), reply("stopped"))
+    first = agent_run("--policy", "strict", "task.md", timeout=HANG_S)
+    assert first.code == 3, first.stderr
+    bad = os.fsdecode(os.fsencode(tmp_path) + b"/other\xff")
+    os.mkdir(bad)
+    for args in (("resume", str(first.run_dir)), ("replay", str(first.run_dir), "--approve")):
+        r = agent_run(*args, "--workspace", bad, timeout=HANG_S)
+        assert r.code == 2 and "other\\xff is not valid UTF-8" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and r.new_dirs == [] and os.listdir(bad) == []
+
+
 def test_a_file_name_that_is_not_utf8_is_shown_as_escapes(fake, workspace, agent_run):
     (workspace / os.fsdecode(b"caf\xe9.txt")).write_text("hello there\n")
     fake.add(reply(calls=[("list", {}), ("glob", {"pattern": "*.txt"}), ("grep", {"pattern": "hello"}),
