@@ -69,6 +69,7 @@ USAGE_ERROR = EXIT_CODES[Status.USAGE_ERROR]  # a refusal is one
 @click.option("--env-file", "env_files", multiple=True, metavar="PATH", help="As `run --env-file` (repeatable).")
 @click.option("--mcp-config", "mcp_configs", multiple=True, metavar="FILE",
               help="As `run --mcp-config`, for every task (repeatable).")
+@click.option("--tools", metavar="LIST", help="As `run --tools`, for every task.")
 @click.option("--isolate", type=click.Choice(["worktree"]),
               help="Each task in its own worktree even with -j 1 (with -j above 1 this is the default).")
 @click.option("--shared-workspace", is_flag=True,
@@ -78,7 +79,7 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
           policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
           max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
           approvals: tuple[str, ...], mode: str | None, sandbox: str | None, env_files: tuple[str, ...],
-          mcp_configs: tuple[str, ...], isolate: str | None, shared_workspace: bool) -> None:
+          mcp_configs: tuple[str, ...], tools: str | None, isolate: str | None, shared_workspace: bool) -> None:
     """Run TASK... (each in its own run directory), print a table, exit with the worst code.
 
     \b
@@ -106,7 +107,7 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
     for flag, value in (("--policy", policy), ("--workspace", workspace), ("--runs-dir", runs_dir),
                         ("--model", model), ("--max-turns", max_turns), ("--timeout", timeout),
                         ("--max-tokens", max_tokens), ("--max-cost-usd", max_cost_usd), ("--mode", mode),
-                        ("--sandbox", sandbox)):
+                        ("--sandbox", sandbox), ("--tools", tools)):
         if value is not None:
             common += [flag, str(value)]
     for approval in approvals:

@@ -14,6 +14,17 @@ ALLOW_UNKEYED = ("With AGENT_RUN_AUDIT_KEY set: accept a run directory that is n
                  "chain is then only as good as without a key).")
 
 
+
+def _tools_sealed(_ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        raise click.UsageError("--tools cannot be given to a resume or fork: the tool list is sealed in the run "
+                               "(its tools.json, sent again byte for byte); start a new run with `run --tools`")
+
+
+# Hidden: resume and fork take no such option, but a clear refusal beats click's "No such option".
+TOOLS_SEALED = click.option("--tools", hidden=True, expose_value=False, callback=_tools_sealed)
+
+
 @click.command("resume")
 @click.argument("run_dir", required=False, metavar="[RUN_DIR]")
 @click.argument("message", required=False, metavar="[MESSAGE|-]")
@@ -23,6 +34,7 @@ ALLOW_UNKEYED = ("With AGENT_RUN_AUDIT_KEY set: accept a run directory that is n
 @click.option("--apply-changes", is_flag=True,
               help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
 @click.option("--allow-unkeyed", is_flag=True, help=ALLOW_UNKEYED)
+@TOOLS_SEALED
 @run_options
 def resume(run_dir: str | None, message: str | None, last: bool, force: bool, apply_changes: bool,
            allow_unkeyed: bool, **kw: Any) -> None:
@@ -52,6 +64,7 @@ def resume(run_dir: str | None, message: str | None, last: bool, force: bool, ap
 @click.option("--apply-changes", is_flag=True,
               help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
 @click.option("--allow-unkeyed", is_flag=True, help=ALLOW_UNKEYED)
+@TOOLS_SEALED
 @run_options
 def fork(run_dir: str, message: str | None, at: int | None, force: bool, apply_changes: bool, allow_unkeyed: bool,
          **kw: Any) -> None:

@@ -103,7 +103,10 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
                    "else exit 1); it is printed on stdout, in summary.json `output` and output.json.")
 @click.option("--isolate", type=click.Choice(["worktree"]),
               help="Run in a private copy of the (git) workspace under WORKSPACE/.agent-run/worktrees/.")
-def run(task: str, output_schema: str | None, isolate: str | None, **kw: Any) -> None:
+@click.option("--tools", metavar="LIST",
+              help="Offer only these tools, comma-separated: built-in names (read,edit,bash,task,skill,…) or "
+                   "mcp__SERVER__TOOL; the policy still decides each call (also AGENT_RUN_TOOLS). [default: all]")
+def run(task: str, output_schema: str | None, isolate: str | None, tools: str | None, **kw: Any) -> None:
     """Run TASK (a Markdown file, or - for stdin) headless.
 
     \b
@@ -111,6 +114,7 @@ def run(task: str, output_schema: str | None, isolate: str | None, **kw: Any) ->
     4 doom_loop, 5 budget_exhausted, 6 model_error,
     130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP).
     """
-    opts, fmt = options_from(task, kw, isolate=isolate, output_schema=output_schema)
+    opts, fmt = options_from(task, kw, isolate=isolate, output_schema=output_schema,
+                             tools=tools if tools is not None else os.environ.get("AGENT_RUN_TOOLS"))
     outcome, reporter = with_github(lambda: execute(opts))
     finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"], task_file=task)

@@ -43,6 +43,7 @@ from runner.report.deltas import TextDeltas
 from runner.run.check import run_check
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.task import Task, parse_task
+from runner.run.toolset import offered_names, offers, pick, tools_problem
 from runner.sandbox.session import start_sandbox
 from runner.subagents.delegate import attach
 from runner.tools.readable import policy_decider
@@ -83,6 +84,7 @@ class RunOptions:
     output_schema: str | None = None  # --output-schema FILE
     skills: list[str] = field(default_factory=list)  # --skills DIR, in order
     agents: list[str] = field(default_factory=list)  # --agents DIR: trusted subagent profiles, in order
+    tools: str | None = None  # --tools LIST (runner/run/toolset.py); None: every tool the run has
 
 
 def execute(opts: RunOptions) -> RunOutcome:
@@ -94,6 +96,8 @@ def execute(opts: RunOptions) -> RunOutcome:
     for label, path in (("workspace", workspace), ("runs directory", runs_dir), ("task", task)):
         if (problem := utf8_problem(label, path)) is not None:  # before any run directory: it could not record it
             return early_failure(problem)
+    if (problem := tools_problem(opts.tools)) is not None:  # an unknown built-in name: before any run directory
+        return early_failure(problem)
     home = workspace
     if opts.isolate == "worktree":
         try:
@@ -179,10 +183,13 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
         for why in model.differences(sha256_text(task.text), rec.run_dir / "policy.json"):
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
     start_mcp(rec, env, servers, files.environ(), settings)
-    if skills is not None:
+    names = offered_names(opts.tools, tools)  # a continued run's are its recorded ones
+    if skills is not None and offers(names, "skill"):
         env.restrict = Restriction()
         env.registry = env.registry.with_tools([SkillTool(skills, env.restrict)])
-    turns = attach(rec, env, settings, policy, budget, opts.agents, child_prompt, profile_dirs)
+    turns = attach(rec, env, settings, policy, budget, opts.agents, child_prompt, profile_dirs) \
+        if offers(names, "task") else None
+    env.registry = pick(rec, env.registry, names, sealed=tools is not None)  # a child picks from these too
     runs = rec.runs_dir.relative_to(rec.workspace).as_posix() if rec.runs_dir.is_relative_to(rec.workspace) else ""
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox), exclude=(runs,) if runs else ())
     env.before_edit = tracker.before_edit
@@ -475,6 +482,8 @@ def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Pa
         words += ["--sandbox", opts.sandbox]
     if opts.isolate:
         words += ["--isolate", opts.isolate]
+    if opts.tools is not None:
+        words += ["--tools", opts.tools]
     for flag, key in RERUN_SETTINGS:
         if key in opts.cli_settings:
             words += [flag, str(opts.cli_settings[key])]
