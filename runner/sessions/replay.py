@@ -112,7 +112,7 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
            verbosity: int, sandbox: str | None = None, expect_hash: str | None = None,
            policy_spec: str | None = None, workspace: str | None = None, force: bool = False,
            apply_changes: bool = False, mcp_configs: list[str] | None = None,
-           allow_unkeyed: bool = False) -> RunOutcome:
+           allow_unkeyed: bool = False, stream_events: bool = False) -> RunOutcome:
     # The locks first — the replayed run's, then the workspace's — and only then the workspace check and
     # --apply-changes: a replay beside a resume of the same run, or beside a run in the workspace, is refused
     # before it can change or vouch for anything (as runner/sessions/resume.py does).
@@ -144,12 +144,14 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         return early_failure(masked_refusal(masked, others=len(chosen) - len(masked)) if masked
                              else f"{run_dir.name} has no denied calls to approve")
     opts = RunOptions(task=str(run.run_dir / "task.md"), workspace=str(place), sandbox=sandbox,
-                      cli_settings=cli_settings, verbosity=verbosity, mcp_configs=list(mcp_configs or []))
+                      cli_settings=cli_settings, verbosity=verbosity, mcp_configs=list(mcp_configs or []),
+                      stream_events=stream_events)
 
     def body(rec: Recording) -> tuple[Status, str | None]:
         return _replay(rec, replayed, chosen, opts, resume, schema)
 
-    return record(place, run_dir.parent, verbosity, body, continues=run.run_dir, home=run.home or place, held=held)
+    return record(place, run_dir.parent, verbosity, body, stream_events, continues=run.run_dir,
+                  home=run.home or place, held=held)
 
 
 def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], opts: RunOptions, resume: bool,
