@@ -347,11 +347,11 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
     if window is not None and window < MIN_CONTEXT_WINDOW:
         raise UsageError(f"model {settings.model} has a {window}-token context window (from "
                          f"{window_source(settings, policy, cli or {})}); agent-run needs at least "
-                         f"{MIN_CONTEXT_WINDOW} (override with --context-window if the table is wrong)")
+                         f"{MIN_CONTEXT_WINDOW} (override with --context-window if that is wrong)")
     if window is not None and window < WARN_CONTEXT_WINDOW:
         print(f"agent-run: warning: {settings.model} has a small context window ({window} tokens, from "
               f"{window_source(settings, policy, cli or {})}); long tasks may not fit", file=sys.stderr)
-    price, _source = price_for(settings.model, policy.sections.get("budget", {}).get("prices"))
+    price, source = price_for(settings.model, policy.sections.get("budget", {}).get("prices"))
     if settings.max_cost_usd is not None and price is None and not replaying:
         raise UsageError(f"--max-cost-usd needs a price for model {settings.model}: add it to the policy's "
                          "budget.prices")
@@ -361,6 +361,7 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
     def figures(data: dict[str, Any]) -> None:
         data["usage"]["total_tokens"] = budget.tokens
         data["usage"]["cost_usd"] = round(budget.cost_usd, 6) if price else None
+        data["usage"]["price_source"] = source  # "policy", "genai-prices <version>", or None: no price
         budget.figures(data)
 
     rec.finishers.append(figures)
@@ -370,7 +371,7 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
 def window_source(settings: Settings, policy: Policy, cli: dict[str, Any]) -> str:
     """Where the context window in use was set, as a person would look for it."""
     if settings.context_window is None:
-        return "the built-in table of known models"
+        return "genai-prices' model database"
     if cli.get("context_window") is not None:
         return "--context-window"
     if any(name.upper() == "AGENT_RUN_CONTEXT_WINDOW" for name in os.environ):
