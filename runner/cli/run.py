@@ -29,7 +29,7 @@ _OPTIONS = [
     click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD",
                  help="Cost budget from usage and the model's price (exit 5)."),
     click.option("--context-window", type=click.IntRange(min=1), metavar="TOKENS",
-                 help="The model's context window, when genai-prices' model database does not know it."),
+                 help="The model's context window, when the built-in table does not know it."),
     click.option("--temperature", type=click.FloatRange(0, 2), help="Sampling temperature (sent if set)."),
     click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), help="Nucleus sampling (sent if set)."),
     click.option("--max-output-tokens", type=click.IntRange(min=1), metavar="N",
@@ -37,6 +37,10 @@ _OPTIONS = [
     click.option("--seed", type=int, help="Sampling seed, where the endpoint supports one."),
     click.option("--reasoning-effort", type=click.Choice(["minimal", "low", "medium", "high"]),
                  help="For reasoning models, where the endpoint supports it."),
+    click.option("--text-tool-calls", type=click.Choice(["auto", "off"]),
+                 help="auto: run a tool call the model wrote as text (<tool_call>, fenced JSON, functions.NAME:) "
+                      "when it is the reply's one call and nothing follows it; off: such text is an answer. "
+                      "[default: auto]"),
     click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN",
                  help="Allow this for this run only, after all policy rules (repeatable)."),
     click.option("--mode", type=click.Choice(["agent", "full_access"]),
@@ -83,7 +87,7 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
     fmt = kw["output_format"] or os.environ.get("AGENT_RUN_OUTPUT_FORMAT") or "text"
     given = {k: kw[k] for k in ("model", "max_turns", "timeout", "stream", "max_tokens", "max_cost_usd",
                                  "context_window", "temperature", "top_p", "max_output_tokens", "seed",
-                                 "reasoning_effort")}
+                                 "reasoning_effort", "text_tool_calls")}
     opts = RunOptions(task=task, policy=kw["policy"], workspace=kw["workspace"], runs_dir=kw["runs_dir"],
                       approvals=list(kw["approvals"]), mode=kw["mode"], sandbox=kw["sandbox"],
                       env_files=list(kw["env_files"]), cli_settings={k: v for k, v in given.items() if v is not None},

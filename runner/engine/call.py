@@ -56,11 +56,12 @@ class CallEnv:
     agent: dict[str, Any] | None = None  # a subagent's {id, name, parent_call_id, depth}; None: the run's own
 
 
-def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit) -> str:
+def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: str | None = None) -> str:
+    """`source` "text": the call was parsed from the reply's text (runner/engine/loop.py with_text_call)."""
     call_id = call.get("id") or ""
     name = call.get("function", {}).get("name", "")
     raw_args = call.get("function", {}).get("arguments", "")
-    emit(ToolCall(turn=turn, call_id=call_id, tool=name, arguments=raw_args))
+    emit(ToolCall(turn=turn, call_id=call_id, tool=name, arguments=raw_args, source=source))
     started = time.monotonic()
     denied = False
     try:

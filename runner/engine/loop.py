@@ -20,7 +20,8 @@ from runner.core.events import Emit, ModelRequest, ModelResponse, UserMessage
 from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Failed
 from runner.engine.call import CallEnv, handle_call
-from runner.model.base import ChatModel, ModelReply, text_tool_call
+from runner.model.base import ChatModel, ModelReply, assistant_message
+from runner.model.text_calls import TextCall, Unusable, parse_text_call
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Limits:
     checks: tuple[Callable[[int], None], ...] = ()
     # Called with every reply and its prompt's estimated tokens (usage accounting: estimates, warnings).
     replies: tuple[Callable[[ModelReply, int], None], ...] = ()
+    # --text-tool-calls auto: a call a small model wrote in its text is run (or it is told why not)
+    text_calls: bool = True
 
 
 @dataclass
@@ -95,14 +98,15 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
                            duration_s=round(time.monotonic() - started, 4)))
         for observe in limits.replies:
             observe(reply, estimated)
-        messages.append(reply.message)
-        calls = reply.message.get("tool_calls") or []
+        message, source = with_text_call(reply.message, names, turn) if limits.text_calls else (reply.message, None)
+        messages.append(message)
+        calls = message.get("tool_calls") or []
         if not calls:
             if reply.finish_reason in _CUT_OFF:
                 raise Failed(f"the model's final answer was cut off (finish_reason={reply.finish_reason})")
-            lacking = unusable_answer(reply.message.get("content"), names)
+            lacking = unusable_answer(message.get("content"), names, text_calls=limits.text_calls)
             if lacking is None:
-                answer = reply.message.get("content") or ""
+                answer = message.get("content") or ""
                 retry = check_answer(answer) if check_answer is not None else None
                 if retry is None:
                     return LoopResult(answer=answer, turns=turn)
@@ -118,7 +122,7 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
         told = None
         for call in calls:
             _remaining(limits)
-            content = handle_call(call, env, turn, emit)
+            content = handle_call(call, env, turn, emit, source=source)
             messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": content})
     raise BudgetExhausted(f"max turns reached ({limits.max_turns}) before the model finished",
                           budget={"name": "max_turns", "limit": limits.max_turns, "used": limits.max_turns})
@@ -132,18 +136,35 @@ def _compactions(context: ContextManager | None) -> int:
     return context.counts["hard_clear"] + context.counts["summarize"] if context is not None else 0
 
 
-def unusable_answer(content: str | None, tools: list[str]) -> tuple[str, str, str] | None:
+def with_text_call(message: dict[str, Any], tools: list[str], turn: int) -> tuple[dict[str, Any], str | None]:
+    """The reply as appended, and the source of its calls: a reply without `tool_calls` whose text ends in
+    exactly one call of an offered tool (runner/model/text_calls.py) carries that call, id `call_<turn>_0`,
+    its text kept as content, because servers reject a `tool` message that answers no call. `model_response`
+    records the reply as received; runner/record/conversation.py rebuilds this message from the
+    `tool_call` event (`source: "text"`)."""
+    if message.get("tool_calls"):
+        return message, None
+    found = parse_text_call(message.get("content"), tools)
+    if not isinstance(found, TextCall):
+        return message, None
+    return assistant_message(message.get("content"), [{"name": found.name, "arguments": found.arguments}],
+                             turn), "text"
+
+
+def unusable_answer(content: str | None, tools: list[str], *, text_calls: bool = True) -> tuple[str, str, str] | None:
     """(what is wrong, what the model is told, the user_message reason) for a final answer that is no
-    answer: empty, or a tool call written as text (which was not run). None for an answer."""
+    answer: empty, or call-shaped text that could not be run (two calls, one that does not parse or names
+    no tool of this run). None for an answer; with `text_calls` off, any text is one."""
     if not (content or "").strip():
         return ("was empty", "[agent-run: your reply was empty. Answer the task in plain text, or call a tool "
                              "through the tool_calls field of your reply.]", "empty_answer")
-    tool = text_tool_call(content, tools)
-    if tool is None:
+    found = parse_text_call(content, tools) if text_calls else None
+    if not isinstance(found, Unusable):
         return None
-    return (f"was a tool call written as text ({tool}), not a tool call",
-            f"[agent-run: your reply is a call of `{tool}` written as text: it was not run. Call tools through the "
-            "tool_calls field of your reply (function calling), not in the text; answer in plain text when done.]",
+    return (f"was a tool call written as text that could not be run ({found.what})",
+            f"[agent-run: your reply holds {found.what}: nothing was run. Call tools through the tool_calls field "
+            "of your reply (function calling); written as text, a call must be the only call and the last thing in "
+            "the reply. Answer in plain text when done.]",
             "text_tool_call")
 
 

@@ -3,9 +3,7 @@ that is appended to the conversation, recorded, and replayed."""
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -94,48 +92,3 @@ def _int(value: Any) -> int:
         return max(0, int(value or 0))
     except (TypeError, ValueError):
         return 0
-
-
-_FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.S)
-_TAGGED = re.compile(r"<(tool_call|function_call|tools?)>\s*(.*?)\s*(?:</\1>|$)", re.S)
-
-
-def text_tool_call(content: str | None, tools: Iterable[str]) -> str | None:
-    """The tool a final answer names when the answer is a tool call written as text (JSON naming a
-    known tool with its arguments, bare, fenced, or in a `<tool_call>` block), else None.
-
-    Only JSON that names a tool of this run counts: any other JSON is an answer (a task may ask
-    for JSON, and `--output-schema` expects it)."""
-    text = (content or "").strip()
-    if not text or text[0] not in "{[<`":
-        return None
-    fenced = _FENCE.match(text)
-    candidates = [fenced.group(1)] if fenced else [text]
-    candidates += [m.group(2) for m in _TAGGED.finditer(text)]
-    names = set(tools)
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except (ValueError, RecursionError):  # the model's text, nested past the parser's depth: no call
-            continue
-        for call in _calls(value):
-            if call in names:
-                return call
-    return None
-
-
-def _calls(value: Any) -> list[str]:
-    """Tool names in the shapes models write calls as: {"name", "arguments"|"parameters"},
-    {"function": {"name", "arguments"}}, {"tool_calls": [...]}, or a list of those."""
-    if isinstance(value, list):
-        return [name for item in value for name in _calls(item)]
-    if not isinstance(value, dict):
-        return []
-    if isinstance(value.get("tool_calls"), list):
-        return _calls(value["tool_calls"])
-    if isinstance(value.get("function"), dict):
-        return _calls(value["function"])
-    name = value.get("name")
-    if isinstance(name, str) and any(k in value for k in ("arguments", "parameters", "args", "input")):
-        return [name]
-    return []

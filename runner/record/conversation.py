@@ -71,6 +71,13 @@ def rebuild(run_dir: Path, events: list[dict[str, Any]], upto_turn: int | None =
             messages.append(e["message"])
             last_turn = e["turn"]
             pending = [c.get("id", "") for c in e["message"].get("tool_calls") or []]
+        elif kind == "tool_call" and e.get("source") == "text" and not expecting and not pending:
+            # A call the model wrote as text: the reply was sent back carrying it (runner/engine/loop.py
+            # with_text_call), the same keys in the same order.
+            messages[-1] = {"role": "assistant", "content": messages[-1].get("content"),
+                            "tool_calls": [{"id": e["call_id"], "type": "function",
+                                            "function": {"name": e["tool"], "arguments": e["arguments"]}}]}
+            pending = [e["call_id"]]
         elif kind == "tool_result" and e.get("call_id") in pending:
             pending.remove(e["call_id"])
             content = results.get(e["call_id"], e.get("content", ""))

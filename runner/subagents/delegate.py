@@ -172,7 +172,7 @@ class Delegation:
                              tools=[t["function"]["name"] for t in tools], tools_sha256=sha256_text(canonical(tools)),
                              max_turns=max_turns, timeout_s=settings.subagent_timeout_s))
         limits = Limits(max_turns, deadline, settings.subagent_timeout_s, shared.run_checks(),
-                        (shared.budget.on_reply,))
+                        (shared.budget.on_reply,), text_calls=settings.text_tool_calls == "auto")
         rec.callers.append((env, emit))
         try:
             result: LoopResult | RunEnded = run_loop(messages, model, env, limits, emit, first_turn, context=context,

@@ -1,14 +1,12 @@
 """The one shape of an assistant message, whatever shape the server sent; usage when a server
-reports none; final answers that are tool calls written as text."""
+reports none. (Tool calls written as text: tests/model/test_text_calls.py.)"""
 
 from __future__ import annotations
 
 import pytest
 
 from runner.core.jsonutil import canonical, estimate_tokens
-from runner.model.base import assistant_message, estimated_usage, reported, text_tool_call, usage_dict
-
-TOOLS = ["read", "list", "grep", "bash"]
+from runner.model.base import assistant_message, estimated_usage, reported, usage_dict
 
 
 def test_arguments_as_an_object_become_canonical_json():
@@ -46,30 +44,3 @@ def test_estimated_usage_is_the_byte_estimate():
     assert usage["prompt_tokens"] == estimate_tokens(len(canonical({"tools": tools, "messages": messages})))
     assert usage["completion_tokens"] == estimate_tokens(len(canonical(reply)))
     assert usage["cached_tokens"] == 0
-
-
-@pytest.mark.parametrize(("text", "tool"), [
-    ('{"name": "bash", "arguments": {"command": "ls"}}', "bash"),
-    ('  {"name": "read", "parameters": {"path": "a"}}\n', "read"),
-    ('```json\n{"name": "grep", "arguments": {"pattern": "x"}}\n```', "grep"),
-    ('<tool_call>\n{"name": "list", "arguments": {}}\n</tool_call>', "list"),
-    ('<tool_call>{"name": "list", "arguments": {}}', "list"),  # cut at the stop token
-    ('<tool_call>{"name": "list", "arguments": {}}</tool_call>\n<tool_call>{"name": "read", "arguments": {}}'
-     '</tool_call>', "list"),
-    ('{"type": "function", "function": {"name": "read", "arguments": "{}"}}', "read"),
-    ('{"tool_calls": [{"function": {"name": "bash", "arguments": "{}"}}]}', "bash"),
-    ('[{"name": "read", "arguments": {"path": "a"}}]', "read"),
-])
-def test_tool_calls_written_as_text(text, tool):
-    assert text_tool_call(text, TOOLS) == tool
-
-
-@pytest.mark.parametrize("text", [
-    None, "", "The answer is 4.", '{"name": "Ada", "age": 36}', '{"result": 4}', "[1, 2]",
-    '{"name": "write", "arguments": {}}',  # not a tool of this run
-    '{"name": "read"}',  # a name, but nothing that makes it a call
-    '{"name": "bash", "arguments": {"command": "ls"}',  # not JSON
-    'Run this: {"name": "bash", "arguments": {}}',  # prose around it: an answer that quotes a call
-])
-def test_answers_that_are_not_tool_calls(text):
-    assert text_tool_call(text, TOOLS) is None

@@ -1,0 +1,185 @@
+"""Tool calls a model wrote as text instead of in `tool_calls`: found, or judged unusable.
+
+Small local models often write the call in their reply's text: Hermes/Qwen `<tool_call>{…}</tool_call>`,
+a fenced JSON object with `name` and `arguments`, a bare JSON object that is the whole reply, or
+llama-cpp-python's `chatml-function-calling` form `functions.<tool>:` (followed by the arguments, or by
+nothing at all: that format's text reply cannot carry them). A call is run only when it is the one call in
+the text and nothing but whitespace follows it: a call quoted mid-answer (from a file, say) is part of an
+answer and is never run.
+
+Pure functions over the reply's text; the loop decides what to do with the verdict.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from runner.core.jsonutil import canonical
+
+
+@dataclass(frozen=True)
+class TextCall:
+    """The one call the text makes: run it (`arguments` is a JSON object's text)."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Unusable:
+    """Call-shaped text that cannot be run: the model is told (`what` says why), and it is no answer."""
+
+    what: str
+
+
+@dataclass(frozen=True)
+class _Span:
+    end: int  # where the call-shaped text ends; only whitespace may follow for it to count
+    calls: list[tuple[str, Any]]  # (name, arguments as written: an object, a JSON string, None: none given)
+    broken: str | None = None  # why it is call-shaped but does not parse
+
+
+# The tag Hermes/Qwen models write (and its variants); a reply cut off before the closing tag still counts.
+_TAGGED = re.compile(r"<(tool_call|function_call|tools?)>(.*?)(?:</\1>|\Z)", re.S)
+_FENCED = re.compile(r"(?:^|\n)[ \t]*```[\w-]*[ \t]*\n(.*?)\n?[ \t]*```", re.S)
+_FUNCTIONS = re.compile(r"(?:^|\n)[ \t]*functions\.([\w.-]+):", re.S)
+_NAMED = re.compile(r'"name"\s*:\s*"([^"]+)"')
+_ARGUMENT_KEYS = ("arguments", "parameters")
+
+
+def parse_text_call(content: str | None, tools: Iterable[str]) -> TextCall | Unusable | None:
+    """What a reply without `tool_calls` is: one call to run, call-shaped text that cannot be run, or
+    (None) an answer. Only JSON naming a tool of this run counts as a call outside a `<tool_call>` tag or
+    the `functions.` form: any other JSON is an answer (a task may ask for JSON; `--output-schema` does)."""
+    text = content or ""
+    names = set(tools)
+    spans = [*_tagged(text), *_functions(text)]
+    taken = [(m.start(), m.end()) for m in _TAGGED.finditer(text)]
+    spans += _fenced(text, names, taken)
+    if not spans:
+        spans = _bare(text, names)
+    if not spans:
+        return None
+    if text[max(s.end for s in spans):].strip():
+        return None  # text after the last call: an answer that quotes one
+    broken = next((s.broken for s in spans if s.broken), None)
+    if broken is not None:
+        return Unusable(broken)
+    calls = [c for s in spans for c in s.calls]
+    if len(calls) > 1:
+        return Unusable(f"{len(calls)} tool calls written as text ({', '.join(n for n, _ in calls)}); none was run")
+    name, arguments = calls[0]
+    if name not in names:
+        return Unusable(f"a call of `{name}` written as text, and this run has no tool of that name")
+    args = _arguments(arguments)
+    if args is None:
+        return Unusable(f"a call of `{name}` written as text whose arguments are not a JSON object")
+    return TextCall(name, args)
+
+
+def _tagged(text: str) -> list[_Span]:
+    out = []
+    for m in _TAGGED.finditer(text):
+        body = m.group(2).strip()
+        fenced = _FENCED.fullmatch(body)  # some models fence the JSON inside the tag too
+        value, ok = _json(fenced.group(1) if fenced else body)
+        calls = _calls(value) if ok else []
+        if not calls and isinstance(value, dict) and isinstance(value.get("name"), str):
+            calls = [(value["name"], None)]  # a name and no arguments: a call of a tool that takes none
+        broken = None if calls else f"a <{m.group(1)}> block that is not a JSON call with `name` and `arguments`"
+        out.append(_Span(m.end(), calls, broken))
+    return out
+
+
+def _functions(text: str) -> list[_Span]:
+    """llama-cpp-python's form: `functions.NAME:` then the arguments' JSON, each call up to the next one."""
+    found = list(_FUNCTIONS.finditer(text))
+    out = []
+    for i, m in enumerate(found):
+        end = found[i + 1].start() if i + 1 < len(found) else len(text)
+        body = text[m.end():end].strip()
+        value, ok = _json(body) if body else (None, False)
+        if ok and isinstance(value, dict):
+            out.append(_Span(end, [(m.group(1), value)]))
+        elif body and not body.startswith("{"):
+            continue  # prose that happens to start a line with `functions.x:`, not a call
+        else:
+            out.append(_Span(end, [], f"`functions.{m.group(1)}:` with no JSON object of arguments after it"))
+    return out
+
+
+def _fenced(text: str, names: set[str], taken: list[tuple[int, int]]) -> list[_Span]:
+    """Fenced JSON bodies outside the tag blocks `taken` (sorted, not overlapping, as finditer gives them)."""
+    out = []
+    for m in _FENCED.finditer(text):
+        i = bisect.bisect_right(taken, (m.start(1), len(text) + 1)) - 1  # the last block starting before it
+        if i >= 0 and taken[i][0] <= m.start(1) < taken[i][1]:
+            continue  # inside a <tool_call> block: counted there
+        span = _json_span(m.group(1), m.end(), names)
+        if span is not None:
+            out.append(span)
+    return out
+
+
+def _bare(text: str, names: set[str]) -> list[_Span]:
+    """The whole reply a JSON call (no prose around it)."""
+    body = text.strip()
+    if not body.startswith(("{", "[")):
+        return []
+    span = _json_span(body, len(text.rstrip()), names)
+    return [span] if span is not None else []
+
+
+def _json_span(body: str, end: int, names: set[str]) -> _Span | None:
+    """A fenced or bare JSON body: a call when it names a tool of this run, else None (an answer's JSON)."""
+    value, ok = _json(body)
+    if not ok:
+        named = _NAMED.search(body)
+        if named and named.group(1) in names and any(f'"{k}"' in body for k in _ARGUMENT_KEYS):
+            return _Span(end, [], f"a call of `{named.group(1)}` written as text that is not valid JSON")
+        return None
+    calls = _calls(value)
+    if not any(name in names for name, _ in calls):
+        return None
+    return _Span(end, calls)
+
+
+def _json(text: str) -> tuple[Any, bool]:
+    try:
+        return json.loads(text), True
+    except (ValueError, RecursionError):  # the model's text, nested past the parser's depth: no call
+        return None, False
+
+
+def _calls(value: Any) -> list[tuple[str, Any]]:
+    """(name, arguments) in the shapes models write calls as: {"name", "arguments"|"parameters"},
+    {"function": {"name", "arguments"}}, {"tool_calls": [...]}, or a list of those."""
+    if isinstance(value, list):
+        return [call for item in value for call in _calls(item)]
+    if not isinstance(value, dict):
+        return []
+    if isinstance(value.get("tool_calls"), list):
+        return _calls(value["tool_calls"])
+    if isinstance(value.get("function"), dict):
+        return _calls(value["function"])
+    name = value.get("name")
+    key = next((k for k in _ARGUMENT_KEYS if k in value), None)
+    return [(name, value[key])] if isinstance(name, str) and key is not None else []
+
+
+def _arguments(arguments: Any) -> str | None:
+    """The arguments as the JSON object's text a `tool_calls` entry carries; None when they are not one.
+    An object becomes its canonical JSON (as Ollama's objects do); a JSON string is kept as written."""
+    if arguments is None:
+        return "{}"
+    if isinstance(arguments, dict):
+        return canonical(arguments)
+    if isinstance(arguments, str):
+        value, ok = _json(arguments) if arguments.strip() else ({}, True)
+        return (arguments if arguments.strip() else "{}") if ok and isinstance(value, dict) else None
+    return None

@@ -1,0 +1,109 @@
+"""Tool calls a small model writes as text (issue 27, item 2), through the real CLI and the scripted server:
+one call at the end of the reply runs (`tool_call.source` "text", the reply sent back carrying the call its
+`tool` message answers), a call quoted mid-answer is an answer, call-shaped text that cannot run is told once
+and never the answer, and `--text-tool-calls off` makes any text an answer. The replies are real small-model
+outputs where we have them."""
+
+from __future__ import annotations
+
+import json
+
+from runner.record.conversation import rebuild
+from tests.fakes.openai_server import reply
+
+QWEN = '<tool_call>\n{"name": "read", "arguments": {"path": "a.py"}}\n</tool_call>'  # Qwen2.5-Coder 1.5B, verbatim
+LLAMA_CPP = "functions.read:"  # llama-cpp-python chatml-function-calling: its text reply is a name, or nothing
+FORMATS = [  # (the reply's text, the path it reads)
+    (QWEN, "a.py"),
+    ('Let me look at it.\n```json\n{"name": "read", "arguments": {"path": "b.py"}}\n```\n', "b.py"),
+    ('I will read c.py.\n```\n{"name": "read", "arguments": "{\\"path\\": \\"c.py\\"}"}\n```', "c.py"),
+    ('functions.read:\n{"path": "d.py"}', "d.py"),
+]
+
+
+def ended_with(r, code: int, status: str) -> dict:
+    assert r.code == code, (r.code, r.stderr)
+    s = r.summary
+    assert (s["status"], s["exit_code"]) == (status, code)
+    assert r.of_type("run_finished")[0]["exit_code"] == code
+    return s
+
+
+def test_a_call_written_as_text_is_run_in_each_format(fake, workspace, agent_run):
+    for _, path in FORMATS:
+        (workspace / path).write_text(f"print('{path}')\n", encoding="utf-8")
+    fake.add(*(reply(text) for text, _ in FORMATS), reply("All four files print their names."))
+    r = agent_run("task.md")
+    s = ended_with(r, 0, "success")
+    assert r.stdout.strip() == "All four files print their names."
+    calls = r.of_type("tool_call")
+    assert [(c["tool"], json.loads(c["arguments"])["path"], c["source"]) for c in calls] == \
+        [("read", path, "text") for _, path in FORMATS]
+    assert [c["call_id"] for c in calls] == ["call_1_0", "call_2_0", "call_3_0", "call_4_0"]
+    assert s["tool_calls"] == 4 and all(e["ok"] for e in r.of_type("tool_result"))
+    for turn, (text, path) in enumerate(FORMATS, start=1):
+        sent = fake.requests[turn]["messages"]
+        assistant, tool = sent[-2], sent[-1]
+        # Sent back carrying the call (servers reject a tool message that answers none), its text kept.
+        assert assistant["content"] == text
+        assert [(c["id"], c["function"]["name"]) for c in assistant["tool_calls"]] == [(f"call_{turn}_0", "read")]
+        assert tool["role"] == "tool" and tool["tool_call_id"] == f"call_{turn}_0" and path in tool["content"]
+        assert sent[:-2] == fake.requests[turn - 1]["messages"]  # append-only
+        # model_response records the reply as received.
+        assert "tool_calls" not in r.of_type("model_response")[turn - 1]["message"]
+    # The conversation a resume rebuilds is the one sent.
+    rebuilt = rebuild(r.run_dir, r.events, upto_turn=4).messages
+    assert [{**m, "content": m["content"] or ""} for m in rebuilt] == fake.requests[4]["messages"]
+
+
+def test_a_call_quoted_mid_answer_is_an_answer(fake, workspace, agent_run):
+    answer = f"a.py holds a Qwen tool call:\n{QWEN}\nwhich the parser reads."
+    fake.add(reply(answer))
+    r = agent_run("task.md")
+    ended_with(r, 0, "success")
+    assert r.stdout.strip() == answer
+    assert r.of_type("tool_call") == [] and r.of_type("user_message") == []
+
+
+def test_two_calls_written_as_text_are_told_once_and_none_runs(fake, workspace, agent_run):
+    two = f"{QWEN}\n{QWEN.replace('a.py', 'b.py')}"
+    fake.add(reply(two), reply("a.py and b.py are missing."))
+    r = agent_run("task.md")
+    ended_with(r, 0, "success")
+    assert r.stdout.strip() == "a.py and b.py are missing."
+    assert r.of_type("tool_call") == []
+    told = r.of_type("user_message")
+    assert [m["reason"] for m in told] == ["text_tool_call"] and "2 tool calls" in told[0]["content"]
+    sent = fake.requests[1]["messages"]
+    assert sent[-2] == {"role": "assistant", "content": two} and sent[-1]["content"] == told[0]["content"]
+
+
+def test_llama_cpp_functions_name_is_never_the_answer(fake, workspace, agent_run):
+    fake.add(reply(LLAMA_CPP), reply(LLAMA_CPP))
+    r = agent_run("task.md")
+    s = ended_with(r, 1, "failed")
+    assert "functions.read:" in s["reason"] and "again after being told" in s["reason"]
+    assert r.of_type("tool_call") == [] and len(r.of_type("user_message")) == 1
+    assert r.stdout.strip() != LLAMA_CPP
+
+
+def test_off_makes_the_text_an_answer(fake, workspace, agent_run):
+    fake.add(reply(QWEN))
+    r = agent_run("--text-tool-calls", "off", "task.md")
+    ended_with(r, 0, "success")
+    assert r.stdout.strip() == QWEN
+    assert r.of_type("tool_call") == [] and r.of_type("user_message") == []
+
+
+def test_a_child_runs_a_call_written_as_text(fake, workspace, agent_run):
+    (workspace / "p.jsonc").write_text("""{ "extends": "default", "permission": { "rules": [
+      { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }""", encoding="utf-8")
+    (workspace / "a.py").write_text("print('a')\n", encoding="utf-8")
+    fake.add(reply(calls=[("task", {"description": "look", "prompt": "CHILD-TEXT: read a.py"})]), reply("done"))
+    fake.route("CHILD-TEXT", reply(QWEN), reply("a.py prints a"))
+    r = agent_run("--policy", "p.jsonc", "task.md")
+    ended_with(r, 0, "success")
+    child = [e for e in r.of_type("tool_call") if e["agent"]]
+    assert [(e["agent"]["id"], e["tool"], e["source"]) for e in child] == [("a1", "read", "text")]
+    result = next(e for e in r.of_type("tool_result") if e["tool"] == "task")
+    assert "a.py prints a" in result["content"]
