@@ -105,6 +105,7 @@ class OpenAIChat:
                 if exc.status_code in (401, 403):
                     raise ModelError(f"model endpoint refused credentials (HTTP {exc.status_code}): "
                                      f"{_brief(exc)}") from None
+                _no_streamed_tools(f"{exc.message} {exc.body}")
                 refused = refused_parameter(exc.status_code, f"{exc.message} {exc.body}", self._sent - self._refused)
                 if refused is not None:
                     self._refused.add(refused)  # e.g. stream_options on older servers: ask again without it
@@ -125,6 +126,7 @@ class OpenAIChat:
             except (BadResponse, json.JSONDecodeError) as exc:  # a 200 that is not a completion: as a 5xx
                 error, hint = _bad(exc), None
             except openai.APIError as exc:  # an error event inside a stream: the server failed mid-answer
+                _no_streamed_tools(str(exc.message))
                 error, hint = f"stream error: {short(str(exc.message), 200)}", None
             except openai.OpenAIError as exc:
                 raise ModelError(f"model request failed: {exc}") from None
@@ -229,23 +231,32 @@ class OpenAIChat:
             self._deltas = deltas = self._deltas or AttemptDeltas(self.on_delta, turn)
             deltas.begin()
         stream = create_chat_completion(self._client, **kwargs, stream=True)  # stream_options: in kwargs
-        for chunk in stream:
-            chunks += 1
-            usage = get_field(chunk, "usage") or usage
-            for choice in get_field(chunk, "choices") or []:
-                finish = get_field(choice, "finish_reason") or finish
-                delta = get_field(choice, "delta")
-                text = get_field(delta, "content") if delta is not None else None
-                if text:
-                    content.append(text if isinstance(text, str) else str(text))
-                    if deltas is not None:
-                        deltas.feed(content[-1])
-                for position, tc in enumerate((get_field(delta, "tool_calls") if delta is not None else None) or []):
-                    _add_piece(calls, position, tc)
+        # A stream that fails before its first chunk while tools are offered is, on llama-cpp-python's own
+        # server, a refused streamed tool call: say so, with the way out, in the reason the retries end with.
+        suspect = STREAMED_TOOLS_HINT if kwargs.get("tools") and kwargs.get("tool_choice") == "auto" else ""
+        try:
+            for chunk in stream:
+                chunks += 1
+                usage = get_field(chunk, "usage") or usage
+                for choice in get_field(chunk, "choices") or []:
+                    finish = get_field(choice, "finish_reason") or finish
+                    delta = get_field(choice, "delta")
+                    text = get_field(delta, "content") if delta is not None else None
+                    if text:
+                        content.append(text if isinstance(text, str) else str(text))
+                        if deltas is not None:
+                            deltas.feed(content[-1])
+                    for position, tc in enumerate((get_field(delta, "tool_calls") if delta is not None else None)
+                                                  or []):
+                        _add_piece(calls, position, tc)
+        except openai.APIConnectionError:
+            if chunks or not suspect:
+                raise
+            raise BadResponse(f"the response stream closed before its first chunk{suspect}") from None
         if deltas is not None:
             deltas.end(complete=finish is not None)
         if finish is None:  # a server that died mid-answer closes the stream: that is no answer
-            raise BadResponse("the response stream was empty" if not chunks else
+            raise BadResponse(f"the response stream was empty{suspect}" if not chunks else
                               "the response stream ended before its finish_reason (closed mid-answer)")
         ordered = [{"id": c["id"], "name": "".join(c["name"]), "arguments": "".join(c["arguments"])}
                    for _, c in sorted(calls.items())]
@@ -276,6 +287,20 @@ def _add_piece(calls: dict[int, dict[str, Any]], position: int, tc: Any) -> None
     arguments = get_field(function, "arguments")
     if arguments:
         slot["arguments"].append(arguments_text(arguments))
+
+
+# llama-cpp-python's function-calling chat format cannot stream a tool call (its server's words below).
+STREAMED_TOOLS_REFUSED = "Automatic streaming tool choice is not supported"
+STREAMED_TOOLS_WAY_OUT = "run without streaming (--no-stream, or AGENT_RUN_STREAM=false)"
+STREAMED_TOOLS_HINT = (f" (llama-cpp-python's server does this when the model calls a tool in a streamed reply: "
+                       f"\"{STREAMED_TOOLS_REFUSED}\" in its log; {STREAMED_TOOLS_WAY_OUT})")
+
+
+def _no_streamed_tools(said: str) -> None:
+    """A server that says it cannot stream tool calls will not on a retry either: the run ends naming the limit."""
+    if STREAMED_TOOLS_REFUSED in said:
+        raise ModelError(f"the model server refuses streamed tool calls (\"{STREAMED_TOOLS_REFUSED}\", "
+                         f"llama-cpp-python's function-calling chat formats): {STREAMED_TOOLS_WAY_OUT}")
 
 
 def _bad(exc: Exception) -> str:

@@ -15,7 +15,9 @@ Tests give it a script: one step per expected request, in order. A step is
   comments (streaming) or JSON whitespace (not streaming) every `interval`, until
   `seconds` have passed or the server closes;
 - `raw(status, body, content_type, headers)`: any bytes (an HTML proxy page, truncated JSON, a gzip body
-  with `headers={"content-encoding": "gzip"}`).
+  with `headers={"content-encoding": "gzip"}`);
+- `cut_stream()`: a 200 event stream (chunked) whose connection closes before its first chunk: what uvicorn
+  sends when a server fails after its streaming response started (llama-cpp-python's refused streamed calls).
 `reply` can also send no usage (`usage=NO_USAGE`, as llama-cpp-python does when
 streaming), arguments as a JSON object (`args_as_object=True`, Ollama's shape), and
 stream in bigger pieces (`piece`). Every request body is recorded in
@@ -24,6 +26,10 @@ chunked the way OpenAI chunks them. A request carrying a parameter named in
 `server.rejects` (e.g. `{"stream_options", "tool_choice"}`) gets HTTP 400 naming
 it, outside the script. When the script runs out, the server answers HTTP 400
 "script exhausted".
+
+A server's own request rules and reply shapes (tests/fakes/dialects.py) plug in as two hooks:
+`server.validate(body)` returns an error step to refuse a request the way that server does (else None),
+and `server.shape(body, step)` turns a scripted step into what that server would send instead.
 
 Several clients at once (`batch -j N`) would otherwise take steps from the one script in
 whatever order their requests arrive: `server.route(marker, *steps)` gives the conversation
@@ -39,6 +45,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -47,6 +54,7 @@ from typing import Any
 @dataclass
 class Step:
     kind: str  # "reply" | "error" | "hang" | "drop" | "truncated_stream" | "empty_stream" | "trickle" | "raw"
+    #            | "cut_stream"
     content: str | None = None
     calls: list[tuple[str, Any]] = field(default_factory=list)
     status: int = 200
@@ -104,6 +112,10 @@ def raw(status: int, body: str | bytes, content_type: str = "application/json",
                 content_type=content_type, headers=dict(headers or {}))
 
 
+def cut_stream() -> Step:
+    return Step("cut_stream")
+
+
 class FakeOpenAI:
     def __init__(self) -> None:
         self.script: list[Step] = []
@@ -117,6 +129,9 @@ class FakeOpenAI:
         # llama-cpp-python's chat templates concatenate an assistant message's content: null fails them, and
         # its server answers HTTP 500 (True: validate requests that way).
         self.null_content_fails = False
+        # A dialect's hooks (see the module's docstring): refuse a request, reshape a scripted step.
+        self.validate: Callable[[dict[str, Any]], Step | None] | None = None
+        self.shape: Callable[[dict[str, Any], Step], Step] | None = None
         self._lock = threading.Lock()
         self._closing = threading.Event()  # set on close: ends hangs and trickles still waiting
         self._turn = 0
@@ -190,6 +205,9 @@ class FakeOpenAI:
                                                and m.get("content") is None for m in body.get("messages") or []):
                 return self._turn, error(500, body={"error": {
                     "message": "can only concatenate str (not \"NoneType\") to str", "type": "internal_server_error"}})
+            refusal = self.validate(body) if self.validate is not None else None
+            if refusal is not None:
+                return self._turn, refusal
             if body.get("tool_choice") == "none":
                 self.compactions += 1
                 return self._turn, self.summary if isinstance(self.summary, Step) else reply(self.summary)
@@ -213,6 +231,10 @@ class FakeOpenAI:
                 step = script.pop(0) if script else None
         if step is None:
             return _send_json(h, 400, {"error": {"message": "fake server: script exhausted", "type": "test"}})
+        if self.shape is not None:
+            step = self.shape(body, step)
+        if step.kind == "cut_stream":
+            return _send_cut(h)
         if step.kind == "drop":
             h.close_connection = True
             h.connection.shutdown(socket.SHUT_RDWR)
@@ -284,6 +306,17 @@ def _send_raw(h: BaseHTTPRequestHandler, status: int, data: bytes, content_type:
         h.send_header(k, v)
     h.end_headers()
     h.wfile.write(data)
+
+
+def _send_cut(h: BaseHTTPRequestHandler) -> None:
+    """The headers of a chunked event stream, then the connection closes without a chunk."""
+    h.send_response(200)
+    h.send_header("content-type", "text/event-stream; charset=utf-8")
+    h.send_header("transfer-encoding", "chunked")
+    h.end_headers()
+    h.wfile.flush()
+    h.close_connection = True
+    h.connection.shutdown(socket.SHUT_RDWR)
 
 
 def _send_trickle(h: BaseHTTPRequestHandler, stream: bool, seconds: float, interval: float,

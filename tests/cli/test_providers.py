@@ -1,0 +1,94 @@
+"""The compatibility table (docs/providers.md), tested: agent-run's real request path (the CLI, the openai SDK)
+against a loopback server that validates requests and shapes replies the way each server does
+(tests/fakes/dialects.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fakes.dialects import DIALECTS, STREAMED_TOOLS_REFUSED, use
+from tests.fakes.openai_server import error, reply
+
+RETRIES_2 = {"AGENT_RUN_MAX_RETRIES": "2"}
+# Streamed: where a stream differs (vLLM sends usage only when asked; llama-cpp-python sends none). Its
+# function-calling format cannot stream a tool call (test below); Ollama's whole-call chunks: test_model_faults.
+STREAMING = [(d, False) for d in DIALECTS] + [("vllm", True), ("llama-cpp-python-jinja", True)]
+
+
+def ended_with(r, code: int, status: str) -> dict:
+    assert r.code == code, (r.code, r.stderr)
+    s = r.summary
+    assert (s["status"], s["exit_code"]) == (status, code)
+    assert r.of_type("run_finished")[0]["exit_code"] == code
+    return s
+
+
+def tool_using_run(fake, workspace, agent_run, *args: str):
+    """A call, an empty answer (told once: an assistant message without text goes back), then the answer."""
+    (workspace / "notes.txt").write_text("alpha\nbeta\n")
+    fake.add(reply(calls=[("read", {"path": "notes.txt"})]), reply(None), reply("The file has 2 lines."))
+    return agent_run(*args, "task.md")
+
+
+@pytest.mark.parametrize(("dialect", "stream"), STREAMING)
+def test_a_tool_using_run_passes_on_each_server(fake, workspace, agent_run, dialect, stream):
+    server = use(fake, dialect)
+    r = tool_using_run(fake, workspace, agent_run, *(["--stream"] if stream else []))
+    s = ended_with(r, 0, "success")
+    assert r.stdout.strip() == "The file has 2 lines."
+    assert (s["tool_calls"], len(fake.requests)) == (1, 3)  # no request was refused
+    assert not server.log
+    tool = fake.requests[1]["messages"][-1]
+    assert tool == {"role": "tool", "tool_call_id": "call_1_0", "content": "1\talpha\n2\tbeta"}
+    if dialect == "llama-cpp-python":  # a known limit of its chatml-function-calling format: no tool message shown
+        assert "alpha" not in server.prompts[1] and "functions.read:" in server.prompts[1]
+
+
+def test_llama_cpp_python_refuses_content_null_as_its_server_does(fake):
+    """The rule the content-null fix meets: its request types refuse an assistant `content: null` (HTTP 500, the
+    validation errors as text), and the GGUF's Qwen2.5 template fails on one without tool calls."""
+    null = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None},
+            {"role": "user", "content": "go"}]
+    for name in ("llama-cpp-python", "llama-cpp-python-jinja"):
+        refusal = use(fake, name).validate({"messages": null})
+        assert refusal is not None and refusal.status == 500
+        message = refusal.body["error"]["message"]
+        assert "'loc': ('body', 'messages', 1, 'ChatCompletionRequestAssistantMessage', 'content')" in message
+        assert refusal.body["error"]["type"] == "internal_server_error"
+    jinja = use(fake, "llama-cpp-python-jinja")
+    with pytest.raises(TypeError, match="can only concatenate str"):
+        jinja._render({"messages": null})
+    assert jinja.validate({"messages": [{**m, "content": m["content"] or ""} for m in null]}) is None
+
+
+def test_a_streamed_tool_call_on_llama_cpp_python_names_the_limit_and_the_way_out(fake, workspace, agent_run):
+    """Its server raises after the 200 headers: the stream is cut before its first chunk, the words are only in its
+    log. The reason says what that means and how to run instead (was: "APIConnectionError (connecting to …)")."""
+    server = use(fake, "llama-cpp-python")
+    fake.add(*[reply(calls=[("read", {"path": "notes.txt"})])] * 3)
+    r = agent_run("--stream", "task.md", env=RETRIES_2)
+    s = ended_with(r, 6, "model_error")
+    assert server.log == [STREAMED_TOOLS_REFUSED] * 3
+    for said in (s["reason"], r.stderr):
+        assert STREAMED_TOOLS_REFUSED in said and "--no-stream" in said and "closed before its first chunk" in said
+    assert "APIConnectionError" not in s["reason"]
+
+
+def test_a_server_that_says_it_cannot_stream_tool_calls_ends_the_run_at_once(fake, agent_run):
+    """The same refusal in an error body (a proxy in front of it, or a server that reports it): not retried."""
+    fake.add(*[error(500, body={"error": {"message": STREAMED_TOOLS_REFUSED, "type": "internal_server_error"}})] * 3)
+    r = agent_run("--stream", "task.md", env=RETRIES_2)
+    s = ended_with(r, 6, "model_error")
+    assert len(fake.requests) == 1 and not r.of_type("model_retry")
+    assert STREAMED_TOOLS_REFUSED in s["reason"] and "--no-stream" in s["reason"] and "--no-stream" in r.stderr
+
+
+def test_vllm_without_auto_tool_choice_ends_with_its_reason(fake, agent_run):
+    """vLLM refuses `tool_choice: "auto"` unless started with --enable-auto-tool-choice (a 400 that does not name the
+    parameter, so it is not dropped; without it vLLM would take tools as "auto" anyway): exit 6 with vLLM's words."""
+    use(fake, "vllm", auto_tools=False)
+    fake.add(reply("never sent"))
+    r = agent_run("task.md", env=RETRIES_2)
+    s = ended_with(r, 6, "model_error")
+    assert "--enable-auto-tool-choice" in s["reason"]
+    assert len(fake.requests) == 1 and fake.requests[0]["tool_choice"] == "auto"
