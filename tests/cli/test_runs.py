@@ -153,3 +153,32 @@ def test_show_header_has_the_findings(tmp_path):
     assert "  check:    command=pytest -q ok=no error_type=ExitNonZero exit_code=1" in lines
     assert "  changed:  a.py, b.py" in lines
     assert "denials: none" in lines
+
+
+def test_runs_list_says_the_runs_in_the_workspace_are_not_its_changes(fake, workspace, agent_run):
+    import shutil
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
+    fake.add(reply(calls=[("list", {}), ("write", {"path": "made.txt", "content": "x\n"})]), reply("done"))
+    r = agent_run("task.md")
+    assert r.code == 0 and r.summary["status"] == "success", r.stderr
+    assert [e["type"] for e in r.events][-1] == "run_finished"
+    # The agent's `list` marks it as git does (`git status --ignored`: `!! .agent-run/`).
+    listing = fake.requests[1]["messages"][-2]
+    assert listing["role"] == "tool" and ".agent-run/ (ignored)" in listing["content"].splitlines(), listing
+    listed = agent_run("runs", "list")
+    assert listed.code == 0 and r.run_dir.name in listed.stdout
+    assert ".agent-run/ is ignored by git" in listed.stderr and "never part of a run's changes" in listed.stderr
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=workspace,
+                            capture_output=True, text=True, check=True).stdout
+    assert ".agent-run" not in status and "made.txt" in status  # what the note says
+    assert ".agent-run" not in (r.run_dir / "changes.patch").read_text()
+    # A runs directory elsewhere in the workspace (`--runs-dir runs`) is left out of the changes too
+    # (runner/run/assemble.py excludes it), but git shows it: said so.
+    shutil.copytree(r.run_dir, workspace / "runs" / r.run_dir.name)
+    listed = agent_run("runs", "list", "--runs-dir", "runs")
+    assert listed.code == 0 and r.run_dir.name in listed.stdout
+    assert "runs/ is inside the workspace" in listed.stderr and "add runs/ to .gitignore" in listed.stderr
+    outside = agent_run("runs", "list", "--runs-dir", str(workspace.parent / "elsewhere"))
+    assert outside.code == 0 and "inside the workspace" not in outside.stderr and "ignored" not in outside.stderr
