@@ -29,7 +29,7 @@ _OPTIONS = [
     click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD",
                  help="Cost budget from usage and the model's price (exit 5)."),
     click.option("--context-window", type=click.IntRange(min=1), metavar="TOKENS",
-                 help="The model's context window, when the built-in table does not know it."),
+                 help="The model's context window, when genai-prices' model database does not know it."),
     click.option("--temperature", type=click.FloatRange(0, 2), help="Sampling temperature (sent if set)."),
     click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), help="Nucleus sampling (sent if set)."),
     click.option("--max-output-tokens", type=click.IntRange(min=1), metavar="N",

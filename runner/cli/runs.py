@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from runner.cli.runs_format import cell, duration, table, total_tokens
@@ -38,6 +40,29 @@ def list_cmd(workspace: str, runs_dir: str | None, limit: int) -> None:
         click.echo(line.rstrip())
     if len(dirs) > limit:
         click.echo(f"{len(dirs) - limit} older run(s) not shown; use --limit", err=True)
+    if (note := ignored_note(Path(workspace).expanduser().resolve(), root)) is not None:
+        click.echo(note, err=True)
+
+
+def ignored_note(workspace: Path, root: Path) -> str | None:
+    """Runs kept inside the workspace are not the agent's work: said under the listing, since a person who
+    sees `.agent-run/` there wonders whether it lands in a commit or a run's changes."""
+    if not root.is_relative_to(workspace):
+        return None
+    state = workspace / ".agent-run"
+    if root.is_relative_to(state) and "*" in _lines(state / ".gitignore"):
+        return ("agent-run: .agent-run/ is ignored by git (its own .gitignore: *) and never part of a run's "
+                "changes (changes.patch, workspace.json)")
+    where = root.relative_to(workspace).as_posix()
+    return (f"agent-run: {where}/ is inside the workspace: no run counts it among its changes (changes.patch, "
+            f"workspace.json), but git shows it unless it is ignored (add {where}/ to .gitignore)")
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except (OSError, UnicodeDecodeError):
+        return []
 
 
 runs.add_command(show_cmd)

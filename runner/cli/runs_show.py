@@ -118,7 +118,8 @@ def render(data: dict[str, Any]) -> list[str]:  # long: the account's sections i
                   f"cost {cost(usage.get('cost_usd'))}"),
         ("loop", finding(s.get("loop"))),
         ("budget", finding(s.get("budget"))),
-        ("check", finding(s.get("check"))),
+        # The check's tail is for the transcript (--transcript): one line here, its output's file named.
+        ("check", finding({k: v for k, v in (s.get("check") or {}).items() if k != "output_tail"})),
         ("warnings", "; ".join(s.get("loop_warnings") or []) or None),
         ("changed", changed(s)),
         ("run dir", data["run_dir"]),

@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     subagent_max_turns: int = Field(30, ge=1, description="a child's turns when its profile sets none")
     subagent_timeout_s: float = Field(300.0, gt=0, description="one child's wall clock (within the run's)")
     max_cost_usd: float | None = Field(None, gt=0)
-    context_window: int | None = Field(None, ge=1, description="override the known-models table")
+    context_window: int | None = Field(None, ge=1, description="override the model database (genai-prices)")
     # Sampling: sent only when set, and dropped for the run if the endpoint rejects one (runner/model/retry.py).
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)

@@ -83,7 +83,7 @@ class Budget:
                         "next_request_estimate": estimated_prompt_tokens})
         if self.max_cost_usd is not None and self.price is not None:
             # Priced as if nothing of the next prompt were cached: the dearest case.
-            next_cost = estimated_prompt_tokens * self.price.input / 1_000_000
+            next_cost = estimated_prompt_tokens * self.price.at(estimated_prompt_tokens).input / 1_000_000
             if self.cost_usd + next_cost > self.max_cost_usd:
                 raise BudgetExhausted(
                     f"cost budget: ${self.cost_usd:.4f} spent + ~${next_cost:.4f} for the next request "

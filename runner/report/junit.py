@@ -127,6 +127,8 @@ def details(summary: Mapping[str, Any]) -> str:
         if not check.get("ok") and check.get("output_tail"):
             tail = str(check["output_tail"]).splitlines()
             lines += ["check output (its last lines):", *(f"  {line}" for line in tail)]
+        if not check.get("ok") and check.get("output_path"):
+            lines.append(f"check output, whole: {check['output_path']} (in the run dir)")
     if summary.get("run_dir"):
         lines.append(f"run dir: {summary['run_dir']}")
     return "\n".join(lines)

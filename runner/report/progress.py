@@ -7,6 +7,8 @@ import time
 from typing import TYPE_CHECKING, TextIO
 
 from runner.core.events import (
+    CheckFinished,
+    CheckStarted,
     Event,
     ModelRequest,
     ModelResponse,
@@ -56,6 +58,13 @@ class Progress:
             # Masked before it is shortened: a token cut in half no longer looks like one.
             self._pending[(agent_id(event), event.call_id)] = f"{event.tool} {short(self._mask(event.arguments))}"
             return None
+        if isinstance(event, CheckStarted):  # the task's check: the runner's call, shown as such
+            self._pending[(agent_id(event), event.call_id)] = f"check: {short(self._mask(event.command))}"
+            return None
+        if isinstance(event, CheckFinished):
+            head = self._pending.pop((agent_id(event), event.call_id), "check")
+            outcome = "ok" if event.ok else f"{event.error_type} (exit code {event.exit_code})"
+            return f"  {head} -> {outcome} ({event.duration_s:.2f}s)"
         if isinstance(event, PermissionDecision):
             key = (agent_id(event), event.call_id)
             self._pending[key] = f"{self._pending.get(key, event.tool)} [{event.decision}]"

@@ -125,6 +125,9 @@ def _findings(summary: Mapping[str, Any]) -> list[str]:
         if not ok and isinstance(tail, str) and tail.strip():
             out += ["<details><summary>The check's output (its last lines)</summary>", "",
                     fenced(clip(tail, MAX_ANSWER_CHARS), "text"), "", "</details>", ""]
+        if not ok and isinstance(check.get("output_path"), str):
+            out += [f"Its whole output: {code_span(clip(check['output_path']), in_table=False)} in the run "
+                    "directory.", ""]
     return out
 
 

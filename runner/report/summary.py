@@ -8,6 +8,7 @@ from typing import Any
 
 from runner.core.events import (
     MAIN,
+    CheckStarted,
     Event,
     GuardWarning,
     ModelResponse,
@@ -59,6 +60,8 @@ class SummaryBuilder:
             self.tool_calls += 1
             counts["tool_calls"] += 1
             self._arguments[call_ref(event.agent, event.call_id)] = event.arguments
+        elif isinstance(event, CheckStarted):  # the runner's own bash call: a denial names its command, uncounted
+            self._arguments[call_ref(event.agent, event.call_id)] = json.dumps({"command": event.command})
         elif isinstance(event, PermissionDecision) and event.decision == "deny":
             deciding = next((t for t in event.targets if t["decision"] == event.policy_decision), event.targets[0])
             self.denials.append({

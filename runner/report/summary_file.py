@@ -43,7 +43,7 @@ def _str_list(v: Any) -> bool:
 
 # usage (the run's and each agent's): token counts and a cost.
 _USAGE: dict[str, Check] = {"prompt_tokens": _int, "completion_tokens": _int, "cached_tokens": _int,
-                            "total_tokens": _int, "cost_usd": _num}
+                            "total_tokens": _int, "cost_usd": _num, "price_source": _str}
 _DENIAL: dict[str, Check] = {"call_id": _str, "tool": _str, "domain": _str, "target": _str, "decision": _str,
                              "rule": _dict, "approve": _str_list, "replay": _str, "rerun": _str, "agent": _dict}
 _AGENT: dict[str, Check] = {"id": _str, "name": _str, "model": _str, "mode": _str, "status": _str, "reason": _str,

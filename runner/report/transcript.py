@@ -210,6 +210,8 @@ def _event(e: Mapping[str, Any], state: _Agent) -> list[str]:
             out += ["*(no text)*", ""]
     elif kind == "model_retry":
         out += [f"*model request retried (attempt {e.get('attempt')}): {e.get('error')}*", ""]
+    elif kind == "model_fallback":
+        out += [f"> ⚠️ **model {e.get('from')} is down**: went on with {e.get('to')} ({e.get('reason')})", ""]
     elif kind == "tool_call":
         # A subagent's call ids repeat its parent's (each conversation numbers its own): named as `replay --call`
         # names them.
@@ -270,19 +272,24 @@ def _subagent_finished(e: Mapping[str, Any], agent: Mapping[str, Any]) -> list[s
 def _check_section(check: Any, events: list[Mapping[str, Any]]) -> list[str]:
     if not isinstance(check, Mapping) and not events:
         return []
-    check = check if isinstance(check, Mapping) else {}
+    # summary.json `check`; else (a run killed before its summary) its check_finished event
+    finished = next((e for e in reversed(events) if e.get("type") == "check_finished"), {})
+    check = check if isinstance(check, Mapping) else finished
     verdict = "passed" if check.get("ok") else "failed"
-    out = ["## Check", "", f"**{verdict}** (exit code {check.get('exit_code')}):", ""]
+    took = f", {check['duration_s']:.1f} s" if isinstance(check.get("duration_s"), int | float) else ""
+    out = ["## Check", "", f"**{verdict}** (exit code {check.get('exit_code')}{took}):", ""]
     if check.get("command"):
         out += [fence(str(check["command"]), "sh"), ""]
     decisions = [e for e in events if e.get("type") == "permission_decision"]
     out += [line for e in decisions for line in (*_decision(e), "")]
-    results = [e for e in events if e.get("type") == "tool_result"]
+    results = [e for e in events if e.get("type") == "tool_result"]  # a log from before check_finished
     tail = check.get("output_tail")
     if tail is None and results:
         tail = tail_lines(split_result(str(results[-1].get("content") or ""))[1], CHECK_TAIL_LINES)
     if tail:
         out += [f"Output (the last {CHECK_TAIL_LINES} lines at most):", "", fence(tail, "text"), ""]
+    if check.get("output_path"):
+        out += [f"The whole output: {_code(check['output_path'])} in the run directory.", ""]
     return out
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from runner.policy.targets import path_target
 from runner.record.rundir import default_runs_dir, new_run_id, portable, write_atomic, write_json
 from runner.report.changes import ChangeTracker
 from runner.report.deltas import TextDeltas
+from runner.run.changes import ChangeRecord
 from runner.run.check import run_check
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.task import Task, parse_task
@@ -54,7 +54,6 @@ from runner.workspace.git import SafeGit
 from runner.workspace.instructions import InstructionsError, gather
 from runner.workspace.output_schema import OutputSchema
 from runner.workspace.skills import Restriction, discover, index
-from runner.workspace.state import end_state
 from runner.workspace.trust import EnvFiles, load_env_files, narrow, task_is_trusted
 from runner.workspace.worktree import WorktreeError, create_worktree
 
@@ -149,6 +148,7 @@ class Agent:
     context: ContextManager
     tools: list[dict[str, Any]]
     recite: Any = None  # the todo tool's recitation hook, for run_loop
+    changes: ChangeRecord | None = None  # taken before the task's check: its writes are not the agent's
 
 
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
@@ -193,7 +193,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     runs = rec.runs_dir.relative_to(rec.workspace).as_posix() if rec.runs_dir.is_relative_to(rec.workspace) else ""
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox), exclude=(runs,) if runs else ())
     env.before_edit = tracker.before_edit
-    rec.finishers.append(lambda data: write_changes(tracker, rec.run_dir, data, rec.ctx.masker))
+    changes = ChangeRecord(tracker, rec.run_dir, rec.ctx)
+    rec.finishers.append(changes.write)
     rec.closers.insert(0, tracker.close)
     tools = env.registry.specs() if tools is None else tools
     write_json(rec.run_dir / "tools.json", tools)  # sealed: a resume sends exactly these
@@ -213,7 +214,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     if todo is not None:  # the plan, for the people reading the run (summary.json, step summary)
         rec.finishers.append(lambda data: data.update(todos=todo.items) if todo.items else None)
     return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools,
-                 getattr(todo, "recite", None))
+                 getattr(todo, "recite", None), changes)
 
 
 def trusted_inputs(opts: RunOptions, environ: dict[str, str]) -> tuple[Path, ...]:
@@ -260,7 +261,9 @@ def finish(rec: Recording, task: Task, agent: Agent, result: LoopResult | None,
         return rec.finished_status()
     rec.answer = result.answer
     if task.check:
-        failed = run_check(task.check, agent.env, rec, result.turns)
+        if agent.changes is not None:
+            agent.changes.take()
+        failed = run_check(task.check, agent.env, rec)
         if failed is not None:
             return failed
     return rec.finished_status()
@@ -291,24 +294,6 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
 
     rec.finishers.append(metrics)
     return manager
-
-
-def write_changes(tracker: ChangeTracker, run_dir: Path, data: dict[str, Any], masker: Any = None) -> None:
-    try:
-        patch, changed = tracker.patch()
-        ignored = tracker.ignored()
-    except (OSError, subprocess.SubprocessError) as exc:
-        data["changed_files"] = None
-        data["changes_error"] = str(exc)
-        return
-    data["changed_files"] = changed
-    data["ignored_new_files"] = ignored.summary() if ignored is not None else None
-    # A secret the agent wrote into a file is not copied into the artifacts either.
-    for name, text in (("changes.patch", patch), ("ignored.patch", ignored.patch if ignored else "")):
-        if text:
-            write_atomic(run_dir / name, masker.mask(text)[0] if masker is not None else text)
-    # The state the run left the workspace in (sealed): a resume checks it before going on.
-    write_json(run_dir / "workspace.json", end_state(tracker.workspace, changed, tracker.base))
 
 
 def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float | None,
@@ -348,11 +333,11 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
     if window is not None and window < MIN_CONTEXT_WINDOW:
         raise UsageError(f"model {settings.model} has a {window}-token context window (from "
                          f"{window_source(settings, policy, cli or {})}); agent-run needs at least "
-                         f"{MIN_CONTEXT_WINDOW} (override with --context-window if the table is wrong)")
+                         f"{MIN_CONTEXT_WINDOW} (override with --context-window if that is wrong)")
     if window is not None and window < WARN_CONTEXT_WINDOW:
         print(f"agent-run: warning: {settings.model} has a small context window ({window} tokens, from "
               f"{window_source(settings, policy, cli or {})}); long tasks may not fit", file=sys.stderr)
-    price, _source = price_for(settings.model, policy.sections.get("budget", {}).get("prices"))
+    price, source = price_for(settings.model, policy.sections.get("budget", {}).get("prices"))
     if settings.max_cost_usd is not None and price is None and not replaying:
         raise UsageError(f"--max-cost-usd needs a price for model {settings.model}: add it to the policy's "
                          "budget.prices")
@@ -362,6 +347,7 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
     def figures(data: dict[str, Any]) -> None:
         data["usage"]["total_tokens"] = budget.tokens
         data["usage"]["cost_usd"] = round(budget.cost_usd, 6) if price else None
+        data["usage"]["price_source"] = source  # "policy", "genai-prices <version>", or None: no price
         budget.figures(data)
 
     rec.finishers.append(figures)
@@ -371,7 +357,7 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
 def window_source(settings: Settings, policy: Policy, cli: dict[str, Any]) -> str:
     """Where the context window in use was set, as a person would look for it."""
     if settings.context_window is None:
-        return "the built-in table of known models"
+        return "genai-prices' model database"
     if cli.get("context_window") is not None:
         return "--context-window"
     if any(name.upper() == "AGENT_RUN_CONTEXT_WINDOW" for name in os.environ):

@@ -11,7 +11,8 @@
     The task text for the model…
 
 `check` runs in the workspace after the agent finishes, under the same policy, and
-decides pass/fail. A broken front matter is a usage error `file:line: message`.
+decides pass/fail (runner/run/check.py: the runner's call, outside the guards). A broken
+front matter is a usage error `file:line: message`.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from runner.policy.model import Policy
 from runner.record.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
 from runner.record.mask import MARKER
 from runner.run.assemble import Agent, RunOptions, drive, finish, prepare
+from runner.run.check import run_check
 from runner.run.task import Task, parse_task
 from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
 from runner.sessions.load import (
@@ -59,6 +60,10 @@ class Replayed:
         `--call` names it (a subagent's prefixed with its agent id: call ids repeat across conversations)."""
         events = self.run.events
         calls = {call_ref(e.get("agent"), e["call_id"]): e for e in events if e["type"] == "tool_call"}
+        # The task's check is the runner's call (check_started, no tool_call): replayed as the check it is.
+        calls.update({e["call_id"]: {"call_id": e["call_id"], "tool": "bash", "turn": 0, "check": e["command"],
+                                     "arguments": json.dumps({"command": e["command"]})}
+                      for e in events if e["type"] == "check_started" and not e.get("agent")})
         refs = ((d, call_ref(d.get("agent"), d["call_id"])) for d in events
                 if d["type"] == "permission_decision" and d["decision"] == "deny")
         return [{**calls[ref], "decision": d, "ref": ref} for d, ref in refs if ref in calls]
@@ -182,12 +187,22 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     note_torn_tail(rec, run)
     if resume:  # the conversation goes on with the recorded tools: each must be served
         check_served(tools, agent.env.registry, run.started, rec.extra.get("mcp") or {}, "continue it")
+    # An approved check runs as the check, after the calls (as in the run); with --continue, `finish` runs it.
+    checks = [c["check"] for c in chosen if "check" in c]
+    chosen = [c for c in chosen if "check" not in c]
     outcomes, results = _execute(rec, agent, chosen)
-    if not resume:
+    if not resume or not chosen:
         failed = [r for r in outcomes if not r["ok"]]
         if failed and not rec.summary.denials:
             return Status.FAILED, f"{len(failed)} approved call(s) failed: " + ", ".join(
                 f"{r['call_id']} {r['error_type']}" for r in failed)
+        if checks:
+            print(f"agent-run replay: running the check: {checks[0]}", file=sys.stderr, flush=True)
+            if agent.changes is not None:
+                agent.changes.take()
+            checked = run_check(checks[0], agent.env, rec)
+            if checked is not None:
+                return checked
         return finish(rec, task, agent, None)
     return _continue(rec, run, task, agent, chosen, results, schema)
 

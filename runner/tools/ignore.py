@@ -38,6 +38,10 @@ class IgnoreMatcher:
         if not path.is_relative_to(self.workspace) or path == self.workspace:
             return False
         parent = path.parent
+        if parent == self.workspace and path.name == ".agent-run" and is_dir:
+            # Its own .gitignore (`*`, runner/record/rundir.py) makes git ignore the whole directory, but
+            # no pattern above names it: said here, or `list` shows the runs as if they were the project's.
+            return "*" in self._own_rules(path)
         if parent != self.workspace and self._dir_ignored(parent):
             return True
         return self._matches(path, is_dir)
@@ -49,6 +53,12 @@ class IgnoreMatcher:
             return None, ""
         rel = directory.relative_to(self.workspace).as_posix()
         return self._spec(directory), "" if rel == "." else rel + "/"
+
+    @staticmethod
+    def _own_rules(directory: Path) -> list[str]:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            return [line.strip() for line in (directory / ".gitignore").read_text(encoding="utf-8").splitlines()]
+        return []
 
     def _dir_ignored(self, directory: Path) -> bool:
         if directory not in self._dirs:

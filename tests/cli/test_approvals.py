@@ -70,7 +70,7 @@ def test_a_replay_finishes_like_any_run(fake, workspace, agent_run):
     assert len(fake.requests) == 2
 
 
-def test_a_continued_replay_writes_history_and_runs_the_check(fake, workspace, agent_run):
+def test_a_continued_replay_writes_history_runs_the_check_and_resumes(fake, workspace, agent_run):
     (workspace / "task.md").write_text("---\ncheck: test -f out.txt\n---\nWrite out.txt\n")
     fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("needs approval"))
     first = agent_run("task.md")
@@ -81,6 +81,11 @@ def test_a_continued_replay_writes_history_and_runs_the_check(fake, workspace, a
     assert resumed.summary["check"]["ok"] is True
     assert list((resumed.run_dir / "history").glob("*.json"))
     assert (resumed.run_dir / "changes.patch").is_file() and (resumed.run_dir / "workspace.json").is_file()
+    # Recorded whole (changes, end state, summary): resuming the replay goes on from it, not from a "killed" run.
+    fake.add(reply("went on"))
+    again = agent_run("resume", str(resumed.run_dir), "--approve", "bash:shell:test *", "go on")
+    assert again.code == 0 and again.stdout.strip() == "went on", again.stderr
+    assert "was killed" not in again.stderr and "killed" not in json.dumps(fake.requests[-1]["messages"])
 
 
 def test_replay_of_unknown_call_is_usage_error(fake, workspace, agent_run):

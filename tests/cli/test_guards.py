@@ -135,7 +135,7 @@ def test_context_floor(fake, workspace, agent_run):
     fake.add(reply("fine"))
     r = agent_run("--model", "local", "--context-window", "20000", "task.md")
     assert r.code == 0 and "small context window (20000 tokens, from --context-window)" in r.stderr
-    assert "from the built-in table of known models" in agent_run("--model", "gpt-4", "task.md").summary["reason"]
+    assert "from genai-prices' model database" in agent_run("--model", "gpt-4", "task.md").summary["reason"]
 
 
 def test_cleanup_command(fake, workspace, agent_run):

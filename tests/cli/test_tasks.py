@@ -59,7 +59,9 @@ def test_check_passes_and_fails(fake, workspace, agent_run):
     fake.add(reply(calls=[("write", {"path": "done.txt", "content": "x"})]), reply("created"))
     r = agent_run("--approve", "bash:shell:test *", t)
     assert r.code == 0, r.stderr
-    assert r.summary["check"] == {"command": "test -f done.txt", "ok": True, "error_type": None, "exit_code": 0}
+    check = r.summary["check"]
+    assert check.pop("duration_s") >= 0
+    assert check == {"command": "test -f done.txt", "ok": True, "error_type": None, "exit_code": 0}
     (workspace / "done.txt").unlink()
     fake.add(reply("I did nothing"))
     r = agent_run("--approve", "bash:shell:test *", t)

@@ -52,10 +52,11 @@ class _RecordingEnviron(type(os.environ)):  # type: ignore[misc]
 
 
 # Imported on first use by most runs (found by listing what children still imported): the secret masker's
-# detectors (with requests), the HTTP transport, TLS. Optional: whatever is missing is skipped.
+# detectors (with requests), the HTTP transport, TLS, the price database (runner/model/catalog.py: ~40 ms a
+# run). Optional: whatever is missing is skipped.
 LATE_IMPORTS = ("detect_secrets.core.scan", "detect_secrets.core.secrets_collection", "detect_secrets.plugins.*",
                 "requests", "httpcore2", "h11", "truststore", "anyio.streams.tls", "certifi", "encodings.idna",
-                "stringprep")
+                "stringprep", "genai_prices.data", "genai_prices.data_snapshot")
 
 # Modules known to read the working directory on import, and how a child puts right what they kept.
 # (rich comes with httpx's optional CLI when installed, e.g. by twine; it keeps the cwd for tracebacks.)
