@@ -36,6 +36,7 @@ class Servers(Protocol):
 
 class McpTool(Tool):
     domain = "mcp"
+    closed_in_spec = True  # the server's schema, as runner/mcp/tools.py sanitised it
 
     def __init__(self, function: dict[str, Any], server: str, tool: str, runtime: Servers) -> None:
         """`function`: the tool's entry from runner/mcp/tools.py specs_for (name, capped description,

@@ -60,8 +60,7 @@ class Profile:
     trusted: bool
 
 
-BUILTIN = Profile(GENERAL, "A general-purpose agent for a self-contained subtask (search, read, edit, run commands): "
-                  "it can use the tools you can, under the same policy.", "", None, None, None, None, None, True)
+BUILTIN = Profile(GENERAL, "any subtask", "", None, None, None, None, None, True)
 
 
 def load_profile(path: Path, trusted: bool) -> tuple[Profile, list[str]]:

@@ -25,20 +25,17 @@ class TaskTool(Tool):
         self.delegation = delegation  # runner.subagents.delegate.Delegation: runs the child
         listed = "\n".join(f"- {p.name}: {p.description}" for p in profiles.values())
         self.description = (  # type: ignore[misc]
-            "Delegate a self-contained subtask to a subagent with a fresh context: it works with its own tools "
-            "under the same permissions and returns only its final answer, so your context stays small. Give it "
-            "everything it needs in `prompt` (it cannot see this conversation) and say what to report back. "
-            f"Agents (`agent`, default {GENERAL}):\n{listed}")
+            "Delegate a self-contained subtask to a subagent with your tools and permissions; only its answer "
+            "returns. prompt: all it needs (it sees nothing else) and what to report. "
+            f"agent (default {GENERAL}):\n{listed}")
         self.schema = {  # type: ignore[misc]
             "type": "object", "additionalProperties": False, "required": ["description", "prompt"],
             "properties": {
-                "description": {"type": "string", "minLength": 1, "maxLength": 200,
-                                "description": "a few words saying what the subtask is"},
+                "description": {"type": "string", "minLength": 1, "maxLength": 200},
                 # No maxLength here: grammar-constrained servers turn the schema into a sampling grammar,
                 # and llama-cpp-python's crashes (SIGSEGV) on a bound this large. Enforced in `targets`.
-                "prompt": {"type": "string", "minLength": 1,
-                           "description": "the subtask, complete: the subagent sees nothing else"},
-                "agent": {"type": "string", "enum": sorted(profiles), "description": "which subagent"},
+                "prompt": {"type": "string", "minLength": 1},
+                "agent": {"type": "string", "enum": sorted(profiles)},
             },
         }
 

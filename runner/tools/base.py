@@ -131,6 +131,11 @@ class Tool:
     schema: ClassVar[dict[str, Any]]
     # Which end of a long result the model sees: the head (listings, files) or the tail (bash).
     keep: ClassVar[str] = "head"
+    # The schema is sent without `additionalProperties: false` and `minLength: 1` (arguments are still validated
+    # with them, and the error names what is wrong): tool definitions are most of a small model's first prompt,
+    # and these say nothing a model needs; a grammar-constrained server (llama.cpp) allows no other property
+    # when the key is absent. An MCP server's schema is sent as given.
+    closed_in_spec: ClassVar[bool] = False
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
         """What the policy decides for these arguments (see runner.policy.targets)."""
@@ -141,5 +146,18 @@ class Tool:
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI `tools` entry."""
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": self.schema}}
+        schema = self.schema if self.closed_in_spec else _open(self.schema)
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": schema}}
+
+
+SENT_WITHOUT = (("additionalProperties", False), ("minLength", 1))
+
+
+def _open(node: Any) -> Any:
+    """`node` without `additionalProperties: false` and `minLength: 1`, at any depth."""
+    if isinstance(node, dict):
+        return {k: _open(v) for k, v in node.items() if (k, v) not in SENT_WITHOUT}
+    if isinstance(node, list):
+        return [_open(v) for v in node]
+    return node

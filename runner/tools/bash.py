@@ -32,9 +32,8 @@ class Bash(Tool):
     domain = "bash"
     keep = "tail"
     description = (
-        "Run a shell command with bash in the workspace. stdin is closed (commands that wait for "
-        "input get EOF). stdout and stderr are merged; long output keeps its end and the full text is "
-        "saved to a file you can grep or read. Non-zero exit is an ExitNonZero error with the output."
+        "Run a bash command in the workspace (stdin closed; timeout_s 0: default). Long output keeps its end, the "
+        "whole saved to a file. Non-zero exit: an ExitNonZero error."
     )
     schema = {
         "type": "object",
@@ -42,8 +41,7 @@ class Bash(Tool):
             "command": {"type": "string", "minLength": 1},
             # 0 means the default: small models send it for "no particular limit" (failing the call for it
             # cost a run its scenario).
-            "timeout_s": {"type": "number", "minimum": 0,
-                          "description": "Kill after this many seconds (0: the default)."},
+            "timeout_s": {"type": "number", "minimum": 0},
         },
         "required": ["command"],
         "additionalProperties": False,

@@ -16,12 +16,11 @@ class Delete(Tool):
     name = "delete"
     domain = "edit"
     description = (
-        "Delete a file, a symlink (not what it points to) or an empty directory. "
-        "A directory with entries is refused: delete its files first."
+        "Delete a file, symlink (not its target) or empty directory."
     )
     schema = {
         "type": "object",
-        "properties": {"path": {"type": "string", "description": "Path, relative to the workspace."}},
+        "properties": {"path": {"type": "string"}},
         "required": ["path"],
         "additionalProperties": False,
     }

@@ -17,8 +17,7 @@ class Edit(Tool):
     name = "edit"
     domain = "edit"
     description = (
-        "Replace old_string with new_string in a file. old_string must occur exactly once "
-        "unless replace_all is true; include enough context to make it unique. Returns a diff."
+        "Replace old_string, matched exactly once unless replace_all, with new_string in a file."
     )
     schema = {
         "type": "object",

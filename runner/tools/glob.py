@@ -16,15 +16,14 @@ class Glob(Tool):
     name = "glob"
     domain = "read"
     description = (
-        "Find files by glob pattern (`**` spans directories), relative to path (default '.'). Sorted. "
-        "Skips what .gitignore ignores (unless path or the pattern's leading directories name it) and files the "
-        "policy does not let you read (counted, not named)."
+        "Find files matching pattern (e.g. '**/*.py') under path (default '.'), gitignored ones only if path or "
+        "pattern names them."
     )
     schema = {
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "description": "e.g. '**/*.py' or 'src/*.ts'."},
-            "path": {"type": "string", "description": "Directory to search from (default '.')."},
+            "pattern": {"type": "string"},
+            "path": {"type": "string"},
         },
         "required": ["pattern"],
         "additionalProperties": False,

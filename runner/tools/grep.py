@@ -34,16 +34,15 @@ class Grep(Tool):
     name = "grep"
     domain = "read"
     description = (
-        "Search file contents with a Python regular expression. Prints `path:line: text`. "
-        "`include` filters file names by glob (e.g. '**/*.py'). Skips .git, binary files, what .gitignore "
-        "ignores (unless path names it) and files the policy does not let you read (counted)."
+        "Search files under path (default '.') for a Python regex (include: a glob on paths); skips binary files "
+        "and gitignored ones unless path names them."
     )
     schema = {
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "description": "Regular expression (Python syntax)."},
-            "path": {"type": "string", "description": "File or directory to search (default '.')."},
-            "include": {"type": "string", "description": "Glob the file paths must match."},
+            "pattern": {"type": "string"},
+            "path": {"type": "string"},
+            "include": {"type": "string"},
         },
         "required": ["pattern"],
         "additionalProperties": False,

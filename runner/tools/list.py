@@ -17,13 +17,12 @@ class List(Tool):
     name = "list"
     domain = "read"
     description = (
-        "List a directory's entries, sorted; directories end with '/', entries .gitignore ignores "
-        "with ' (ignored)'. Entries the policy does not let you read are counted, not named."
+        "List directory path (default '.'); gitignored entries are marked."
     )
     schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "Directory, relative to the workspace (default '.')."},
+            "path": {"type": "string"},
         },
         "additionalProperties": False,
     }

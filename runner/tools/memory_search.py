@@ -25,18 +25,14 @@ class MemorySearch(Tool):
     name = "memory_search"
     domain = "read"
     description = (
-        "Search this run's own history: the output of every earlier tool call and your earlier messages, "
-        "including tool outputs that were cleared from the conversation to save context. Case-insensitive; "
-        "a query of several words finds entries containing all of them. Returns up to `limit` snippets "
-        f"(default {DEFAULT_LIMIT}, at most {MAX_LIMIT}), newest first, each tagged "
-        "`[seq N · tool_result · TOOL CALL_ID]` with the text around the match."
+        "Search this run's earlier tool outputs (even cleared ones) and your messages for all words of query, any "
+        f"case. Newest first; limit default {DEFAULT_LIMIT}, max {MAX_LIMIT}."
     )
     schema = {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "minLength": 1, "description": "Text to find (case-insensitive)."},
-            "limit": {"type": "integer", "minimum": 1,
-                      "description": f"Most snippets to return (default {DEFAULT_LIMIT}, at most {MAX_LIMIT})."},
+            "query": {"type": "string", "minLength": 1},
+            "limit": {"type": "integer", "minimum": 1},
         },
         "required": ["query"],
         "additionalProperties": False,

@@ -19,16 +19,15 @@ class Move(Tool):
     name = "move"
     domain = "edit"
     description = (
-        "Move or rename a file, symlink or directory. destination is the full new path (not a directory to "
-        "move into); its parent directories are created. An existing destination is refused unless overwrite "
-        "is true; an existing directory is never overwritten."
+        "Move source to destination, its full new path (parents created); replaces a file there only with "
+        "overwrite, never a directory."
     )
     schema = {
         "type": "object",
         "properties": {
-            "source": {"type": "string", "description": "Path to move, relative to the workspace."},
-            "destination": {"type": "string", "description": "Its new path, relative to the workspace."},
-            "overwrite": {"type": "boolean", "description": "Replace an existing destination file."},
+            "source": {"type": "string"},
+            "destination": {"type": "string"},
+            "overwrite": {"type": "boolean"},
         },
         "required": ["source", "destination"],
         "additionalProperties": False,

@@ -28,15 +28,14 @@ class Read(Tool):
     name = "read"
     domain = "read"
     description = (
-        "Read a text file. Lines are numbered from 1 (`N\\tline`). Use offset/limit to page "
-        f"through long files (default limit {DEFAULT_LIMIT} lines)."
+        f"Read a text file, numbered: limit lines (default {DEFAULT_LIMIT}) from offset (1-based)."
     )
     schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "File path, relative to the workspace."},
-            "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
-            "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to read."},
+            "path": {"type": "string"},
+            "offset": {"type": "integer", "minimum": 1},
+            "limit": {"type": "integer", "minimum": 1},
         },
         "required": ["path"],
         "additionalProperties": False,

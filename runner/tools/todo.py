@@ -25,9 +25,7 @@ class Todo(Tool):
     name = "todo"
     domain = "read"
     description = (
-        "Keep your plan for this task: send the whole list each time (it replaces the previous one), each item "
-        "with its status: pending, in_progress (one at a time) or completed. Use it for tasks of several steps; "
-        "it is shown to the people reading the run, and re-sent to you after long stretches."
+        "Your plan for a multi-step task: send the whole list each time, one item in_progress."
     )
     schema = {
         "type": "object",

@@ -86,17 +86,14 @@ class WebFetch(Tool):
     name = "web_fetch"
     domain = "web_fetch"
     description = (
-        "Fetch an http(s) URL with GET and return it as text: HTML converted to Markdown, text and JSON as they "
-        "are; other content types are refused. Redirects are followed (at most 5). The policy decides each URL "
-        "and the host:port it connects to. Loopback and private addresses are refused unless the policy names the "
-        "host exactly; link-local always. The body is cut at max_bytes (default and limit 5 MB unless the policy "
-        "sets another)."
+        "GET an http(s) URL as text (HTML as Markdown, 5 redirects at most); private hosts only if the policy "
+        "names them; body cut at max_bytes (default: 5 MB or the policy's cap)."
     )
     schema = {
         "type": "object",
         "properties": {
-            "url": {"type": "string", "minLength": 1, "description": "Absolute http:// or https:// URL."},
-            "max_bytes": {"type": "integer", "minimum": 1, "description": "Read at most this many bytes of the body."},
+            "url": {"type": "string", "minLength": 1},
+            "max_bytes": {"type": "integer", "minimum": 1},
         },
         "required": ["url"],
         "additionalProperties": False,

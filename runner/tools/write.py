@@ -14,7 +14,7 @@ class Write(Tool):
     name = "write"
     domain = "edit"
     description = (
-        "Create or overwrite a file with the given content (parent directories are created). Returns a diff."
+        "Create or overwrite a file (parent directories are created)."
     )
     schema = {
         "type": "object",
