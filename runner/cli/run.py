@@ -22,6 +22,10 @@ _OPTIONS = [
     click.option("--workspace", metavar="DIR", help="Directory the agent works in. [default: current directory]"),
     click.option("--runs-dir", metavar="DIR", help="Where run directories go. [default: WORKSPACE/.agent-run/runs]"),
     click.option("--model", metavar="NAME", help="Model name, or replay:RUN_DIR to replay a recorded run offline."),
+    click.option("--fallback-model", "fallback_models", multiple=True, metavar="NAME",
+                 help="When the model's server stays down (retries exhausted on a 5xx, 429, timeout or dropped "
+                      "connection; not on 400/401/403/404), go on with this model on the same endpoint "
+                      "(repeatable, tried in order; also AGENT_RUN_FALLBACK_MODELS, comma-separated)."),
     click.option("--max-turns", type=click.IntRange(min=1), help="Stop after N model turns (exit 5)."),
     click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
                  help="Whole-run wall-clock limit (exit 5)."),
@@ -85,7 +89,8 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions, str]:
     """RunOptions from the shared options' values (and the output format in effect)."""
     fmt = kw["output_format"] or os.environ.get("AGENT_RUN_OUTPUT_FORMAT") or "text"
-    given = {k: kw[k] for k in ("model", "max_turns", "timeout", "stream", "max_tokens", "max_cost_usd",
+    given = {"fallback_models": list(kw["fallback_models"]) or None}
+    given |= {k: kw[k] for k in ("model", "max_turns", "timeout", "stream", "max_tokens", "max_cost_usd",
                                  "context_window", "temperature", "top_p", "max_output_tokens", "seed",
                                  "reasoning_effort", "text_tool_calls")}
     opts = RunOptions(task=task, policy=kw["policy"], workspace=kw["workspace"], runs_dir=kw["runs_dir"],

@@ -17,12 +17,15 @@ from runner.core.outcome import UsageError
 from runner.engine.recorder import Recording
 from runner.engine.settings import Settings, model_params
 from runner.model.base import ChatModel
+from runner.model.fallback import Chain, FallbackChat
 from runner.model.replay import ReplayModel
 from runner.tools.spill import keep
 
 
-def make_model(settings: Settings, deadline: float,
-               on_delta: Callable[[int, str | None], None] | None = None) -> ChatModel:
+def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str | None], None] | None = None,
+               chain: Chain | None = None) -> ChatModel:
+    """The client for `settings.model`; with fallback models, one that goes on with the next when it stays down.
+    `chain`: the run's (its own agent and the children on its model share it); None: the settings' own."""
     if settings.model.startswith("replay:"):
         return ReplayModel(Path(settings.model[len("replay:") :]).expanduser())
     from runner.model.openai_chat import OpenAIChat  # the openai SDK costs ~0.5 s to import: only when used
@@ -33,11 +36,16 @@ def make_model(settings: Settings, deadline: float,
             raise UsageError("no API key: set OPENAI_API_KEY (or point OPENAI_BASE_URL at a server that needs "
                              "none), or use --model replay:RUN_DIR")
         api_key = "not-needed"  # local servers (Ollama, llama.cpp) ignore it; the SDK insists on one
-    return OpenAIChat(settings.model, api_key=api_key, base_url=settings.base_url, stream=settings.stream,
-                      max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
-                      retry_cap_s=settings.retry_cap_s, request_timeout_s=settings.request_timeout_s,
-                      deadline=deadline, on_delta=on_delta, params=model_params(settings),
-                      max_response_bytes=settings.max_response_bytes, max_retry_wait_s=settings.max_retry_wait_s)
+
+    def client(name: str) -> ChatModel:
+        return OpenAIChat(name, api_key=api_key, base_url=settings.base_url, stream=settings.stream,
+                          max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
+                          retry_cap_s=settings.retry_cap_s, request_timeout_s=settings.request_timeout_s,
+                          deadline=deadline, on_delta=on_delta, params=model_params(settings),
+                          max_response_bytes=settings.max_response_bytes, max_retry_wait_s=settings.max_retry_wait_s)
+
+    chain = chain or Chain.of(settings.model, settings.fallback_models)
+    return FallbackChat(chain, client, on_delta) if len(chain.names) > 1 else client(chain.current)
 
 
 def context_manager(rec: Recording, config: ContextConfig, model: ChatModel, tools: list[dict[str, Any]], emit: Any,

@@ -8,10 +8,16 @@ A workspace `.env` is never read: it is repository content (docs/threat-model.md
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -20,6 +26,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENT_RUN_", extra="ignore", populate_by_name=True)
 
     model: str = DEFAULT_MODEL
+    # --fallback-model, in order (AGENT_RUN_FALLBACK_MODELS: comma-separated, not JSON — NoDecode): the models the
+    # run goes on with, on the same endpoint and key, when the one it is on stays down (runner/model/fallback.py).
+    fallback_models: Annotated[list[str], NoDecode] = Field(default_factory=list)
     api_key: SecretStr | None = Field(None, validation_alias=AliasChoices("AGENT_RUN_API_KEY", "OPENAI_API_KEY"))
     base_url: str | None = Field(None, validation_alias=AliasChoices("AGENT_RUN_BASE_URL", "OPENAI_BASE_URL"))
     max_turns: int = Field(50, ge=1)
@@ -53,6 +62,14 @@ class Settings(BaseSettings):
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     # auto: a call a small model writes as text instead of in tool_calls is run (runner/model/text_calls.py)
     text_tool_calls: Literal["auto", "off"] = "auto"
+
+    @field_validator("fallback_models", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.split(",")
+        return [n.strip() for n in value if isinstance(n, str) and n.strip()] if isinstance(value, list | tuple) \
+            else value
 
 
 MODEL_KEYS = {"temperature": "temperature", "topP": "top_p", "maxOutputTokens": "max_output_tokens", "seed": "seed",

@@ -23,6 +23,11 @@ class AttemptDeltas:
         self._at = 0  # characters of this attempt so far
         self._following = True  # this attempt has said only what was shown, so far
 
+    @property
+    def showed(self) -> bool:
+        """The consumer holds some of this turn's text."""
+        return bool(self._shown)
+
     def begin(self) -> None:
         """A new attempt of the request starts."""
         self._before = "".join(self._shown)

@@ -34,6 +34,7 @@ from runner.model.deltas import AttemptDeltas
 from runner.model.retry import (
     REFUSABLE,
     BadResponse,
+    ProviderDown,
     backoff,
     is_transient,
     refused_parameter,
@@ -70,6 +71,11 @@ class OpenAIChat:
         self._secrets = url_secrets(base_url)
         self._endpoint = display_url(str(self._client.base_url))
         self._deltas: AttemptDeltas | None = None  # this request's text deltas, across its attempts
+
+    @property
+    def showed_text(self) -> bool:
+        """The latest request's text was passed to `on_delta` (a fallback model's reply then replaces it)."""
+        return self._deltas is not None and self._deltas.showed
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
                  emit: Callable[[Event], None], timeout: float | None = None,
@@ -133,7 +139,7 @@ class OpenAIChat:
             if self.deadline is not None and time.monotonic() >= self.deadline:
                 raise BudgetExhausted("run timeout reached while waiting for the model")
             if attempt > self.max_retries:
-                raise ModelError(f"model endpoint failed after {attempt} attempts: {error}{said}{where}")
+                raise ProviderDown(f"model endpoint failed after {attempt} attempts: {error}{said}{where}")
             self._wait(attempt, error, where, hint, turn, emit)
 
     def _wait(self, attempt: int, error: str, where: str, hint: float | None, turn: int,
@@ -143,7 +149,7 @@ class OpenAIChat:
         delay = backoff(attempt, self.retry_base_s, self.retry_cap_s, hint)
         asked = f"the model server asked to wait {seconds_text(hint)} s ({error}{where})" if hint is not None else ""
         if hint is not None and hint > self.max_retry_wait_s:
-            raise ModelError(f"{asked}: more than the {seconds_text(self.max_retry_wait_s)} s a run waits for "
+            raise ProviderDown(f"{asked}: more than the {seconds_text(self.max_retry_wait_s)} s a run waits for "
                              f"(AGENT_RUN_MAX_RETRY_WAIT_S); not retried")
         if self.deadline is not None and time.monotonic() + delay >= self.deadline:
             left = max(0.0, self.deadline - time.monotonic())

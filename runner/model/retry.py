@@ -7,6 +7,8 @@ import time
 
 import openai
 
+from runner.core.outcome import ModelError
+
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 # Optional request parameters some servers reject: sent again without the one a 400/422 names.
 REFUSABLE = ("stream_options", "tool_choice", "temperature", "top_p", "max_completion_tokens", "max_tokens", "seed",
@@ -16,6 +18,13 @@ REFUSABLE = ("stream_options", "tool_choice", "temperature", "top_p", "max_compl
 class BadResponse(Exception):
     """A response that is not a usable chat completion: a 200 with an HTML page or truncated JSON,
     a choice without a message, a stream that ends before its finish_reason. Retried like a 5xx."""
+
+
+class ProviderDown(ModelError):
+    """The model's server is down for now: a request's retries ran out on a server error, a timeout, a dropped
+    connection or an overload (a 5xx, 429, a bad response; or a Retry-After past the ceiling). Never an auth
+    (401/403) or bad-request (400/404/422) error: another model on the same endpoint and key would fail the
+    same way. A run with --fallback-model goes on with the next model (runner/model/fallback.py); else exit 6."""
 
 
 def is_transient(exc: Exception) -> bool:

@@ -10,6 +10,7 @@ from runner.core.events import (
     CheckFinished,
     CheckStarted,
     Event,
+    ModelFallback,
     ModelRequest,
     ModelResponse,
     ModelRetry,
@@ -36,7 +37,8 @@ class Progress:
         self._masker = masker
 
     def __call__(self, event: Event) -> None:
-        if self.verbosity <= 0 and not isinstance(event, ModelRetry):  # a wait is told even with -q: CI must see it
+        # A wait and a fallback are told even with -q: CI must see them.
+        if self.verbosity <= 0 and not isinstance(event, ModelRetry | ModelFallback):
             return
         line = self._line(event)
         if line:
@@ -50,6 +52,8 @@ class Progress:
             return f"[turn {event.turn}] request: {event.message_count} messages, ~{event.estimated_tokens} tokens"
         if isinstance(event, ModelRetry):
             return retry_line(event)
+        if isinstance(event, ModelFallback):
+            return f"agent-run: model {event.from_model} is down; going on with {event.to_model}: {event.reason}"
         if isinstance(event, ModelResponse):
             n = len(event.message.get("tool_calls") or [])
             what = f"{n} tool call(s)" if n else "final answer"

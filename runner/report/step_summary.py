@@ -64,7 +64,7 @@ def _figures(summary: Mapping[str, Any], status: str, exit_code: Any, usage: Map
                    + (f", {_number(usage['total_tokens'])} total" if usage.get("total_tokens") is not None else "")),
         ("Cost", f"${cost:.4f}" if isinstance(cost, int | float) else "unknown (no price for this model)"),
         ("Duration", f"{duration:.1f} s" if isinstance(duration, int | float) else "?"),
-        ("Model", code_span(clip(summary.get("model") or ""))),
+        ("Model", code_span(clip(summary.get("model") or "")) + _models_used(summary)),
         ("Policy", code_span(clip(summary.get("policy") or ""))),
         ("Sandbox", ("" if (summary.get("sandbox") or {}).get("active", True) else "⚠️ ")
          + md_text(clip(sandbox_text(summary.get("sandbox")) or "?"))),
@@ -74,6 +74,16 @@ def _figures(summary: Mapping[str, Any], status: str, exit_code: Any, usage: Map
         ("Run dir", code_span(clip(summary.get("run_dir") or ""))),
     ]
     return ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
+
+
+def _models_used(summary: Mapping[str, Any]) -> str:
+    """The models that served the run besides the requested one (a fallback, a subagent profile's)."""
+    used = [m for m in summary.get("models_used") or [] if isinstance(m, str)]
+    if used in ([], [summary.get("model")]):
+        return ""
+    return " — models used: " + ", ".join(code_span(clip(m)) for m in used) + (
+        " (a fallback: the prompt cache started over)" if any("started over" in str(w)
+                                                               for w in summary.get("warnings") or []) else "")
 
 
 def _denials(summary: Mapping[str, Any]) -> list[str]:

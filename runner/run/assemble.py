@@ -173,7 +173,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     if opts.stream_events and settings.stream:  # --stream with stream-json: text_delta lines as they arrive
         on_delta = TextDeltas(sys.stdout, rec.ctx.masker)
         rec.closers.insert(0, on_delta.close)
-    model = make_model(settings, deadline, on_delta) if needs_model else None
+    model = make_model(settings, deadline, on_delta, budget.chain) if needs_model else None
     if rerun is None:
         rerun = _rerun_base(opts, policy, rec.workspace, task_path)
     env = call_env(rec, policy, settings, deadline, rerun,
@@ -341,12 +341,13 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
     if settings.max_cost_usd is not None and price is None and not replaying:
         raise UsageError(f"--max-cost-usd needs a price for model {settings.model}: add it to the policy's "
                          "budget.prices")
-    budget = Budget(settings.max_tokens, settings.max_cost_usd, price)
+    budget = Budget.over([settings.model, *([] if replaying else settings.fallback_models)], settings.max_tokens,
+                         settings.max_cost_usd, price, policy.sections.get("budget", {}).get("prices"))
     rec.consumers.append(budget.on_event)
 
     def figures(data: dict[str, Any]) -> None:
         data["usage"]["total_tokens"] = budget.tokens
-        data["usage"]["cost_usd"] = round(budget.cost_usd, 6) if price else None
+        data["usage"]["cost_usd"] = round(budget.cost_usd, 6) if price and budget.all_priced else None
         data["usage"]["price_source"] = source  # "policy", "genai-prices <version>", or None: no price
         budget.figures(data)
 

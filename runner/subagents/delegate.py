@@ -121,7 +121,7 @@ class Delegation:
         child, its rebuilt one with the `tools` it was sent, its `previous` prompt and its recorded `aid`). Its
         answer, or a SubagentFailed error; raises what ends the run."""
         shared, settings, rec = self.shared, self.shared.settings, self.shared.rec
-        model_name, note, price = self._admit(profile)
+        model_name, note, price, chain = self._admit(profile)
         shared.calls += 1
         aid = aid or f"a{shared.next_id}"  # a replayed child keeps its recorded id
         shared.next_id = max(shared.next_id, int(aid[1:]) + 1)
@@ -155,7 +155,9 @@ class Delegation:
         # What replaying into the child sends (verified against subagent_started.tools_sha256).
         write_atomic(history.parent / f"{aid}.tools.json", canonical(tools))
         shared.budget.prices[aid] = price
-        model = _make_model(settings, model_name, deadline, aid)
+        if chain is None:
+            shared.budget.agent_models[aid] = model_name
+        model = _make_model(settings, model_name, deadline, aid, chain)
         context = _context(rec, shared.policy_sections, settings, model_name, model, tools, emit, history, aid,
                            deadline)
         env.admit = context.admit_bound
@@ -192,9 +194,12 @@ class Delegation:
                 record["todos"] = todo.items
         return self._finish(result, record, emit, call_id, started, messages)
 
-    def _admit(self, profile: Profile) -> tuple[str, str | None, Any]:
-        """The child's model, a note about it, and its price — or a SubagentFailed the parent can act on: the
-        run's subagent limit is reached, or a cost budget cannot be kept on an unpriced model."""
+    def _admit(self, profile: Profile) -> tuple[str, str | None, Any, Any]:
+        """The child's model, a note about it, its price and the run's fallback chain when the child is on it — or a
+        SubagentFailed the parent can act on: the run's subagent limit is reached, or a cost budget cannot be kept
+        on an unpriced model. A child on the run's model starts on the model the run is on now (after a fallback,
+        the fallback), and a fallback in it moves the run too (runner/model/fallback.py); one on its profile's
+        model has a chain of its own."""
         settings = self.shared.settings
         if self.shared.calls >= settings.subagent_max_calls:
             raise ToolError("SubagentFailed", f"this run's subagent limit is reached ({settings.subagent_max_calls} "
@@ -204,7 +209,8 @@ class Delegation:
         if settings.max_cost_usd is not None and price is None and model_name != settings.model:
             raise ToolError("SubagentFailed", f"profile {profile.name!r} runs on {model_name}, which has no price: "
                             "--max-cost-usd cannot be kept (add it to the policy's budget.prices)", status="refused")
-        return model_name, note, price
+        chain = self.shared.budget.chain if model_name == settings.model else None
+        return (chain.current if chain is not None else model_name), note, price, chain
 
     def _stopped(self, record: dict[str, Any], emit: Emit, call_id: str, started: float, reason: str) -> None:
         """The run ended while this child ran: recorded as `stopped` (the run's own ending says why)."""
@@ -336,12 +342,12 @@ def _status(exc: RunEnded) -> str:
     return "failed"
 
 
-def _make_model(settings: Any, name: str, deadline: float, aid: str) -> Any:
+def _make_model(settings: Any, name: str, deadline: float, aid: str, chain: Any = None) -> Any:
     if name.startswith("replay:"):  # a recorded run replayed: this child's own recorded replies
         from runner.model.replay import ReplayModel
 
         return ReplayModel(Path(name[len("replay:"):]).expanduser(), agent=aid)
-    return make_model(settings.model_copy(update={"model": name}), deadline)
+    return make_model(settings.model_copy(update={"model": name}), deadline, chain=chain)
 
 
 def _context(rec: Any, sections: dict[str, Any], settings: Any, model_name: str, model: Any,
