@@ -150,7 +150,7 @@ class Budget:
         price = self._model(self.chain.current)["price"] if self.chain is not None else self.price
         if self.max_cost_usd is not None and price is not None:
             # Priced as if nothing of the next prompt were cached, on the model the run is on: the dearest case.
-            next_cost = estimated_prompt_tokens * price.input / 1_000_000
+            next_cost = estimated_prompt_tokens * price.at(estimated_prompt_tokens).input / 1_000_000
             if self.cost_usd + next_cost > self.max_cost_usd:
                 raise BudgetExhausted(
                     f"cost budget: ${self.cost_usd:.4f} spent + ~${next_cost:.4f} for the next request "

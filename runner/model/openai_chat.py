@@ -316,12 +316,33 @@ def _bad(exc: Exception) -> str:
 
 
 def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages as every server accepts them: an assistant message without text (it carried tool calls,
+    """The messages as every server accepts them. An assistant message without text (it carried tool calls,
     or was empty) is sent with `content: ""`, not null — llama-cpp-python's chat templates fail on null
-    (HTTP 500 on the second request of every tool-using run). Only what is sent changes: the recorded
-    conversation and its prompt hash keep the message as received."""
-    return [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m
-            for m in messages]
+    (HTTP 500 on the second request of every tool-using run). A call whose arguments are not JSON (a small
+    model's slip, answered InvalidArguments) goes back as `{"invalid_json": TEXT}` — vLLM parses every
+    earlier call's arguments and refuses the whole request (400) otherwise. Only what is sent changes: the
+    recorded conversation and its prompt hash keep the message as received."""
+    out = []
+    for m in messages:
+        if m.get("role") == "assistant":
+            if m.get("content") is None:
+                m = {**m, "content": ""}
+            if m.get("tool_calls"):
+                m = {**m, "tool_calls": [_parseable(c) for c in m["tool_calls"]]}
+        out.append(m)
+    return out
+
+
+def _parseable(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        return call
+    try:
+        json.loads(arguments)
+    except ValueError:
+        return {**call, "function": {**function, "arguments": json.dumps({"invalid_json": arguments})}}
+    return call
 
 
 def _brief(exc: openai.APIStatusError) -> str:

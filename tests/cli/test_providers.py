@@ -92,3 +92,19 @@ def test_vllm_without_auto_tool_choice_ends_with_its_reason(fake, agent_run):
     s = ended_with(r, 6, "model_error")
     assert "--enable-auto-tool-choice" in s["reason"]
     assert len(fake.requests) == 1 and fake.requests[0]["tool_choice"] == "auto"
+
+
+def test_arguments_that_are_not_json_go_back_as_json_every_server_parses(fake, workspace, agent_run):
+    """A small model's broken arguments get InvalidArguments; the call goes back in the next request, and vLLM
+    parses every earlier call's arguments (a 400 for the whole request, so exit 6 every time after one slip).
+    What is sent is a JSON object holding the text as received; the record keeps the text."""
+    server = use(fake, "vllm")
+    (workspace / "notes.txt").write_text("alpha\n")
+    fake.add(reply(calls=[("read", '{"path": "notes.txt"')]), reply("I could not read it."))
+    r = agent_run("task.md")
+    ended_with(r, 0, "success")
+    assert not server.log
+    sent = fake.requests[1]["messages"][-2]["tool_calls"][0]["function"]["arguments"]
+    assert sent == '{"invalid_json": "{\\"path\\": \\"notes.txt\\""}'
+    assert r.of_type("tool_call")[0]["arguments"] == '{"path": "notes.txt"'
+    assert r.of_type("tool_result")[0]["error_type"] == "InvalidArguments"

@@ -21,6 +21,7 @@ def test_success_reads_a_file_and_answers(fake, workspace, agent_run):
     s = r.summary
     assert (s["status"], s["exit_code"], s["turns"], s["tool_calls"], s["denials"]) == ("success", 0, 2, 1, [])
     by_model = s["usage"].pop("by_model")  # the one model's figures again, with where its price came from
+    assert s["usage"].pop("price_source").startswith("genai-prices ")
     assert s["usage"] == {"prompt_tokens": 300, "completion_tokens": 20, "cached_tokens": 50, "total_tokens": 320,
                           "cost_usd": round((250 * 0.15 + 50 * 0.075 + 20 * 0.60) / 1e6, 6)}
     assert list(by_model) == s["models_used"] == ["gpt-4o-mini"] and s["model"] == "gpt-4o-mini"
