@@ -340,7 +340,7 @@ def _parseable(call: dict[str, Any]) -> dict[str, Any]:
         return call
     try:
         json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past what a parser takes: no server would read it either
         return {**call, "function": {**function, "arguments": json.dumps({"invalid_json": arguments})}}
     return call
 

@@ -85,7 +85,7 @@ def test_glob_and_list_do_not_reveal_secret_names(fake, workspace, agent_run):
     assert r.code == 0, r.stderr
     globbed, listed = _results(r)
     assert globbed == f"notes.txt\ntask.md\n[3 files {SKIP_NOTE} them]"
-    assert listed == f".agent-run/\nnotes.txt\ntask.md\n[3 entries {SKIP_NOTE} them]"
+    assert listed == f".agent-run/ (ignored)\nnotes.txt\ntask.md\n[3 entries {SKIP_NOTE} them]"
 
 
 @pytest.fixture
