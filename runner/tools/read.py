@@ -34,8 +34,10 @@ class Read(Tool):
         "type": "object",
         "properties": {
             "path": {"type": "string"},
-            "offset": {"type": "integer", "minimum": 1},
-            "limit": {"type": "integer", "minimum": 1},
+            # 0 is taken as "the start" / "the default": small models send it (Qwen2.5-Coder 0.5B sent offset 0 on
+            # llama-cpp-python three times over, InvalidArguments each time, a doom loop instead of a read)
+            "offset": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": 0},
         },
         "required": ["path"],
         "additionalProperties": False,
@@ -47,8 +49,8 @@ class Read(Tool):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = paths.resolve(ctx, args["path"])
         shown = paths.display(ctx, path)
-        offset = args.get("offset", 1)
-        limit = args.get("limit", DEFAULT_LIMIT)
+        offset = args.get("offset") or 1
+        limit = args.get("limit") or DEFAULT_LIMIT
         try:
             with _open_regular(path, shown) as f:
                 if gitconfig.is_git_config(path) or gitconfig.is_credential_file(path):
