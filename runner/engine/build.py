@@ -42,7 +42,8 @@ def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str
                           max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
                           retry_cap_s=settings.retry_cap_s, request_timeout_s=settings.request_timeout_s,
                           deadline=deadline, on_delta=on_delta, params=model_params(settings),
-                          max_response_bytes=settings.max_response_bytes, max_retry_wait_s=settings.max_retry_wait_s)
+                          max_response_bytes=settings.max_response_bytes, max_retry_wait_s=settings.max_retry_wait_s,
+                          tool_results=settings.tool_results)
 
     chain = chain or Chain.of(settings.model, settings.fallback_models)
     return FallbackChat(chain, client, on_delta) if len(chain.names) > 1 else client(chain.current)

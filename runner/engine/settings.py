@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     # auto: a call a small model writes as text instead of in tool_calls is run (runner/model/text_calls.py)
     text_tool_calls: Literal["auto", "off"] = "auto"
+    # user: each tool result is sent as a user message, for a server whose chat format drops `tool` messages
+    # (llama-cpp-python's chatml-function-calling: the model never sees a result and repeats its call)
+    tool_results: Literal["tool", "user"] = "tool"
 
     @field_validator("fallback_models", mode="before")
     @classmethod

@@ -50,8 +50,9 @@ class OpenAIChat:
                  max_retries: int, retry_base_s: float, retry_cap_s: float, request_timeout_s: float,
                  deadline: float | None, on_delta: Callable[[int, str | None], None] | None = None,
                  params: dict[str, Any] | None = None, max_response_bytes: int = 64 * 1024 * 1024,
-                 max_retry_wait_s: float = 300.0) -> None:
+                 max_retry_wait_s: float = 300.0, tool_results: str = "tool") -> None:
         self.name = name
+        self.tool_results = tool_results  # "user": results sent as user messages (sendable)
         self.params = _request_params(params or {}, official=base_url is None)
         self.stream = stream
         # Streaming only: called with (turn, text) for each content delta of an answer, (turn, "") when the
@@ -189,7 +190,8 @@ class OpenAIChat:
 
     def _once(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
               timeout: float | None, tool_choice: str | None = None) -> ModelReply:
-        kwargs: dict[str, Any] = {"model": self.name, "messages": sendable(messages)}
+        sent = sendable(messages, results_as_user=self.tool_results == "user")
+        kwargs: dict[str, Any] = {"model": self.name, "messages": sent}
         if tools:
             kwargs["tools"] = tools
             # Explicit: without it llama-cpp-python's function calling silently drops every tool.
@@ -315,16 +317,26 @@ def _bad(exc: Exception) -> str:
     return str(exc)
 
 
-def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sendable(messages: list[dict[str, Any]], *, results_as_user: bool = False) -> list[dict[str, Any]]:
     """The messages as every server accepts them. An assistant message without text (it carried tool calls,
     or was empty) is sent with `content: ""`, not null — llama-cpp-python's chat templates fail on null
     (HTTP 500 on the second request of every tool-using run). A call whose arguments are not JSON (a small
     model's slip, answered InvalidArguments) goes back as `{"invalid_json": TEXT}` — vLLM parses every
-    earlier call's arguments and refuses the whole request (400) otherwise. Only what is sent changes: the
+    earlier call's arguments and refuses the whole request (400) otherwise. `results_as_user`
+    (AGENT_RUN_TOOL_RESULTS=user): each tool result goes as a user message naming its call, for a chat format
+    that renders no `tool` message (llama-cpp-python's chatml-function-calling). Only what is sent changes: the
     recorded conversation and its prompt hash keep the message as received."""
-    out = []
+    out: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
     for m in messages:
+        if results_as_user and m.get("role") == "tool":
+            name = names.get(str(m.get("tool_call_id")), "tool")
+            out.append({"role": "user", "content": f"[result of {name}, call {m.get('tool_call_id')}]\n"
+                                                   f"{m.get('content') or ''}"})
+            continue
         if m.get("role") == "assistant":
+            for c in m.get("tool_calls") or []:
+                names[str(c.get("id"))] = str((c.get("function") or {}).get("name"))
             if m.get("content") is None:
                 m = {**m, "content": ""}
             if m.get("tool_calls"):

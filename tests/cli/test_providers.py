@@ -23,11 +23,11 @@ def ended_with(r, code: int, status: str) -> dict:
     return s
 
 
-def tool_using_run(fake, workspace, agent_run, *args: str):
+def tool_using_run(fake, workspace, agent_run, *args: str, env: dict[str, str] | None = None):
     """A call, an empty answer (told once: an assistant message without text goes back), then the answer."""
     (workspace / "notes.txt").write_text("alpha\nbeta\n")
     fake.add(reply(calls=[("read", {"path": "notes.txt"})]), reply(None), reply("The file has 2 lines."))
-    return agent_run(*args, "task.md")
+    return agent_run(*args, "task.md", env=env)
 
 
 @pytest.mark.parametrize(("dialect", "stream"), STREAMING)
@@ -108,3 +108,16 @@ def test_arguments_that_are_not_json_go_back_as_json_every_server_parses(fake, w
     assert sent == '{"invalid_json": "{\\"path\\": \\"notes.txt\\""}'
     assert r.of_type("tool_call")[0]["arguments"] == '{"path": "notes.txt"'
     assert r.of_type("tool_result")[0]["error_type"] == "InvalidArguments"
+
+
+def test_tool_results_as_user_messages_reach_a_model_whose_format_drops_tool_messages(fake, workspace, agent_run):
+    """llama-cpp-python's chatml-function-calling renders no `tool` message: the model never sees a result and
+    calls again (a real 0.5B model: a doom loop). AGENT_RUN_TOOL_RESULTS=user sends each result as a user
+    message naming its call; the record keeps the tool message."""
+    server = use(fake, "llama-cpp-python")
+    r = tool_using_run(fake, workspace, agent_run, env={"AGENT_RUN_TOOL_RESULTS": "user"})
+    ended_with(r, 0, "success")
+    assert not server.log and "alpha" in server.prompts[1]
+    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": "[result of read, call call_1_0]\n"
+                                                                          "1\talpha\n2\tbeta"}
+    assert r.of_type("tool_result")[0]["call_id"] == "call_1_0"  # recorded as the tool result it is

@@ -83,7 +83,9 @@ def test_a_tool_using_run_completes_on_llama_cpp_python(llama_server, workspace,
     (workspace / "task.md").write_text("Use the read tool to read notes.txt, then answer: how many lines does it "
                                        "have? Answer with the number only.\n")
     r = agent_run("--model", MODEL, "--max-turns", "8", "--timeout", "900", "task.md",
-                  env={"OPENAI_BASE_URL": llama_server, "OPENAI_API_KEY": "none"}, timeout=1200)
+                  env={"OPENAI_BASE_URL": llama_server, "OPENAI_API_KEY": "none",
+                       "AGENT_RUN_TOOL_RESULTS": "user"},  # its format renders no tool message (docs/providers.md)
+                  timeout=1200)
     assert r.code == 0, (r.code, r.stderr[-3000:])
     s = r.summary
     assert (s["status"], s["exit_code"]) == ("success", 0)
