@@ -24,7 +24,7 @@ class ChatModel(Protocol):
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
                  emit: Callable[[Event], None], timeout: float | None,
-                 tool_choice: str | None = None) -> ModelReply: ...
+                 tool_choice: str | dict[str, Any] | None = None) -> ModelReply: ...
 
 
 def assistant_message(content: Any, tool_calls: list[dict[str, Any]], turn: int) -> dict[str, Any]:

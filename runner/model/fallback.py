@@ -70,7 +70,7 @@ class FallbackChat:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
                  emit: Callable[[Event], None], timeout: float | None = None,
-                 tool_choice: str | None = None) -> ModelReply:
+                 tool_choice: str | dict[str, Any] | None = None) -> ModelReply:
         while True:
             if self._client.name != self.chain.current:  # another agent of the run fell back meanwhile
                 self._client = self._build(self.chain.current)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -80,7 +81,7 @@ class OpenAIChat:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
                  emit: Callable[[Event], None], timeout: float | None = None,
-                 tool_choice: str | None = None) -> ModelReply:
+                 tool_choice: str | dict[str, Any] | None = None) -> ModelReply:
         """One reply, retried as needed. Every message it ends the run with, and every event it emits, has the
         base URL's credentials replaced."""
         self._deltas = None
@@ -93,14 +94,28 @@ class OpenAIChat:
             emit(event)
 
         try:
-            return self._complete(messages, tools, turn=turn, emit=scrubbed, timeout=timeout, tool_choice=tool_choice)
+            reply = self._complete(messages, tools, turn=turn, emit=scrubbed, timeout=timeout, tool_choice=tool_choice)
+            named = bare_function(reply, tools) if tool_choice in (None, "auto") else None
+            if named is None:
+                return reply
+            # llama-cpp-python's chatml-function-calling, tool_choice auto: the model picked a tool, and the
+            # server answered with its name as text (`functions.read:`), no call. Named, the server's grammar
+            # writes the arguments: asked once more, the same messages (the prefix unchanged), that tool named.
+            scrubbed(ModelRetry(turn=turn, attempt=1, delay_s=0.0,
+                                error=f"the reply was `functions.{named}:` with no call (a function-calling chat "
+                                      f"format's text); asked again with tool_choice naming {named}"))
+            again = self._complete(messages, tools, turn=turn, emit=scrubbed, timeout=timeout,
+                                   tool_choice={"type": "function", "function": {"name": named}})
+            usage = {k: reply.usage.get(k, 0) + again.usage.get(k, 0) for k in {*reply.usage, *again.usage}}
+            return dataclasses.replace(again, usage=usage, estimated=reply.estimated or again.estimated)
         except RunEnded as exc:
             exc.reason = scrub(exc.reason, self._secrets)
             exc.args = (exc.reason,)
             raise
 
     def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
-                  emit: Callable[[Event], None], timeout: float | None, tool_choice: str | None) -> ModelReply:
+                  emit: Callable[[Event], None], timeout: float | None,
+                  tool_choice: str | dict[str, Any] | None) -> ModelReply:
         attempt = 0
         while True:
             attempt += 1
@@ -189,7 +204,7 @@ class OpenAIChat:
         return value
 
     def _once(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
-              timeout: float | None, tool_choice: str | None = None) -> ModelReply:
+              timeout: float | None, tool_choice: str | dict[str, Any] | None = None) -> ModelReply:
         sent = sendable(messages, results_as_user=self.tool_results == "user")
         kwargs: dict[str, Any] = {"model": self.name, "messages": sent}
         if tools:
@@ -315,6 +330,19 @@ def _bad(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"the response is not valid JSON ({exc.msg} at char {exc.pos})"
     return str(exc)
+
+
+_BARE_FUNCTION = re.compile(r"\s*functions\.([A-Za-z0-9_.-]+):\s*")
+
+
+def bare_function(reply: ModelReply, tools: list[dict[str, Any]]) -> str | None:
+    """The offered tool a reply only named, as llama-cpp-python's chatml-function-calling text does
+    (`functions.read:` and nothing else), or None."""
+    if reply.message.get("tool_calls") or not isinstance(reply.message.get("content"), str):
+        return None
+    match = _BARE_FUNCTION.fullmatch(reply.message["content"])
+    offered = {(t.get("function") or {}).get("name") for t in tools}
+    return match.group(1) if match and match.group(1) in offered else None
 
 
 def sendable(messages: list[dict[str, Any]], *, results_as_user: bool = False) -> list[dict[str, Any]]:

@@ -52,7 +52,7 @@ class ReplayModel:
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
                  emit: Callable[[Event], None], timeout: float | None = None,
-                 tool_choice: str | None = None) -> ModelReply:
+                 tool_choice: str | dict[str, Any] | None = None) -> ModelReply:
         if self._next >= len(self._replies):
             raise ModelError(f"replay recording ran out after {len(self._replies)} responses ({self.source})")
         reply = self._replies[self._next]

@@ -121,3 +121,23 @@ def test_tool_results_as_user_messages_reach_a_model_whose_format_drops_tool_mes
     assert fake.requests[1]["messages"][-1] == {"role": "user", "content": "[result of read, call call_1_0]\n"
                                                                           "1\talpha\n2\tbeta"}
     assert r.of_type("tool_result")[0]["call_id"] == "call_1_0"  # recorded as the tool result it is
+
+
+def test_a_reply_that_only_names_a_function_is_asked_again_naming_it(fake, workspace, agent_run):
+    """llama-cpp-python's chatml-function-calling with tool_choice auto: a real 1.5B model picked `read` and the
+    server answered with the text `functions.read:` and no call (told once, then exit 1, twice in two runs).
+    Asked again with that tool named, the server's grammar writes the arguments."""
+    server = use(fake, "llama-cpp-python")
+    (workspace / "notes.txt").write_text("alpha\nbeta\n")
+    fake.add(reply("functions.read:\n"), reply(calls=[("read", {"path": "notes.txt"})]), reply("2 lines."))
+    r = agent_run("task.md")
+    s = ended_with(r, 0, "success")
+    assert not server.log and s["tool_calls"] == 1 and s["turns"] == 2
+    assert fake.requests[0]["tool_choice"] == "auto"
+    assert fake.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "read"}}
+    assert fake.requests[1]["messages"] == fake.requests[0]["messages"]  # the same prompt, asked again
+    retry = r.of_type("model_retry")[0]
+    assert retry["turn"] == 1 and "functions.read:" in retry["error"]
+    assert [e["turn"] for e in r.of_type("model_response")] == [1, 2]
+    first, second = (e["usage"]["prompt_tokens"] for e in r.of_type("model_response"))
+    assert s["usage"]["prompt_tokens"] == first + second

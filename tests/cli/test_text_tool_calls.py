@@ -79,11 +79,14 @@ def test_two_calls_written_as_text_are_told_once_and_none_runs(fake, workspace, 
 
 
 def test_llama_cpp_functions_name_is_never_the_answer(fake, workspace, agent_run):
-    fake.add(reply(LLAMA_CPP), reply(LLAMA_CPP))
+    # Each bare `functions.read:` is asked again with `read` named (tests/cli/test_providers.py); a server that
+    # still answers with the bare name: told once, then exit 1.
+    fake.add(*(reply(LLAMA_CPP) for _ in range(4)))
     r = agent_run("task.md")
     s = ended_with(r, 1, "failed")
     assert "functions.read:" in s["reason"] and "again after being told" in s["reason"]
     assert r.of_type("tool_call") == [] and len(r.of_type("user_message")) == 1
+    assert len(r.of_type("model_retry")) == 2 and len(fake.requests) == 4
     assert r.stdout.strip() != LLAMA_CPP
 
 
