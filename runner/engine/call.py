@@ -29,7 +29,7 @@ from runner.policy.match import exact_pattern
 from runner.policy.model import Policy, Rule, Target
 from runner.policy.targets import target_path
 from runner.record.commands import command
-from runner.record.rundir import portable, utc_now
+from runner.record.rundir import run_ref, utc_now
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
 from runner.tools.spill import spill_text
@@ -186,7 +186,7 @@ def approval_request(env: CallEnv, call_id: str, d: CallDecision) -> dict[str, A
     `replay` (for the summary) names this run's directory; `rerun` (which the model also
     sees) does not, so the prompt stays the same across reruns of the same task."""
     approve = [f"{t.target.domain}:{exact_pattern(t.target.target)}" for t in d.targets if t.decision != "allow"]
-    where = portable(env.run_dir, env.home or env.ctx.workspace) if env.run_dir else None
+    where = run_ref(env.run_dir, env.home or env.ctx.workspace) if env.run_dir else None
     replay = command("replay", where, "--call", call_ref(env.agent, call_id), "--approve") if where else None
     rerun = command(*env.rerun_base[:-1], *(x for a in approve for x in ("--approve", a)),
                     *env.rerun_base[-1:]) if env.rerun_base else None

@@ -27,7 +27,7 @@ from runner.record.commands import command
 from runner.record.integrity import AUDIT_KEY_ENV, audit_key, key_id, seal
 from runner.record.lock import Lock, LockHeld, LockUnusable, WorkspaceLock, acquire, lock_workspace
 from runner.record.mask import Masker
-from runner.record.rundir import EventLog, LogBroken, create_run_dir, portable, write_atomic, write_json
+from runner.record.rundir import EventLog, LogBroken, create_run_dir, run_ref, write_atomic, write_json
 from runner.report.progress import Progress
 from runner.report.summary import SummaryBuilder
 from runner.report.transcript import transcript_of
@@ -334,7 +334,7 @@ def commands_for(run_dir: Path, workspace: Path, summary: dict[str, Any], *, res
     """`resume` (a run that started; and `replay`, with denials), and `show` (its transcript): the commands that
     continue and read this run, naming it as they are run from the workspace root, so they work from a
     downloaded artifact too."""
-    ref = portable(run_dir, workspace)
+    ref = run_ref(run_dir, workspace)
     out = {"show": command("runs", "show", ref, "--transcript")}
     if resumable:
         out["resume"] = command("resume", ref)

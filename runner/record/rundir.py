@@ -51,6 +51,19 @@ def portable(path: Path | str, workspace: Path) -> str:
         return str(given) if given.is_absolute() else os.path.relpath(resolved, root)
 
 
+def run_ref(run_dir: Path, workspace: Path) -> str:
+    """A run directory as the printed commands (`next:`, resume, replay, show) name it, run from the workspace
+    root: relative to it inside it; outside it, relative too when the two share a directory below `/`
+    (`--runs-dir ../runs`: `../runs/ID`, which a person reads and a moved checkout-with-runs keeps), else the
+    absolute path (`/var/agent-runs/ID`, not `../../../var/...`)."""
+    resolved, root = Path(run_dir).resolve(), workspace.resolve()
+    if resolved.is_relative_to(root):
+        return resolved.relative_to(root).as_posix() or "."
+    if os.path.commonpath([resolved, root]) != os.path.sep:
+        return os.path.relpath(resolved, root)
+    return str(resolved)
+
+
 def workspace_of(run_dir: Path) -> Path | None:
     """The workspace a run directory sits in by the default layout (WORKSPACE/.agent-run/runs/ID)."""
     parent = run_dir.resolve().parent

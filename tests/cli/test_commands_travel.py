@@ -102,3 +102,19 @@ def test_a_run_that_never_started_prints_no_resume(fake, workspace, agent_run):
     r = agent_run("--policy", "no-such-policy", "task.md")
     assert r.code == 2
     assert "resume" not in r.summary and r.summary["show"].startswith("agent-run runs show .agent-run/runs/")
+
+
+def test_a_runs_dir_beside_the_workspace_is_named_relative_in_every_printed_command(fake, workspace, agent_run,
+                                                                                      tmp_path):
+    """`--runs-dir ../runs`: the `next:` hint and the summary's commands named /tmp/…/runs/ID (issue 27, item 6);
+    they are run from the workspace root, so `../runs/ID`."""
+    fake.add(reply(calls=[("bash", {"command": "make"})]), reply("stopped"))
+    r = agent_run("--policy", "strict", "--runs-dir", "../runs", "task.md", env={"AGENT_RUN_SANDBOX": "off"})
+    assert r.code == 3, r.stderr
+    run_dir = next((tmp_path / "runs").iterdir())
+    ref = f"../runs/{run_dir.name}"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["replay"] == f"agent-run replay {ref} --approve" and summary["resume"] == f"agent-run resume {ref}"
+    assert summary["denials"][0]["replay"].startswith(f"agent-run replay {ref} --call ")
+    hint = next(line for line in r.stderr.splitlines() if line.startswith("agent-run: next: "))
+    assert hint.startswith(f"agent-run: next: agent-run replay {ref} --call ") and str(tmp_path) not in hint
