@@ -56,7 +56,8 @@ class Progress:
             return f"agent-run: model {event.from_model} is down; going on with {event.to_model}: {event.reason}"
         if isinstance(event, ModelResponse):
             n = len(event.message.get("tool_calls") or [])
-            what = f"{n} tool call(s)" if n else "final answer"
+            # "text", not "final answer": a small model's call written as text is run after this line
+            what = f"{n} tool call(s)" if n else "text"
             return f"[turn {event.turn}] model: {what} ({event.duration_s:.1f}s)"
         if isinstance(event, ToolCall):
             # Masked before it is shortened: a token cut in half no longer looks like one.
