@@ -38,7 +38,15 @@ from runner.cli.output import case_of, secrets_to_mask
 from runner.core.outcome import EXIT_CODES, INTERRUPT_SIGNALS, Status
 from runner.record.announce import RUN_DIR_FILE_ENV, read_announced
 from runner.record.rundir import default_runs_dir, write_json
-from runner.report.github import annotations, command, escape_property, mask, outputs_block, stop_commands
+from runner.report.github import (
+    annotations,
+    command,
+    compact_results_json,
+    escape_property,
+    mask,
+    outputs_block,
+    stop_commands,
+)
 from runner.report.junit import write_junit
 
 USAGE_ERROR = EXIT_CODES[Status.USAGE_ERROR]  # a refusal is one
@@ -220,7 +228,7 @@ def _write_github_output(result: dict[str, Any]) -> None:
     path = os.environ.get("GITHUB_OUTPUT")
     if not path:
         return
-    text = json.dumps(result, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    text = compact_results_json(result)  # a job's outputs share 1 MB
     try:
         with open(path, "a", encoding="utf-8", newline="\n") as f:
             f.write(outputs_block({"results": text}))

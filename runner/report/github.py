@@ -231,6 +231,33 @@ def compact_summary_json(summary: Mapping[str, Any], limit: int = MAX_SUMMARY_JS
     return text
 
 
+MAX_RESULTS_BYTES = 900 * 1024  # batch's one output, `results`, under the job's 1 MB with room to spare
+
+
+def compact_results_json(result: Mapping[str, Any], limit: int = MAX_RESULTS_BYTES) -> str:
+    """batch.json on one line for the step output `results`. Over `limit` bytes, each task's reason is cut to
+    200 characters (`reasons_cut`), then tasks are dropped from the end (`tasks_omitted`): still valid JSON,
+    still the batch's exit code; batch.json itself keeps everything."""
+    def dump(data: Mapping[str, Any]) -> str:
+        return json.dumps(data, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+    text = dump(result)
+    if len(text.encode()) <= limit:
+        return text
+    tasks = [{**t, "reason": t["reason"][:200]} if isinstance(t.get("reason"), str) else t
+             for t in result.get("tasks") or []]
+    data = {**result, "tasks": tasks, "reasons_cut": True}
+    keep = len(tasks)
+    while True:
+        data["tasks"] = tasks[:keep]
+        if keep < len(tasks):
+            data["tasks_omitted"] = len(tasks) - keep
+        text = dump(data)
+        if len(text.encode()) <= limit or keep == 0:
+            return text
+        keep = max(0, min(keep - 1, math.floor(keep * limit / len(text.encode()) * 0.95)))
+
+
 def outputs_block(values: Mapping[str, str], delimiter: str | None = None) -> str:
     """Text to append to $GITHUB_OUTPUT: every value as `name<<DELIM`, value, `DELIM`, whatever it
     contains. The delimiter is `ghadelimiter_<uuid4>` and never occurs in any value (the runner ends a

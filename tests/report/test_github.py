@@ -245,6 +245,22 @@ def test_summary_json_output_is_cut_to_valid_json_for_huge_runs():
     assert 0 < len(data["denials"]) < 10_000 and data["denials_omitted"] == 10_000 - len(data["denials"])
 
 
+
+def test_batch_results_output_is_cut_to_valid_json_under_the_jobs_limit():
+    """A batch of 3,000 tasks whose runs failed with long reasons: batch.json on one line would be ~2.4 MB, over the
+    1 MB a job's outputs share. Reasons are cut, then tasks dropped from the end; the exit code stays."""
+    tasks = [{"task": f"t{i}.md", "run_dir": f"/r/{i}", "run_id": str(i), "status": "model_error", "exit_code": 6,
+              "duration_s": 1.0, "turns": 1, "reason": "x" * 600, "worktree": None} for i in range(3_000)]
+    result = {"exit_code": 6, "jobs": 4, "isolation": "shared", "workspace": "/w", "tasks": tasks}
+    small = {**result, "tasks": tasks[:3]}
+    assert json.loads(gh.compact_results_json(small)) == small  # under the limit: as it is
+    text = gh.compact_results_json(result)
+    assert len(text.encode()) <= gh.MAX_RESULTS_BYTES
+    data = json.loads(text)
+    assert data["exit_code"] == 6 and data["reasons_cut"] is True and len(data["tasks"][0]["reason"]) == 200
+    assert 0 < len(data["tasks"]) < 3_000 and data["tasks_omitted"] == 3_000 - len(data["tasks"])
+
+
 # -- command hygiene ----------------------------------------------------------------------------
 
 
