@@ -62,7 +62,8 @@ def _figures(summary: Mapping[str, Any], status: str, exit_code: Any, usage: Map
         ("Tokens", f"{_number(usage.get('prompt_tokens'))} prompt ({_number(usage.get('cached_tokens'))} cached), "
                    f"{_number(usage.get('completion_tokens'))} completion"
                    + (f", {_number(usage['total_tokens'])} total" if usage.get("total_tokens") is not None else "")),
-        ("Cost", f"${cost:.4f}" if isinstance(cost, int | float) else "unknown (no price for this model)"),
+        ("Cost", (f"${cost:.4f}" + _price_source(usage)) if isinstance(cost, int | float)
+         else "unknown (no price for this model)"),
         ("Duration", f"{duration:.1f} s" if isinstance(duration, int | float) else "?"),
         ("Model", code_span(clip(summary.get("model") or "")) + _models_used(summary)),
         ("Policy", code_span(clip(summary.get("policy") or ""))),
@@ -84,6 +85,12 @@ def _models_used(summary: Mapping[str, Any]) -> str:
     return " — models used: " + ", ".join(code_span(clip(m)) for m in used) + (
         " (a fallback: the prompt cache started over)" if any("started over" in str(w)
                                                                for w in summary.get("warnings") or []) else "")
+
+
+def _price_source(usage: Mapping[str, Any]) -> str:
+    """Where the price came from (`policy`, `genai-prices 0.2.3`): a reviewer weighs a cost by its source."""
+    source = usage.get("price_source")
+    return f" (prices: {md_text(clip(str(source), 100))})" if isinstance(source, str) and source else ""
 
 
 def _denials(summary: Mapping[str, Any]) -> list[str]:

@@ -62,6 +62,9 @@ def test_summary_has_status_figures_and_the_denial_with_its_replay_command():
     assert "| Turns | 4 (7 tool calls) |" in md
     assert "12,345 prompt (1,000 cached), 678 completion" in md
     assert "| Cost | $0.0123 |" in md
+    priced = summary()
+    priced["usage"] = {**priced["usage"], "price_source": "genai-prices 0.2.3"}
+    assert "| Cost | $0.0123 (prices: genai-prices 0.2.3) |" in step_summary(priced)
     assert "| Duration | 12.3 s |" in md
     assert "| Model | `gpt-4o-mini` |" in md
     assert "| Policy | `policies/strict.jsonc` |" in md
