@@ -22,7 +22,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from typing import Any
 
 import re2
 from wcmatch import fnmatch, glob
@@ -46,6 +46,7 @@ class Pattern:
     raw: str
     scheme: str  # "" when the pattern applies to any scheme
     test: Callable[[str, str], bool]  # (target scheme, target rest) -> matched
+    kind: str = "custom"  # "glob" or "regex" when compile_pattern made it: runner/policy/index.py reads it
 
     def matches(self, target: str) -> bool:
         scheme, rest = split_target(target)
@@ -59,26 +60,45 @@ def compile_pattern(raw: str) -> Pattern:
     if raw.startswith("regex:"):
         rx = compile_regex(raw[len("regex:") :])
         # Full match against the whole target or, for convenience, its rest.
-        return Pattern(raw, "", lambda s, r: bool(rx.fullmatch(f"{s}:{r}" if s else r) or rx.fullmatch(r)))
+        return Pattern(raw, "", lambda s, r: bool(rx.fullmatch(f"{s}:{r}" if s else r) or rx.fullmatch(r)), "regex")
     scheme, body = split_target(raw)
     if raw == "*":
         # A lone `*` is written meaning "everything" (OpenCode's "*", Claude Code's `Bash(*)`); as a path
         # glob it would be one segment (`a.txt`, not `notes/a.txt`). `workspace:*` keeps the glob meaning.
         body = "**"
-    # Which matcher applies depends on the target's scheme; each is compiled on first use and
-    # kept, so a pattern is compiled at most once per run, never per call.
-    as_path = cache(lambda: glob.compile(body, flags=_PATH_FLAGS))
-    as_text = cache(lambda: fnmatch.compile(body, flags=_TEXT_FLAGS))
-    bare = cache(lambda: fnmatch.compile(body[:-2], flags=_TEXT_FLAGS))
+    return Pattern(raw, scheme, _GlobTest(body), "glob")
 
-    def test(s: str, r: str) -> bool:
+
+class _GlobTest:
+    """A glob's test. Which matcher applies depends on the target's scheme; each is compiled on first use
+    and kept, so a pattern is compiled at most once per run, never per call, and loading a policy compiles
+    none (most rules of a large policy never meet a target they could match)."""
+
+    __slots__ = ("_bare", "_path", "_text", "body")
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+        self._path: Any = None
+        self._text: Any = None
+        self._bare: Any = None
+
+    def __call__(self, s: str, r: str) -> bool:
+        body = self.body
         if s in TEXT_SCHEMES:
-            return bool(as_text().match(r) or (body.endswith(" *") and bare().match(r)))
+            if self._text is None:
+                self._text = fnmatch.compile(body, flags=_TEXT_FLAGS)
+            if self._text.match(r):
+                return True
+            if not body.endswith(" *"):
+                return False
+            if self._bare is None:
+                self._bare = fnmatch.compile(body[:-2], flags=_TEXT_FLAGS)
+            return bool(self._bare.match(r))
         if body == ".":
             return r == "."
-        return bool(as_path().match("" if r == "." else r))
-
-    return Pattern(raw, scheme, test)
+        if self._path is None:
+            self._path = glob.compile(body, flags=_PATH_FLAGS)
+        return bool(self._path.match("" if r == "." else r))
 
 
 # What reads as a scheme at the start of a pattern: a name of two characters or more (not a drive letter; no dot:

@@ -46,6 +46,8 @@ class Policy:
     resolved: dict[str, Any] = field(default_factory=dict)  # the snapshot written to the run dir
     # Policies that must also allow a target (an untrusted task's own policy): decisions are intersected.
     narrowed_by: tuple[Policy, ...] = ()
+    # The rules' lookup index (runner/policy/index.py), built by the first decision: not part of the policy.
+    index: Any = field(default=None, init=False, repr=False, compare=False)
 
     def with_rules(self, extra: list[Rule]) -> Policy:
         rules = [*self.rules, *extra]
