@@ -3,7 +3,12 @@ listens on 127.0.0.1:PORT in the sandbox's own network namespace, carries each
 connection to the runner's egress proxy over a Unix socket, and runs the command.
 It exits with the command's status; then the pid namespace, and everything in it, ends.
 
+With `--hold` it runs no command: it is the run's one bridge in a network namespace the run's
+commands join (runner/sandbox/netns.py). It says `ready` on stdout once listening, and serves
+until its stdin closes (the runner closed it, or died).
+
 usage: bridge.py PORT SOCKET -- COMMAND...
+       bridge.py PORT SOCKET --hold
 """
 
 import os
@@ -47,13 +52,19 @@ def _serve(listener, path):
 
 def main(argv):
     port, path, sep, *command = argv
-    if sep != "--" or not command:
-        sys.exit("usage: bridge.py PORT SOCKET -- COMMAND...")
+    if not ((sep == "--" and command) or (sep == "--hold" and not command)):
+        sys.exit("usage: bridge.py PORT SOCKET -- COMMAND... | bridge.py PORT SOCKET --hold")
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", int(port)))
     listener.listen(64)
     threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
+    if sep == "--hold":
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        while sys.stdin.buffer.read(4096):
+            pass
+        os._exit(0)
     proc = subprocess.Popen(command)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda s, _f: proc.send_signal(s))

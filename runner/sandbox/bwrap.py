@@ -32,6 +32,15 @@ def bwrap_argv(bwrap: str, layout: Layout, command: list[str], *, share_net: boo
             "--cap-drop", "ALL"]
     if share_net:
         argv.append("--share-net")
+    argv += mount_args(layout)
+    for src, dest in binds or []:
+        argv += ["--ro-bind", src, dest]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--chdir", layout.chdir, "--", *command]
+    return argv
+
+
+def mount_args(layout: Layout) -> list[str]:
+    argv: list[str] = []
     for m in layout.mounts:
         if m.kind == "ro":
             argv += ["--ro-bind", m.src, m.dest]
@@ -43,7 +52,4 @@ def bwrap_argv(bwrap: str, layout: Layout, command: list[str], *, share_net: boo
             argv += ["--ro-bind", "/dev/null", m.dest]
         elif m.kind == "symlink":
             argv += ["--symlink", m.src, m.dest]
-    for src, dest in binds or []:
-        argv += ["--ro-bind", src, dest]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--chdir", layout.chdir, "--", *command]
     return argv

@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from runner.sandbox.bwrap import bwrap_argv
 from runner.sandbox.credmounts import credential_mounts
 from runner.sandbox.gitmounts import git_readonly
 from runner.sandbox.layout import Layout, LayoutInput, build_layout
+from runner.sandbox.netns import NetHolder, NetnsUnavailable, start_holder
 from runner.sandbox.probe import Probe, probe
 from runner.sandbox.proxy import Decide, EgressProxy
 
@@ -56,6 +58,7 @@ class Sandbox:
     proxy: EgressProxy | None = None
     base: LayoutInput | None = None
     extra_proxies: list[EgressProxy] = field(default_factory=list)
+    net: NetHolder | None = None  # the run's network namespace and its one bridge (runner/sandbox/netns.py)
     _closed: bool = field(default=False, repr=False)
 
     def describe(self) -> dict[str, Any]:
@@ -69,7 +72,10 @@ class Sandbox:
              ) -> tuple[list[str], dict[str, str]]:
         """`share_net` and `proxy` override the run's network for one process (an MCP server's own
         `sandbox.network`): the host network, an egress proxy of its own, or none at all (`proxy=None`
-        with `share_net=False`). Left at RUN_PROXY, the process gets the run's own proxy, if any."""
+        with `share_net=False`). Left at RUN_PROXY, the process gets the run's own proxy, if any: a command of
+        the run (no `layout` of its own) joins the run's network namespace and its bridge; another principal
+        (an MCP server, the runner's git) gets a bridge of its own."""
+        own_layout = layout is not None
         env = dict(env)
         env.pop(AUDIT_KEY_ENV, None)  # whatever a caller passes on: the key would let the process re-chain the log
         if not self.active:
@@ -86,6 +92,11 @@ class Sandbox:
             env.pop(var, None)
         binds: list[tuple[str, str]] = []
         command = argv
+        joined = self.net.prefix() if proxy is not None and proxy is self.proxy and not own_layout and self.net \
+            else None
+        if joined is not None:
+            env.update({var: f"http://127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS})
+            return [*joined, *bwrap_argv(self.probe.bwrap, layout, argv, share_net=True)], env
         if proxy is not None:
             bridge = str(Path(__file__).with_name("bridge.py"))
             binds = [(bridge, f"{INSIDE}/bridge.py"), (proxy.socket_path, f"{INSIDE}/proxy.sock")]
@@ -140,6 +151,8 @@ class Sandbox:
         if self._closed:
             return
         self._closed = True
+        if self.net is not None:
+            self.net.close()
         for proxy in [self.proxy, *self.extra_proxies]:
             if proxy is not None:
                 proxy.close()
@@ -170,8 +183,35 @@ def open_sandbox(config: SandboxConfig, *, workspace: Path, protected: list[Path
     box = Sandbox(config, found, True, None, build_layout(inp), scratch, private, base=inp)
     if config.network == "allow":
         box.proxy = EgressProxy(str(private / "proxy.sock"), decide_net or _deny_all).start()
+        box.net = _run_netns(box)
     _nondumpable()
     return box
+
+
+def _run_netns(box: Sandbox) -> NetHolder | None:
+    """The run's network namespace with its bridge, once tried: None (a bridge per command, as before) when
+    this machine cannot join one (no nsenter, or no user namespace inside another)."""
+    assert box.proxy is not None and box.probe.bwrap is not None and box.layout is not None
+    layout = box.readonly_layout([], [])  # the bridge's interpreter and nothing it could write
+    assert layout is not None
+    bridge = str(Path(__file__).with_name("bridge.py"))
+    try:
+        holder = start_holder(box.probe.bwrap, layout, _python(),
+                              ["-I", "-S", f"{INSIDE}/bridge.py", str(PROXY_PORT), f"{INSIDE}/proxy.sock"],
+                              [(bridge, f"{INSIDE}/bridge.py"), (box.proxy.socket_path, f"{INSIDE}/proxy.sock")])
+    except NetnsUnavailable:
+        return None
+    joined = holder.prefix()
+    argv = [*(joined or []), *bwrap_argv(box.probe.bwrap, box.layout, ["true"], share_net=True)]
+    try:
+        works = joined is not None and subprocess.run(argv, env={}, capture_output=True, timeout=20,
+                                                       stdin=subprocess.DEVNULL).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        works = False
+    if not works:
+        holder.close()
+        return None
+    return holder
 
 
 def _deny_all(host: str, port: int) -> Verdict:

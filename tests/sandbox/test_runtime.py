@@ -167,17 +167,21 @@ cat <&3
 """
 
 
+@pytest.mark.parametrize("own_bridge", [False, True])
 @pytest.mark.parametrize("allowed", [True, False])
-def test_an_allow_list_goes_through_the_egress_proxy(workspace: Path, allowed: bool) -> None:
+def test_an_allow_list_goes_through_the_egress_proxy(workspace: Path, allowed: bool, own_bridge: bool) -> None:
+    """A command of the run joins the run's network namespace and its bridge; a process with a layout of its
+    own (an MCP server) starts a bridge of its own. Both go through the same proxy."""
     origin = Origin()
     decider = Decider(Verdict(allowed, True, "decided by the test"))
     b = _open(SandboxConfig(mode="required", network="allow", allow=(f"127.0.0.1:{origin.port}",)), workspace,
               decide_net=decider)
     try:
         assert b.describe()["network"] == {"allow": [f"127.0.0.1:{origin.port}"]}
-        argv, env = b.wrap(["bash", "-c", FETCH], {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        argv, env = b.wrap(["bash", "-c", FETCH], {"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                           layout=b.layout if own_bridge else None)
         assert all(env[var] == f"http://127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS)
-        assert f"{INSIDE}/proxy.sock" in argv and "--share-net" not in argv
+        assert (f"{INSIDE}/proxy.sock" in argv) == own_bridge and ("--share-net" in argv) != own_bridge
         env.update({"PROXY_PORT": str(PROXY_PORT), "TARGET": str(origin.port)})
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
                               stdin=subprocess.DEVNULL)

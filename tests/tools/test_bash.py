@@ -141,3 +141,17 @@ def test_background_child_dies_when_the_shell_exits(ctx, ws):
                   "the call to return once the shell exited")
     assert out.content == "started\n"
     assert wait_gone(int((ws / "child.pid").read_text())), "background child outlived the call"
+
+
+@pytest.mark.parametrize("pidfd", [True, False])
+def test_the_exit_is_seen_with_and_without_a_pidfd(ctx, monkeypatch, pidfd):
+    """The call waits on a pidfd, woken at the exit itself (Popen.wait's doubling sleep saw a 10 ms sandboxed
+    command at ~15 ms); where the kernel has none it polls as before. Either way: the exit code, and a timeout."""
+    import os
+
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open")
+    assert run(ctx, "echo ok").content == "ok\n"
+    err = error(ctx, "echo partial; exit 4")
+    assert err.type == "ExitNonZero" and err.extra["exit_code"] == 4
+    assert error(ctx, "sleep 30", timeout_s=0.5).type == "Timeout"
