@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 _GLOB_META = frozenset("*?[\\")
 _SLASHES = re.compile(r"/{2,}")
+# In a character class, where Python's parser and RE2 read differently (RE2's POSIX classes, `[[:alpha:]]`:
+# Python reads a class then a literal `]`) or Python would warn (a nested set, set operations): no literal.
+_SET_MARKS = ("[[", "[:", "--", "&&", "~~", "||")
 
 
 def _case_sensitive() -> bool:
@@ -94,6 +97,8 @@ def regex_literals(text: str) -> tuple[str, str]:
     from re import _constants as c
     from re import _parser
 
+    if "[" in text and any(mark in text for mark in _SET_MARKS):
+        return "", ""
     try:
         tree = _parser.parse(text)
     except Exception:

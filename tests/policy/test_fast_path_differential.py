@@ -19,7 +19,8 @@ WORDS = ["src", "srcx", "a", "ab", "b", "lib", "module5", "module55", "x.py", "a
          "git", "npm", "test", "tool5", "tool55", "--danger", "host5.example.com", "https:", "."]
 SEPARATORS = ["/", "/", "//", " ", "", ":"]
 GLOB_BITS = ["*", "**", "?", "**/", "/**", "[ab]", "[!a]", "\\*", " *", "{a}", "!"]
-REGEX_BITS = [".*", "(build|test)", "( .*)?", "[a-z]+", "\\.", "a|b", "^", "$", "(?i)", "x?", "\\d+", "(?:ab)"]
+REGEX_BITS = [".*", "(build|test)", "( .*)?", "[a-z]+", "\\.", "a|b", "^", "$", "(?i)", "x?", "\\d+", "(?:ab)",
+              "[[:alpha:]]", "[a&&b]"]
 DECISIONS = ["allow", "deny", "ask"]
 
 
@@ -141,6 +142,7 @@ def test_an_opaque_rule_and_a_replaced_rule_list_are_honoured() -> None:
     ("(?i)abc", ("", "")),
     ("(?:ab)c+", ("ab", "")),
     ("\\Qab\\E", ("", "")),  # RE2 syntax Python does not read: no literal, so the rule is always tried
+    ("x[[:alpha:]]", ("", "")),  # RE2's POSIX class: Python would read a class then a literal `]`
 ])
 def test_regex_literals(text: str, expected: tuple[str, str]) -> None:
     assert regex_literals(text) == expected
