@@ -24,6 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+from runner.policy.gitdirs import git_control
 from runner.policy.sandbox_config import config_from
 from runner.sandbox.probe import probe
 from runner.sandbox.runtime import Sandbox, open_sandbox
@@ -117,6 +118,33 @@ def report(r: dict[str, Any]) -> None:
     print(line("3. bash tool call, network allow", net)
           + f"   ({net['vs_sandbox_ms']:+.2f} ms over figure 2's sandbox, {how}; "
           f"{'within' if net['within_target'] else 'over'} the +{net['target_ms']:.0f} ms target)")
+    walk = r.get("git_walk")
+    if walk:
+        print(f"4. the .git paths, {walk['files']:,} files      full walk {walk['off_ms']:7.2f} ms   "
+              f"the run's walk {walk['on_ms']:7.2f} ms   x{walk['ratio']:.2f}   (paid by every sandboxed process)")
+
+
+def git_walk(files: int, runs: int) -> dict[str, Any] | None:
+    """Figure 4: listing a workspace's `.git` paths, which every sandboxed process pays, on a tree of `files`
+    files (10 a directory): the full walk (git_control) vs the run's walk, which lists only what changed."""
+    try:
+        from runner.sandbox.gitwalk import RACY_NS, GitWalk
+    except ImportError:  # a checkout from before the run's walk
+        return None
+    tree = Path(tempfile.mkdtemp(prefix="bench-gitwalk-")).resolve()
+    try:
+        (tree / ".git").mkdir()
+        for i in range(max(1, files // 10)):
+            d = tree / f"d{i // 50}" / f"e{i % 50}"
+            d.mkdir(parents=True, exist_ok=True)
+            for j in range(10):
+                (d / f"f{j}.txt").touch()
+        # The tree was just made: a clock past the racy window stands for a workspace checked out earlier.
+        walk = GitWalk(tree, now_ns=lambda: time.time_ns() + 2 * RACY_NS)
+        times = interleaved({"off": lambda: git_control(tree), "on": walk.control}, runs)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    return {"files": files, **compare(times["off"], times["on"])}
 
 
 def checkout(ws: Path) -> None:
@@ -131,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=50, help=f"timed runs per variant (after {WARMUP} warm-up runs)")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    ap.add_argument("--tree-files", type=int, default=15000, help="files in figure 4's workspace (0: skip it)")
     args = ap.parse_args(argv)
     found = probe()
     if not found.available:
@@ -145,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             boxes.append(open_sandbox(config_from(section, "required"), workspace=ws, protected=[], readable=[],
                                       writable=[], environ=os.environ))
         result = measure(ws, boxes[0], boxes[1], args.runs)
+        result["git_walk"] = git_walk(args.tree_files, args.runs) if args.tree_files > 0 else None
     finally:
         for box in boxes:
             box.close()

@@ -56,8 +56,7 @@ def is_git_control(workspace: Path, path: Path, *, fold: bool = False) -> bool:
 def git_control(workspace: Path, *, fold: bool = False) -> GitControl:
     """Every `.git` in the workspace (not descending into one, nor following a symlinked directory)
     and the gitdirs and commondirs they name."""
-    entries: list[Path] = []
-    named: list[Path] = []
+    found: list[Path] = []
     stack = [str(workspace)]
     while stack:
         try:
@@ -67,9 +66,19 @@ def git_control(workspace: Path, *, fold: bool = False) -> GitControl:
         with it:
             for entry in it:
                 if (entry.name.casefold() if fold else entry.name) == GIT:
-                    _named_by(Path(entry.path), entries, named)
+                    found.append(Path(entry.path))
                 elif entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
+    return control_of(found)
+
+
+def control_of(found: list[Path]) -> GitControl:
+    """What the `.git` entries found in a walk (in walk order) make off limits: each one, and what each names
+    (read now). runner/sandbox/gitwalk.py walks incrementally and resolves here, one definition for both."""
+    entries: list[Path] = []
+    named: list[Path] = []
+    for dotgit in found:
+        _named_by(dotgit, entries, named)
     gitdirs = [d for d in dict.fromkeys(named) if not any(_inside(d, e, False) for e in entries)]
     return GitControl(tuple(sorted(entries)), tuple(gitdirs))
 

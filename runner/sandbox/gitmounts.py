@@ -9,19 +9,21 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.policy.gitdirs import git_control
+from runner.policy.gitdirs import GitControl, git_control
 from runner.sandbox.layout import Layout, Mount
 
 
 def git_readonly(layout: Layout, workspace: Path, exists: Callable[[str], bool] = os.path.lexists,
-                 is_symlink: Callable[[str], bool] = os.path.islink) -> Layout:
-    """`layout` with a read-only mount over each git control path that a writable mount shows.
+                 is_symlink: Callable[[str], bool] = os.path.islink, control: GitControl | None = None) -> Layout:
+    """`layout` with a read-only mount over each git control path that a writable mount shows. `control`:
+    the workspace's git paths when the caller listed them already (a run's GitWalk); else they are listed here.
 
     Each goes right after the mount that shows it, so whatever the layout puts deeper (a sanitized file,
     a masked secret) still comes after it and wins. A symlink is never a mount source here: bwrap would
     mount what it points to, which may be a host path the sandbox must not show at all."""
     mounts = list(layout.mounts)
-    for path in sorted(git_control(workspace).paths, key=lambda p: len(p.parts)):
+    control = git_control(workspace) if control is None else control
+    for path in sorted(control.paths, key=lambda p: len(p.parts)):
         p = str(path)
         if is_symlink(p) or not exists(p):
             continue

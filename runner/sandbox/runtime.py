@@ -25,6 +25,7 @@ from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sandbox.bwrap import bwrap_argv
 from runner.sandbox.credmounts import credential_mounts
 from runner.sandbox.gitmounts import git_readonly
+from runner.sandbox.gitwalk import GitWalk
 from runner.sandbox.layout import Layout, LayoutInput, build_layout
 from runner.sandbox.netns import NetHolder, NetnsUnavailable, start_holder
 from runner.sandbox.probe import Probe, probe
@@ -59,6 +60,7 @@ class Sandbox:
     base: LayoutInput | None = None
     extra_proxies: list[EgressProxy] = field(default_factory=list)
     net: NetHolder | None = None  # the run's network namespace and its one bridge (runner/sandbox/netns.py)
+    gitwalk: GitWalk | None = None  # the workspace's `.git` paths, listed again from what changed
     _closed: bool = field(default=False, repr=False)
 
     def describe(self) -> dict[str, Any]:
@@ -86,7 +88,8 @@ class Sandbox:
         proxy = None if share else chosen
         assert layout is not None and self.probe.bwrap is not None
         if self.base is not None:  # listed now, not at open: a `.git` made since is read-only too
-            layout = git_readonly(layout, self.base.workspace)
+            control = self.gitwalk.control() if self.gitwalk is not None else None
+            layout = git_readonly(layout, self.base.workspace, control=control)
         env.update(layout.env)
         for var in ("NO_PROXY", "no_proxy", *PROXY_VARS):
             env.pop(var, None)
@@ -180,7 +183,8 @@ def open_sandbox(config: SandboxConfig, *, workspace: Path, protected: list[Path
     inp = LayoutInput(workspace=workspace, scratch=scratch, protected=tuple(protected), readable=tuple(readable),
                       writable=tuple(writable), environ=dict(environ), python_prefixes=_python_prefixes(),
                       overlays=credential_mounts(workspace, private))  # git's stored credentials, hidden
-    box = Sandbox(config, found, True, None, build_layout(inp), scratch, private, base=inp)
+    box = Sandbox(config, found, True, None, build_layout(inp), scratch, private, base=inp,
+                  gitwalk=GitWalk(workspace))
     if config.network == "allow":
         box.proxy = EgressProxy(str(private / "proxy.sock"), decide_net or _deny_all).start()
         box.net = _run_netns(box)
