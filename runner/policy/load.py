@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import shlex
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -67,9 +68,57 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 
 def schema_errors(located: Located, file: str) -> list[PolicyError]:
-    """Every schema error, in file order, each located at the offending key or value."""
-    found = sorted(_locate(err, located) for err in _validator().iter_errors(located.value))
+    """Every schema error, in file order, each located at the offending key or value. The rules a plain check
+    finds valid are left out of what jsonschema walks (a 5,000-rule policy: ~130 ms of its load), and the
+    rest keep their own index in the errors, so what is reported is what a full walk reports."""
+    value, kept = _checked_rules_removed(located.value)
+    found = sorted(_locate(err, located, kept) for err in _validator().iter_errors(value))
     return [PolicyError(file, line, col, message) for (line, col), message in found]
+
+
+def _checked_rules_removed(value: Any) -> tuple[Any, list[int] | None]:
+    """The document with the rules that `_plain_rule_check` passes taken out, and the original index of each
+    rule left (None: nothing taken out)."""
+    permission = value.get("permission") if isinstance(value, dict) else None
+    rules = permission.get("rules") if isinstance(permission, dict) else None
+    check = _plain_rule_check()
+    if not isinstance(rules, list) or check is None:
+        return value, None
+    kept = [i for i, rule in enumerate(rules) if not check(rule)]
+    if len(kept) == len(rules):
+        return value, None
+    return {**value, "permission": {**permission, "rules": [rules[i] for i in kept]}}, kept
+
+
+@cache
+def _plain_rule_check() -> Callable[[Any], bool] | None:
+    """True for a rule the schema's rule definition accepts, read from that definition (enums, string types,
+    minLength, required, no other keys); None when the definition uses anything else (then jsonschema walks
+    every rule, as before)."""
+    schema = _validator().schema
+    try:
+        item = schema["properties"]["permission"]["properties"]["rules"]["items"]
+    except (KeyError, TypeError):
+        return None
+    props, required = item.get("properties", {}), set(item.get("required", []))
+    if set(item) - {"type", "additionalProperties", "required", "properties", "description"} or \
+            item.get("type") != "object" or item.get("additionalProperties") is not False:
+        return None
+    if any(set(p) - {"enum", "type", "minLength", "description"} or p.get("type", "string") != "string"
+           for p in props.values()):
+        return None
+
+    def ok(rule: Any) -> bool:
+        if not isinstance(rule, dict) or not required <= rule.keys() or not rule.keys() <= props.keys():
+            return False
+        for key, v in rule.items():
+            p = props[key]
+            if "enum" in p and v not in p["enum"]:
+                return False
+            if "type" in p and not (isinstance(v, str) and len(v) >= p.get("minLength", 0)):
+                return False
+        return True
+    return ok
 
 
 def validate(located: Located, file: str) -> None:
@@ -156,8 +205,11 @@ def resolve_ref(ref: str, base: Path) -> str:
     return str(path if path.is_absolute() else (base / path).resolve())
 
 
-def _locate(err: jsonschema.ValidationError, located: Located) -> tuple[tuple[int, int], str]:
+def _locate(err: jsonschema.ValidationError, located: Located,
+            kept: list[int] | None = None) -> tuple[tuple[int, int], str]:
     path = tuple(err.absolute_path)
+    if kept is not None and path[:2] == ("permission", "rules") and len(path) > 2 and isinstance(path[2], int):
+        path = (*path[:2], kept[path[2]], *path[3:])  # the rule's index in the file, not in what was walked
     where = _dotted(path)
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = set(err.schema.get("properties", {}))

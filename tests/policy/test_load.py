@@ -398,3 +398,25 @@ def test_every_shipped_policy_passes_the_schema():
 
     for name in shipped_names():
         assert check_policy(name) == [], name
+
+
+def test_schema_errors_skip_plain_valid_rules_and_report_what_a_full_walk_reports(monkeypatch):
+    """The rules a plain check passes are not walked by jsonschema (the 5,000-rule load); every error is still
+    the one a full walk reports, at the rule's own place in the file."""
+    from runner.policy import load as load_module
+    from runner.policy.jsonc import parse
+
+    good = '{"domain": "read", "pattern": "workspace:**", "decision": "allow"}'
+    bad = ['{"domain": "read", "pattern": "", "decision": "allow"}', '{"domain": "reed", "pattern": "x", '
+           '"decision": "allow"}', '{"domain": "bash", "pattern": "shell:ls", "decision": "maybe"}',
+           '{"domain": "bash", "pattern": "shell:ls", "decision": "allow", "comentt": "x"}', '"not a rule"',
+           '{"pattern": "x", "decision": "deny"}']
+    rules = [good] * 3 + [bad[0], good, bad[1], good, good, bad[2], bad[3], good, bad[4], bad[5], good]
+    text = '{\n  "permission": {"rules": [\n    ' + ",\n    ".join(rules) + '\n  ]}\n}\n'
+    located = parse(text, "p.jsonc")
+    fast = load_module.schema_errors(located, "p.jsonc")
+    assert load_module._checked_rules_removed(located.value)[1] == [3, 5, 8, 9, 11, 12]
+    monkeypatch.setattr(load_module, "_plain_rule_check", lambda: None)  # the full walk, every rule
+    full = load_module.schema_errors(located, "p.jsonc")
+    assert [(e.line, e.col, str(e)) for e in fast] == [(e.line, e.col, str(e)) for e in full]
+    assert len(fast) == 6 and {e.line for e in fast} == {6, 8, 11, 12, 14, 15}
