@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
+from runner.cli.runs_read import runs_root
 from runner.core.outcome import EXIT_CODES, Status
 from runner.record.jsonl import iter_events
-from runner.record.rundir import default_runs_dir
 from runner.report.summary_file import read_summary
 from runner.tools.spill import remove_older_than
 
@@ -49,7 +49,7 @@ def cleanup(workspace: str, runs_dir: str | None, older_than: str, spills_only: 
     except ValueError as exc:
         click.echo(f"agent-run: {exc}", err=True)
         sys.exit(EXIT_CODES[Status.USAGE_ERROR])
-    root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir(Path(workspace).resolve())
+    root = runs_root(workspace, runs_dir)
     kept: dict[Path, str] = {}
     if not spills_only and not break_lineage:
         kept = ancestors_kept(root, remove_older_than(root, age, spills_only=False, dry_run=True))
