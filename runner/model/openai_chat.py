@@ -376,13 +376,30 @@ def sendable(messages: list[dict[str, Any]], *, results_as_user: bool = False) -
 def _parseable(call: dict[str, Any]) -> dict[str, Any]:
     function = call.get("function") or {}
     arguments = function.get("arguments")
-    if not isinstance(arguments, str):
+    if not isinstance(arguments, str) or _parses(arguments):
         return call
-    try:
-        json.loads(arguments)
-    except (ValueError, RecursionError):  # nested past what a parser takes: no server would read it either
-        return {**call, "function": {**function, "arguments": json.dumps({"invalid_json": arguments})}}
-    return call
+    return {**call, "function": {**function, "arguments": json.dumps({"invalid_json": arguments})}}
+
+
+def _parses(arguments: str) -> bool:
+    """Every request resends every earlier call: each call's arguments are parsed once, not once per request.
+    Keyed by (hash, length), ints only — a cache of the strings would keep a compacted conversation's large
+    `write` arguments alive — and a string keeps its hash, so a lookup makes no pass over one."""
+    key = (hash(arguments), len(arguments))
+    known = _PARSES.get(key)
+    if known is None:
+        try:
+            json.loads(arguments)
+            known = True
+        except (ValueError, RecursionError):  # nested past what a parser takes: no server would read it either
+            known = False
+        if len(_PARSES) >= 4096:
+            _PARSES.clear()
+        _PARSES[key] = known
+    return known
+
+
+_PARSES: dict[tuple[int, int], bool] = {}
 
 
 def _brief(exc: openai.APIStatusError) -> str:
