@@ -12,7 +12,6 @@ arguments and a tool result as big (what a run that writes big files leaves), th
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -21,35 +20,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout: the log writer lives in tests/fakes
 
-
-def write_log(run_dir: Path, total_mb: int, events: int) -> int:
-    """events turns whose call arguments and result content share total_mb; written streamed."""
-    run_dir.mkdir(parents=True)
-    big = "x" * max(1, total_mb * 1_000_000 // (2 * events))
-    seq = 0
-
-    def line(kind: str, **fields: object) -> str:
-        nonlocal seq
-        seq += 1
-        return json.dumps({"seq": seq, "ts": "2026-01-01T00:00:00Z", "run_id": run_dir.name, "type": kind, **fields})
-
-    with (run_dir / "events.jsonl").open("w", encoding="utf-8") as f:
-        f.write(line("run_started", model="m", policy="default") + "\n")
-        for turn in range(1, events + 1):
-            call = f"call_{turn}_0"
-            f.write(line("model_request", turn=turn, message_count=2 * turn, estimated_tokens=100) + "\n")
-            f.write(line("model_response", turn=turn, usage={"prompt_tokens": 10, "completion_tokens": 5}) + "\n")
-            f.write(line("tool_call", turn=turn, call_id=call, tool="write")[:-1]
-                    + ', "arguments": "{\\"path\\": \\"big.txt\\", \\"content\\": \\"' + big + '\\"}"}\n')
-            f.write(line("permission_decision", call_id=call, tool="write", decision="allow",
-                         policy_decision="allow") + "\n")
-            f.write(line("tool_result", call_id=call, tool="write", ok=True, error_type=None,
-                         bytes=len(big))[:-1] + ', "content": "' + big + '"}\n')
-        f.write(line("run_finished", status="success", exit_code=0) + "\n")
-    (run_dir / "summary.json").write_text(json.dumps({"run_id": run_dir.name, "status": "success", "exit_code": 0,
-                                                      "turns": events, "tool_calls": events, "denials": []}))
-    return (run_dir / "events.jsonl").stat().st_size
+from tests.fakes.big_log import write_big_run  # noqa: E402
 
 
 def show(run_dir: Path, *flags: str) -> tuple[int, float, float]:
@@ -69,7 +42,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "runs" / "20260101T000000000000Z-bench0"
-        size = write_log(run_dir, args.mb, args.events)
+        size = write_big_run(run_dir, args.events, max(1, args.mb * 1_000_000 // (2 * args.events)), big_results=True)
         print(f"events.jsonl: {size / 1e6:.0f} MB, {args.events} calls of {size / 2e6 / args.events:.1f} MB "
               "arguments + as much output")
         worst = 0.0

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.conftest import clean_env
+from tests.fakes.big_log import write_big_run
 
 HANG_S = 120  # a hang bound only: the two views take a second or two
 # A child that has imported the CLI is ~25 MiB; showing the log costs it a few more. The old code held every
@@ -45,42 +45,9 @@ print(json.dumps(out))
 """
 
 
-def _big_run(run_dir: Path) -> int:
-    """A run directory (summary.json, events.jsonl) whose every turn writes ARG_MIB MiB: written streamed,
-    the one big string reused. Returns the log's size."""
-    run_dir.mkdir(parents=True)
-    big = "x" * (ARG_MIB << 20)
-    seq = 0
-
-    def line(kind: str, **fields: object) -> str:
-        nonlocal seq
-        seq += 1
-        return json.dumps({"seq": seq, "ts": "2026-01-01T00:00:00Z", "run_id": run_dir.name, "type": kind, **fields})
-
-    with (run_dir / "events.jsonl").open("w", encoding="utf-8") as f:
-        f.write(line("run_started", model="m", policy="default") + "\n")
-        for turn in range(1, EVENTS + 1):
-            call = f"call_{turn}_0"
-            f.write(line("model_request", turn=turn, message_count=2 * turn, estimated_tokens=100) + "\n")
-            f.write(line("model_response", turn=turn, usage={"prompt_tokens": 10, "completion_tokens": 5}) + "\n")
-            f.write(line("tool_call", turn=turn, call_id=call, tool="write")[:-1]
-                    + ', "arguments": "{\\"path\\": \\"big.txt\\", \\"content\\": \\"')
-            f.write(big)
-            f.write('\\"}"}\n')
-            f.write(line("permission_decision", call_id=call, tool="write", decision="allow",
-                         policy_decision="allow") + "\n")
-            f.write(line("tool_result", call_id=call, tool="write", ok=True, error_type=None, bytes=20,
-                         content="wrote big.txt") + "\n")
-        f.write(line("run_finished", status="success", exit_code=0) + "\n")
-    summary = {"run_id": run_dir.name, "status": "success", "exit_code": 0, "turns": EVENTS, "tool_calls": EVENTS,
-               "usage": {"prompt_tokens": 10 * EVENTS, "completion_tokens": 5 * EVENTS}, "denials": []}
-    (run_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
-    return (run_dir / "events.jsonl").stat().st_size
-
-
 def test_runs_show_of_a_big_log_stays_in_bounded_memory(tmp_path):
     run_dir = tmp_path / "runs" / "20260101T000000000000Z-big000"
-    assert _big_run(run_dir) > EVENTS * ARG_MIB << 20
+    assert write_big_run(run_dir, EVENTS, ARG_MIB << 20) > EVENTS * ARG_MIB << 20
     text, as_json = tmp_path / "show.txt", tmp_path / "show.json"
     views = [(["runs", "show", str(run_dir)], str(text)), (["runs", "show", "--json", str(run_dir)], str(as_json))]
     proc = subprocess.run([sys.executable, "-c", _PEAK, json.dumps(views), str(HANG_S)], capture_output=True,
