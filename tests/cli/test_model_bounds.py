@@ -14,20 +14,13 @@ import time
 import zlib
 from pathlib import Path
 
+from tests.cli.ending import ended_with
 from tests.conftest import Result, _dirs, agent_run_argv, clean_env
 from tests.fakes.openai_server import error, raw, reply, truncated_stream
 from tests.fakes.zygote import Zygote, ZygotePopen
 
 LOW_LIMIT = {"AGENT_RUN_MAX_RESPONSE_BYTES": str(1024 * 1024), "AGENT_RUN_MAX_RETRIES": "1"}
 GZIP = {"content-encoding": "gzip"}
-
-
-def ended_with(r: Result, code: int, status: str) -> dict:
-    assert r.code == code, (r.code, r.stderr[-2000:])
-    s = r.summary
-    assert (s["status"], s["exit_code"]) == (status, code)
-    assert r.of_type("run_finished")[0]["exit_code"] == code
-    return s
 
 
 def gzip(data: bytes) -> bytes:

@@ -8,18 +8,10 @@ import json
 
 import pytest
 
+from tests.cli.ending import ended_with
 from tests.fakes.openai_server import NO_USAGE, empty_stream, error, raw, reply, trickle, truncated_stream
 
 RETRIES_2 = {"AGENT_RUN_MAX_RETRIES": "2"}
-
-
-def ended_with(r, code: int, status: str) -> dict:
-    """The exit code, and a run directory that says the same: a summary and a closing event."""
-    assert r.code == code, (r.code, r.stderr)
-    s = r.summary
-    assert (s["status"], s["exit_code"]) == (status, code)
-    assert r.of_type("run_finished")[0]["exit_code"] == code
-    return s
 
 
 # --- streams that end without an answer -------------------------------------------

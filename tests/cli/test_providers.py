@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.cli.ending import ended_with
 from tests.fakes.dialects import DIALECTS, STREAMED_TOOLS_REFUSED, use
 from tests.fakes.openai_server import error, reply
 
@@ -13,14 +14,6 @@ RETRIES_2 = {"AGENT_RUN_MAX_RETRIES": "2"}
 # Streamed: where a stream differs (vLLM sends usage only when asked; llama-cpp-python sends none). Its
 # function-calling format cannot stream a tool call (test below); Ollama's whole-call chunks: test_model_faults.
 STREAMING = [(d, False) for d in DIALECTS] + [("vllm", True), ("llama-cpp-python-jinja", True)]
-
-
-def ended_with(r, code: int, status: str) -> dict:
-    assert r.code == code, (r.code, r.stderr)
-    s = r.summary
-    assert (s["status"], s["exit_code"]) == (status, code)
-    assert r.of_type("run_finished")[0]["exit_code"] == code
-    return s
 
 
 def tool_using_run(fake, workspace, agent_run, *args: str, env: dict[str, str] | None = None):

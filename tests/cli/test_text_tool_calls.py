@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from runner.record.conversation import rebuild
+from tests.cli.ending import ended_with
 from tests.fakes.openai_server import reply
 
 QWEN = '<tool_call>\n{"name": "read", "arguments": {"path": "a.py"}}\n</tool_call>'  # Qwen2.5-Coder 1.5B, verbatim
@@ -19,14 +20,6 @@ FORMATS = [  # (the reply's text, the path it reads)
     ('I will read c.py.\n```\n{"name": "read", "arguments": "{\\"path\\": \\"c.py\\"}"}\n```', "c.py"),
     ('functions.read:\n{"path": "d.py"}', "d.py"),
 ]
-
-
-def ended_with(r, code: int, status: str) -> dict:
-    assert r.code == code, (r.code, r.stderr)
-    s = r.summary
-    assert (s["status"], s["exit_code"]) == (status, code)
-    assert r.of_type("run_finished")[0]["exit_code"] == code
-    return s
 
 
 def test_a_call_written_as_text_is_run_in_each_format(fake, workspace, agent_run):
