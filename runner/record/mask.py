@@ -162,9 +162,9 @@ class Masker:
         self._detectors = detectors()
         self._values = secret_values(environ)
         # Searched like the values themselves: each value's base64 forms at any offset of a longer blob.
-        encoded = {form: name for value, name in self._values for form in encoded_forms(value)}
-        self._searched = sorted([*self._values, *((f, n) for f, n in encoded.items() if f not in dict(self._values))],
-                                key=lambda item: -len(item[0]))
+        plain = dict(self._values)
+        encoded = {form: name for value, name in self._values for form in encoded_forms(value) if form not in plain}
+        self._searched = sorted([*self._values, *encoded.items()], key=lambda item: -len(item[0]))
 
     @property
     def values(self) -> list[str]:
