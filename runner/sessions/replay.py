@@ -126,10 +126,11 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
         hold_continued(held, run_dir)
         replayed = load_run(run_dir, expect_hash, policy_spec, allow_unkeyed)
         run = replayed.run
-        for label, path in (("workspace", choose_workspace(workspace, run)), ("runs directory", run_dir.parent)):
+        chosen_workspace = choose_workspace(workspace, run)
+        for label, path in (("workspace", chosen_workspace), ("runs directory", run_dir.parent)):
             if (problem := utf8_problem(label, path)) is not None:  # the new run could not record it
                 raise UsageError(problem)
-        hold_workspace(held, choose_workspace(workspace, run), run_dir.parent)
+        hold_workspace(held, chosen_workspace, run_dir.parent)
         place = checked_workspace(run, workspace, "replay", force=force, apply=apply_changes)
         chosen = select(replayed, call_ids)
         # --continue produces the run's final answer: its --output-schema must still be checkable.
