@@ -2,10 +2,11 @@
 
 Everything written goes to the file as it comes until the file would pass HEAD + TAIL bytes; from then on only
 the last TAIL bytes are kept, in memory (a bytearray trimmed from the front: bounded, and cheap, as CPython's
-bytearray deletes from the front without copying). At close the file is cut back to its first HEAD bytes and
-gets the line `[agent-run: N bytes dropped]` and the kept tail: the start of a server's log (its banner, the
-first error) and its end (what it said before it died) are what a reader looks for. A log that never grew
-past the limit is written through, so `tail -f` works during a run for every ordinary server.
+bytearray deletes from the front without copying); they are kept from the first write, as the tail written at
+close may begin before the limit, which the write-only file cannot give back. At close the file is cut back
+to its first HEAD bytes and gets the line `[agent-run: N bytes dropped]` and the kept tail: the start of a
+server's log (its banner, the first error) and its end (what it said before it died) are what a reader looks
+for. A log that never grew past the limit is written through, so `tail -f` works during a run for every ordinary server.
 
 Thread-safe: the server's reader writes from the MCP loop thread, close() comes from any thread.
 """
@@ -28,7 +29,7 @@ class BoundedLog:
         self._head, self._tail_max = head, tail
         self._start = file.tell()  # an append-mode file may hold something already: it is not ours to cut
         self._total = 0  # bytes written to us
-        self._tail = bytearray()  # the last _tail_max bytes, once past the limit; the last RECENT_BYTES before
+        self._tail = bytearray()  # the last _tail_max bytes written
         self._head_ends_line = True
         self._lock = threading.Lock()
         self._closed = False
@@ -54,12 +55,11 @@ class BoundedLog:
                     self._file.write(data[:limit - before])
                     self._file.flush()
             self._tail += data
-            keep = self._tail_max if self._total > limit else RECENT_BYTES
-            if len(self._tail) > keep:
-                del self._tail[:len(self._tail) - keep]
+            if len(self._tail) > self._tail_max:
+                del self._tail[:len(self._tail) - self._tail_max]
 
     def recent(self, size: int = RECENT_BYTES) -> bytes:
-        """The last `size` bytes written (at most RECENT_BYTES before the log passed its limit)."""
+        """The last `size` bytes written (at most the tail's size)."""
         with self._lock:
             return bytes(self._tail[-size:])
 

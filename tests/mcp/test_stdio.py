@@ -66,3 +66,15 @@ def test_a_line_over_the_limit_ends_the_connection(tmp_path: Path, monkeypatch: 
     assert got == []  # the stream ended without a message
     assert state.garbage == ["<a line over 100000 bytes>"]
     assert "longer than 100000 bytes" in (tmp_path / "log").read_text()
+
+
+def test_a_log_just_past_its_limit_keeps_its_whole_tail(tmp_path: Path) -> None:
+    # Past HEAD + TAIL by less than TAIL: the tail written at close begins before the limit.
+    path = tmp_path / "log"
+    stream = b"".join(b"%04d\n" % i * 200 for i in range(25))  # 25,000 bytes in 1,000-byte writes
+    with open(path, "ab") as file:
+        log = BoundedLog(file, head=10_000, tail=10_000)
+        for i in range(0, len(stream), 1000):
+            log.write(stream[i:i + 1000])
+        log.close()
+    assert path.read_bytes() == stream[:10_000] + b"[agent-run: 5000 bytes dropped]\n" + stream[-10_000:]
