@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -214,17 +214,7 @@ def compact_summary_json(summary: Mapping[str, Any], limit: int = MAX_SUMMARY_JS
         data["output"] = None  # the `output` output and output.json have it (or say where it is)
         data["output_omitted"] = True
     denials = list(summary.get("denials") or [])
-    keep = len(denials)
-    while True:
-        data["denials"] = denials[:keep]
-        if keep < len(denials):
-            data["denials_omitted"] = len(denials) - keep
-        text = dump(data)
-        size = len(text.encode())
-        if size <= limit or keep == 0:
-            break
-        keep = min(keep - 1, math.floor(keep * limit / size * 0.95))
-        keep = max(keep, 0)
+    text = _drop_from_end(data, "denials", denials, "denials_omitted", limit, dump)
     if len(text.encode()) > limit:  # still too big without denials: the bare facts only
         text = dump({k: summary.get(k) for k in ("run_id", "status", "exit_code", "run_dir")}
                     | {"denials_omitted": len(denials), "truncated": True})
@@ -247,15 +237,23 @@ def compact_results_json(result: Mapping[str, Any], limit: int = MAX_RESULTS_BYT
     tasks = [{**t, "reason": t["reason"][:200]} if isinstance(t.get("reason"), str) else t
              for t in result.get("tasks") or []]
     data = {**result, "tasks": tasks, "reasons_cut": True}
-    keep = len(tasks)
+    return _drop_from_end(data, "tasks", tasks, "tasks_omitted", limit, dump)
+
+
+def _drop_from_end(data: dict[str, Any], key: str, items: list[Any], omitted: str, limit: int,
+                   dump: Callable[[Mapping[str, Any]], str]) -> str:
+    """`data` dumped with `data[key]` the most of `items` that fit in `limit` bytes, dropped from the end
+    (`data[omitted]` saying how many); with none of them if even that does not fit."""
+    keep = len(items)
     while True:
-        data["tasks"] = tasks[:keep]
-        if keep < len(tasks):
-            data["tasks_omitted"] = len(tasks) - keep
+        data[key] = items[:keep]
+        if keep < len(items):
+            data[omitted] = len(items) - keep
         text = dump(data)
-        if len(text.encode()) <= limit or keep == 0:
+        size = len(text.encode())
+        if size <= limit or keep == 0:
             return text
-        keep = max(0, min(keep - 1, math.floor(keep * limit / len(text.encode()) * 0.95)))
+        keep = max(0, min(keep - 1, math.floor(keep * limit / size * 0.95)))
 
 
 def outputs_block(values: Mapping[str, str], delimiter: str | None = None) -> str:
