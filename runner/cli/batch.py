@@ -37,7 +37,7 @@ import click
 from runner.cli.output import case_of, secrets_to_mask
 from runner.core.outcome import EXIT_CODES, INTERRUPT_SIGNALS, Status
 from runner.record.announce import RUN_DIR_FILE_ENV, read_announced
-from runner.record.rundir import default_runs_dir, write_json
+from runner.record.rundir import runs_dir_for, write_json
 from runner.report.github import (
     annotations,
     command,
@@ -133,7 +133,7 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
     worst = max(int(s.get("exit_code") or 0) for s in summaries)
     result = {"exit_code": worst, "jobs": jobs, "isolation": isolation, "workspace": str(home),
               "tasks": [_entry(t, s) for t, s in zip(tasks, summaries, strict=True)]}
-    runs_root = Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir(home)
+    runs_root = runs_dir_for(runs_dir, home)
     out = Path(batch_json).expanduser() if batch_json else runs_root / "batch.json"
     _write_result(out, result)
     printed = (json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) if fmt == "json"

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from runner.core.events import MAIN, call_ref
 from runner.record.jsonl import iter_events
-from runner.record.rundir import default_runs_dir
+from runner.record.rundir import runs_dir_for
 from runner.report.summary_file import read_summary, sane
 
 ARGS_CHARS = 60
@@ -26,7 +26,7 @@ _WORD = re.compile(rf"\S{{1,{ARGS_CHARS + 1}}}")  # a longer word is cut there, 
 
 
 def runs_root(workspace: str, runs_dir: str | None) -> Path:
-    return Path(runs_dir).expanduser().resolve() if runs_dir else default_runs_dir(Path(workspace).resolve())
+    return runs_dir_for(runs_dir, Path(workspace).resolve())
 
 
 def run_dirs(root: Path) -> list[Path]:

@@ -37,6 +37,11 @@ def default_runs_dir(workspace: Path) -> Path:
     return workspace / ".agent-run" / "runs"
 
 
+def runs_dir_for(given: str | None, workspace: Path) -> Path:
+    """`--runs-dir` as given (resolved), else the workspace's default."""
+    return Path(given).expanduser().resolve() if given else default_runs_dir(workspace)
+
+
 def portable(path: Path | str, workspace: Path) -> str:
     """A path as the commands a run prints (and the records they read back) name it: relative to the
     workspace root when inside it (those commands are run from there, on the CI runner or on a laptop

@@ -36,7 +36,7 @@ from runner.policy.load import load_policy, policy_ref, portable_snapshot
 from runner.policy.match import compile_pattern, exact_pattern
 from runner.policy.model import Policy, Rule
 from runner.policy.targets import path_target
-from runner.record.rundir import default_runs_dir, new_run_id, portable, write_atomic, write_json
+from runner.record.rundir import new_run_id, portable, runs_dir_for, write_atomic, write_json
 from runner.report.changes import ChangeTracker
 from runner.report.deltas import TextDeltas
 from runner.run.changes import ChangeRecord
@@ -90,7 +90,7 @@ def execute(opts: RunOptions) -> RunOutcome:
     workspace = Path(opts.workspace or os.getcwd()).expanduser().resolve()
     if not workspace.is_dir():
         return early_failure(f"workspace {workspace} is not a directory")
-    runs_dir = Path(opts.runs_dir).expanduser().resolve() if opts.runs_dir else default_runs_dir(workspace)
+    runs_dir = runs_dir_for(opts.runs_dir, workspace)
     task = None if opts.task == "-" else Path(opts.task).expanduser().resolve()
     for label, path in (("workspace", workspace), ("runs directory", runs_dir), ("task", task)):
         if (problem := utf8_problem(label, path)) is not None:  # before any run directory: it could not record it

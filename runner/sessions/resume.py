@@ -31,7 +31,7 @@ from runner.engine.recorder import Held, Recording, RunOutcome, early_failure, h
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
 from runner.record.jsonl import iter_events
-from runner.record.rundir import default_runs_dir, portable
+from runner.record.rundir import portable, runs_dir_for
 from runner.run.assemble import RunOptions, drive, prepare
 from runner.run.task import parse_task
 from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
@@ -173,7 +173,7 @@ def last_plan(events: list[dict[str, Any]], upto_turn: int) -> list[dict[str, st
 def locate(opts: ContinueOptions) -> Path:
     if opts.last:
         workspace = Path(opts.run.workspace or os.getcwd()).expanduser().resolve()
-        runs = Path(opts.run.runs_dir).expanduser().resolve() if opts.run.runs_dir else default_runs_dir(workspace)
+        runs = runs_dir_for(opts.run.runs_dir, workspace)
         found = sorted((p for p in runs.glob("*/events.jsonl")), key=lambda p: p.parent.name)
         if not found:
             raise UsageError(f"--last: no runs in {runs}")
