@@ -32,6 +32,11 @@ def short(text: str, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def seconds_text(seconds: float) -> str:
+    """`1000`, `12.5`, `0.05`: a wait as people write it (no exponent, no trailing zeros)."""
+    return f"{seconds:.3f}".rstrip("0").rstrip(".")
+
+
 def file_sha256(path: Path) -> str | None:
     """sha256 of a file's bytes; None when it does not exist."""
     try:

@@ -19,7 +19,7 @@ from typing import Any
 import openai
 
 from runner.core.events import Event, ModelRetry, RunWarning
-from runner.core.jsonutil import short
+from runner.core.jsonutil import seconds_text, short
 from runner.core.outcome import BudgetExhausted, ModelError, RunEnded
 from runner.model.base import (
     ModelReply,
@@ -40,7 +40,6 @@ from runner.model.retry import (
     is_transient,
     refused_parameter,
     retry_after,
-    seconds_text,
 )
 from runner.model.secret_url import display_url, scrub, url_secrets
 from runner.model.transport import create_chat_completion

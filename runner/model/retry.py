@@ -74,8 +74,3 @@ def backoff(attempt: int, base: float, cap: float, server_hint: float | None) ->
     if server_hint is not None:
         return server_hint
     return min(base * (2 ** (attempt - 1)), cap)
-
-
-def seconds_text(seconds: float) -> str:
-    """`1000`, `12.5`, `0.05`: a wait as people write it (no exponent, no trailing zeros)."""
-    return f"{seconds:.3f}".rstrip("0").rstrip(".")

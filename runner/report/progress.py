@@ -21,7 +21,7 @@ from runner.core.events import (
     ToolResult,
     agent_id,
 )
-from runner.core.jsonutil import short
+from runner.core.jsonutil import seconds_text, short
 
 if TYPE_CHECKING:
     from runner.record.mask import Masker
@@ -99,11 +99,6 @@ def retry_line(event: ModelRetry, now: float | None = None) -> str:
     """A wait, as it starts: how long, why, and the wall-clock time (UTC) the next attempt is due."""
     due = time.strftime("%H:%M:%SZ", time.gmtime((time.time() if now is None else now) + event.delay_s))
     if event.requested_s is not None:
-        return (f"agent-run: model server asked to wait {_seconds(event.requested_s)} s ({event.error}); "
+        return (f"agent-run: model server asked to wait {seconds_text(event.requested_s)} s ({event.error}); "
                 f"retry {event.attempt} at {due}")
     return f"[turn {event.turn}] model error {event.error}; retry {event.attempt} in {event.delay_s}s (at {due})"
-
-
-def _seconds(seconds: float) -> str:
-    """`1000`, `12.5`, `0.05` (as runner/model/retry.py `seconds_text`; that module imports the openai SDK)."""
-    return f"{seconds:.3f}".rstrip("0").rstrip(".")
