@@ -123,41 +123,41 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
     # before it can change or vouch for anything (as runner/sessions/resume.py does).
     held = Held()
     try:
-        hold_continued(held, run_dir)
-        replayed = load_run(run_dir, expect_hash, policy_spec, allow_unkeyed)
-        run = replayed.run
-        chosen_workspace = choose_workspace(workspace, run)
-        for label, path in (("workspace", chosen_workspace), ("runs directory", run_dir.parent)):
-            if (problem := utf8_problem(label, path)) is not None:  # the new run could not record it
-                raise UsageError(problem)
-        hold_workspace(held, chosen_workspace, run_dir.parent)
-        place = checked_workspace(run, workspace, "replay", force=force, apply=apply_changes)
-        chosen = select(replayed, call_ids)
-        # --continue produces the run's final answer: its --output-schema must still be checkable.
-        schema = recorded_schema(run.started, run.home or place) if resume else None
-        # The servers the run had (checked by sha256), unless others are given now.
-        mcp_configs = list(mcp_configs or []) or restored_mcp_configs(run, run.home or place)
-    except UsageError as exc:
-        held.release()
-        return early_failure(exc.reason)
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
-        held.release()
-        return early_failure(f"cannot replay {run_dir.name}: not a run directory this version can replay "
-                             f"({type(exc).__name__}: {exc})")
-    if not chosen or any(MARKER in c["arguments"] for c in chosen):
-        held.release()
-        masked = [c for c in chosen if MARKER in c["arguments"]]
-        return early_failure(masked_refusal(masked, others=len(chosen) - len(masked)) if masked
-                             else f"{run_dir.name} has no denied calls to approve")
-    opts = RunOptions(task=str(run.run_dir / "task.md"), workspace=str(place), sandbox=sandbox,
-                      cli_settings=cli_settings, verbosity=verbosity, mcp_configs=list(mcp_configs or []),
-                      stream_events=stream_events)
+        try:
+            hold_continued(held, run_dir)
+            replayed = load_run(run_dir, expect_hash, policy_spec, allow_unkeyed)
+            run = replayed.run
+            chosen_workspace = choose_workspace(workspace, run)
+            for label, path in (("workspace", chosen_workspace), ("runs directory", run_dir.parent)):
+                if (problem := utf8_problem(label, path)) is not None:  # the new run could not record it
+                    raise UsageError(problem)
+            hold_workspace(held, chosen_workspace, run_dir.parent)
+            place = checked_workspace(run, workspace, "replay", force=force, apply=apply_changes)
+            chosen = select(replayed, call_ids)
+            # --continue produces the run's final answer: its --output-schema must still be checkable.
+            schema = recorded_schema(run.started, run.home or place) if resume else None
+            # The servers the run had (checked by sha256), unless others are given now.
+            mcp_configs = list(mcp_configs or []) or restored_mcp_configs(run, run.home or place)
+        except UsageError as exc:
+            return early_failure(exc.reason)
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
+            return early_failure(f"cannot replay {run_dir.name}: not a run directory this version can replay "
+                                 f"({type(exc).__name__}: {exc})")
+        if not chosen or any(MARKER in c["arguments"] for c in chosen):
+            masked = [c for c in chosen if MARKER in c["arguments"]]
+            return early_failure(masked_refusal(masked, others=len(chosen) - len(masked)) if masked
+                                 else f"{run_dir.name} has no denied calls to approve")
+        opts = RunOptions(task=str(run.run_dir / "task.md"), workspace=str(place), sandbox=sandbox,
+                          cli_settings=cli_settings, verbosity=verbosity, mcp_configs=list(mcp_configs or []),
+                          stream_events=stream_events)
 
-    def body(rec: Recording) -> tuple[Status, str | None]:
-        return _replay(rec, replayed, chosen, opts, resume, schema)
+        def body(rec: Recording) -> tuple[Status, str | None]:
+            return _replay(rec, replayed, chosen, opts, resume, schema)
 
-    return record(place, run_dir.parent, verbosity, body, stream_events, continues=run.run_dir,
-                  home=run.home or place, held=held)
+        return record(place, run_dir.parent, verbosity, body, stream_events, continues=run.run_dir,
+                      home=run.home or place, held=held)
+    finally:
+        held.release()  # a no-op once record() has released them
 
 
 def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], opts: RunOptions, resume: bool,
