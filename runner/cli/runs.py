@@ -10,6 +10,7 @@ import click
 from runner.cli.runs_format import cell, duration, table, total_tokens
 from runner.cli.runs_read import origin, overview, run_dirs, runs_root
 from runner.cli.runs_show import show_cmd
+from runner.workspace.repofile import read_capped
 
 
 @click.group("runs")
@@ -59,8 +60,9 @@ def ignored_note(workspace: Path, root: Path) -> str | None:
 
 
 def _lines(path: Path) -> list[str]:
+    """The file's lines: a workspace file, so only a regular one is read (a FIFO there must not hang the listing)."""
     try:
-        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        return [line.strip() for line in read_capped(path, 1 << 16, digest=False)[0].decode("utf-8").splitlines()]
     except (OSError, UnicodeDecodeError):
         return []
 

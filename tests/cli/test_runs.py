@@ -182,3 +182,21 @@ def test_runs_list_says_the_runs_in_the_workspace_are_not_its_changes(fake, work
     assert "runs/ is inside the workspace" in listed.stderr and "add runs/ to .gitignore" in listed.stderr
     outside = agent_run("runs", "list", "--runs-dir", str(workspace.parent / "elsewhere"))
     assert outside.code == 0 and "inside the workspace" not in outside.stderr and "ignored" not in outside.stderr
+
+
+def test_runs_list_does_not_wait_on_a_fifo_named_gitignore(tmp_path):
+    """The workspace is untrusted: a FIFO at .agent-run/.gitignore must not hang `runs list`'s note."""
+    import os
+    import threading
+
+    from runner.cli.runs import ignored_note
+    from tests.fakes.wait import HANG_S
+
+    root = tmp_path / ".agent-run" / "runs"
+    root.mkdir(parents=True)
+    os.mkfifo(tmp_path / ".agent-run" / ".gitignore")  # no writer: a blocking open waits for good
+    notes: list[str | None] = []
+    reader = threading.Thread(target=lambda: notes.append(ignored_note(tmp_path, root)), daemon=True)
+    reader.start()
+    reader.join(HANG_S)
+    assert notes and "inside the workspace" in str(notes[0]), "ignored_note waited on the FIFO"
