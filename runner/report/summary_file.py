@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from runner.workspace.repofile import read_capped
+
 Check = Callable[[Any], bool]
 
 
@@ -98,11 +100,14 @@ def sane(data: Any) -> dict[str, Any] | None:
 def read_summary(run_dir: Path) -> dict[str, Any] | None:
     """A run directory's summary.json made `sane`; None when it is missing, unreadable, not JSON or not an
     object (a run still going, or killed before it wrote one)."""
-    path = run_dir / "summary.json"
-    if not path.is_file():  # a FIFO or a directory there is no summary, and must not block the reader
-        return None
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+    try:  # a regular file only, read without following a link or waiting on a FIFO, and never past the cap
+        head, size, _ = read_capped(run_dir / "summary.json", SUMMARY_CAP, digest=False)
+        if size > SUMMARY_CAP:
+            return None
+        data = json.loads(head.decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
         return None
     return sane(data)
+
+
+SUMMARY_CAP = 64 << 20  # far above any summary agent-run writes; a copied run directory may hold anything

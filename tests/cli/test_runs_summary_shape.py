@@ -59,3 +59,25 @@ def test_wrong_typed_summaries_read_as_absent_fields(fake, workspace, agent_run)
     assert [a["id"] for a in nested["summary"]["agents"]] == ["main", "a1"]
     shown = agent_run("runs", "show", "--transcript", str(runs_dir / f"{first.run_dir.name}-a-fields"))
     assert shown.code == 0 and "## Final answer" in shown.stdout and "done" in shown.stdout, shown.stderr
+
+
+def test_a_summary_that_is_a_link_or_oversized_is_not_read(fake, workspace, agent_run, tmp_path):
+    """A copied run directory may hold anything: a summary.json that is a symlink (to a file elsewhere) is not
+    followed, and one past 64 MiB (sparse here) is not read into memory; both are as absent."""
+    fake.add(reply("done"))
+    first = agent_run("task.md")
+    assert first.code == 0, first.stderr
+    runs_dir = first.run_dir.parent
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({**first.summary, "status": "denied", "exit_code": 3}), encoding="utf-8")
+    linked, big = runs_dir / f"{first.run_dir.name}-link", runs_dir / f"{first.run_dir.name}-big"
+    for copy in (linked, big):
+        shutil.copytree(first.run_dir, copy)
+        (copy / "summary.json").unlink()
+    (linked / "summary.json").symlink_to(elsewhere)
+    with open(big / "summary.json", "wb") as f:
+        f.truncate(65 << 20)
+    listed = agent_run("runs", "list")
+    assert listed.code == 0, listed.stderr
+    rows = {line.split()[0]: line.split() for line in listed.stdout.splitlines()[1:]}
+    assert rows[linked.name][1] == rows[big.name][1] == "success"  # what the events say, not the link's "denied"
