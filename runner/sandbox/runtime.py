@@ -95,17 +95,17 @@ class Sandbox:
             env.pop(var, None)
         binds: list[tuple[str, str]] = []
         command = argv
+        if proxy is not None:  # the bridge inside, the run's or the call's own, listens on PROXY_PORT
+            env.update({var: f"http://127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS})
         joined = self.net.prefix() if proxy is not None and proxy is self.proxy and not own_layout and self.net \
             else None
         if joined is not None:
-            env.update({var: f"http://127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS})
             return [*joined, *bwrap_argv(self.probe.bwrap, layout, argv, share_net=True)], env
         if proxy is not None:
             bridge = str(Path(__file__).with_name("bridge.py"))
             binds = [(bridge, f"{INSIDE}/bridge.py"), (proxy.socket_path, f"{INSIDE}/proxy.sock")]
             command = [_python(), "-I", "-S", f"{INSIDE}/bridge.py", str(PROXY_PORT), f"{INSIDE}/proxy.sock", "--",
                        *argv]
-            env.update({var: f"http://127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS})
         return bwrap_argv(self.probe.bwrap, layout, command, share_net=share, binds=binds), env
 
     def layout_with(self, readable: list[Path], writable: list[Path], scratch: Path | None = None) -> Layout | None:
