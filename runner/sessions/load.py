@@ -88,7 +88,8 @@ def load_recorded(run_dir: Path, verb: str, expect_hash: str | None = None, allo
 def _regular_files(run_dir: Path) -> None:
     """What is read of a recorded run is a regular file, or absent: a run directory is downloaded or unpacked
     (untrusted), and a FIFO or device named events.jsonl would hang the read or never end it (exit 2 instead)."""
-    for name in ("events.jsonl", "summary.json", "task.md", "policy.json", "tools.json"):
+    for name in ("events.jsonl", "summary.json", "task.md", "policy.json", "tools.json", "workspace.json",
+                 "changes.patch"):
         try:
             mode = (run_dir / name).stat().st_mode
         except FileNotFoundError:

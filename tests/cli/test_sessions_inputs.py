@@ -109,3 +109,18 @@ def test_skills_gone_since_the_run_are_refused_before_anything_is_created(fake, 
     gone = agent_run("resume", str(first.run_dir))
     assert gone.code == 2 and "the skills the run had are not here unchanged" in gone.stderr, gone.stderr
     assert gone.new_dirs == []
+
+
+def test_a_fifo_for_the_workspace_record_of_a_killed_run_is_refused_not_waited_on(fake, workspace, agent_run):
+    """A killed run has no seal over workspace.json or changes.patch: a FIFO planted under either name must be
+    refused (exit 2) like one named events.jsonl, not hang the workspace check."""
+    fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("needs approval"))
+    first = agent_run("task.md")
+    assert first.code == 3
+    (first.run_dir / "summary.json").unlink()  # as if killed before it
+    for name in ("workspace.json", "changes.patch"):
+        (first.run_dir / name).unlink(missing_ok=True)
+        os.mkfifo(first.run_dir / name)
+        r = agent_run("replay", str(first.run_dir), "--approve", "--policy", "default", timeout=HANG_S)
+        assert r.code == 2 and f"{name} is not a regular file" in r.stderr, (name, r.stderr)
+        (first.run_dir / name).unlink()
