@@ -13,8 +13,11 @@ Pure functions over parsed events; nothing here writes.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,7 +109,7 @@ def load_messages(run_dir: Path, ref: dict[str, str]) -> list[dict[str, Any]]:
     """The snapshot `ref` names, each message checked against the hash it is stored under."""
     path = run_dir / ref["path"]
     try:
-        raw = path.read_bytes()
+        raw = _read_regular(path)
     except OSError as exc:
         raise ConversationError(f"{path}: {exc.strerror or exc}") from None
     if hashlib.sha256(raw).hexdigest() != ref["sha256"]:
@@ -115,13 +118,26 @@ def load_messages(run_dir: Path, ref: dict[str, str]) -> list[dict[str, Any]]:
     for entry in json.loads(raw):
         blob = path.parent / "messages" / f"{entry['sha256']}.json"
         try:
-            text = blob.read_text(encoding="utf-8")
+            text = _read_regular(blob).decode("utf-8")
         except OSError as exc:
             raise ConversationError(f"{blob}: {exc.strerror or exc}") from None
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != entry["sha256"]:
             raise ConversationError(f"{blob} was changed after the run")
         out.append(json.loads(text))
     return out
+
+
+def _read_regular(path: Path) -> bytes:
+    """A recorded file's bytes; OSError unless it is a regular file: a run directory is untrusted, and a FIFO or
+    a device under a recorded name (or a path the log names) would hang the read or never end it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # no wait on a FIFO: checked after open
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    finally:
+        os.close(fd)
 
 
 def recorded_tools(run_dir: Path) -> list[dict[str, Any]] | None:
