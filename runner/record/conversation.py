@@ -109,7 +109,7 @@ def load_messages(run_dir: Path, ref: dict[str, str]) -> list[dict[str, Any]]:
     """The snapshot `ref` names, each message checked against the hash it is stored under."""
     path = run_dir / ref["path"]
     try:
-        raw = _read_regular(path)
+        raw = read_recorded(path)
     except OSError as exc:
         raise ConversationError(f"{path}: {exc.strerror or exc}") from None
     if hashlib.sha256(raw).hexdigest() != ref["sha256"]:
@@ -118,7 +118,7 @@ def load_messages(run_dir: Path, ref: dict[str, str]) -> list[dict[str, Any]]:
     for entry in json.loads(raw):
         blob = path.parent / "messages" / f"{entry['sha256']}.json"
         try:
-            text = _read_regular(blob).decode("utf-8")
+            text = read_recorded(blob).decode("utf-8")
         except OSError as exc:
             raise ConversationError(f"{blob}: {exc.strerror or exc}") from None
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != entry["sha256"]:
@@ -127,7 +127,7 @@ def load_messages(run_dir: Path, ref: dict[str, str]) -> list[dict[str, Any]]:
     return out
 
 
-def _read_regular(path: Path) -> bytes:
+def read_recorded(path: Path) -> bytes:
     """A recorded file's bytes; OSError unless it is a regular file: a run directory is untrusted, and a FIFO or
     a device under a recorded name (or a path the log names) would hang the read or never end it."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # no wait on a FIFO: checked after open

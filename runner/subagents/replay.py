@@ -14,7 +14,7 @@ from typing import Any
 from runner.core.jsonutil import canonical, sha256_text
 from runner.core.outcome import UsageError
 from runner.engine.call import truncated
-from runner.record.conversation import ConversationError, of_agent, rebuild
+from runner.record.conversation import ConversationError, of_agent, read_recorded, rebuild
 from runner.tools.base import ToolError
 
 
@@ -66,7 +66,7 @@ def continue_children(run_dir: Any, events: list[dict[str, Any]], chosen: list[d
 def _recorded_tools(run_dir: Any, aid: str, expected: str) -> list[dict[str, Any]]:
     path = run_dir / "history" / "agents" / f"{aid}.tools.json"
     try:
-        tools = json.loads(path.read_text(encoding="utf-8"))
+        tools = json.loads(read_recorded(path).decode("utf-8"))  # a FIFO there is refused, never waited on
     except (OSError, ValueError) as exc:
         raise ConversationError(f"{path}: {exc}") from None
     if sha256_text(canonical(tools)) != expected:
