@@ -131,3 +131,23 @@ def test_create_run_dir_twice_gives_two_dirs(tmp_path):
     second = create_run_dir(tmp_path / "runs", tmp_path)
     assert first[0] != second[0]
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted([first[0], second[0]])
+
+
+def test_file_sha256_reads_only_a_regular_file_in_chunks(tmp_path):
+    """A run's log can name any path for resume to hash (run_started.inputs): a FIFO would block the resume and
+    /dev/zero would never end, so only a regular file is read — anything else is an OSError at once."""
+    import hashlib
+    import os
+
+    from runner.core.jsonutil import file_sha256
+
+    data = tmp_path / "mcp.json"
+    data.write_bytes(b"x" * (3 << 20))
+    assert file_sha256(data) == hashlib.sha256(b"x" * (3 << 20)).hexdigest()
+    assert file_sha256(tmp_path / "missing") is None
+    os.mkfifo(tmp_path / "fifo")  # no writer: a blocking open would wait for good
+    from pathlib import Path
+
+    for path in (tmp_path / "fifo", Path("/dev/zero"), tmp_path):
+        with pytest.raises(OSError):
+            file_sha256(path)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +41,22 @@ def seconds_text(seconds: float) -> str:
 
 
 def file_sha256(path: Path) -> str | None:
-    """sha256 of a file's bytes; None when it does not exist."""
+    """sha256 of a file's bytes, read in chunks; None when it does not exist. Only a regular file is read (a
+    link is followed): a path a run's log names may be a FIFO or /dev/zero, which would block or never end,
+    so anything else is an OSError."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
 
 
 MISSING = object()
