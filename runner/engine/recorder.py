@@ -31,6 +31,7 @@ from runner.record.rundir import EventLog, LogBroken, create_run_dir, run_ref, w
 from runner.report.progress import Progress
 from runner.report.summary import SummaryBuilder
 from runner.report.transcript import transcript_of
+from runner.telemetry.start import start_telemetry
 from runner.tools.base import ToolContext
 
 
@@ -226,8 +227,10 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         last[0] = event.type
         started[0] = started[0] or (event.type == "run_started" and getattr(event, "agent", None) is None)
 
+    telemetry = start_telemetry(os.environ, masker, run_id)  # None unless the job asks for it (docs/telemetry.md)
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
-                    [log, summary, Progress(sys.stderr, verbosity, masker), track], summary,
+                    [log, summary, Progress(sys.stderr, verbosity, masker), track,
+                     *([telemetry.consume] if telemetry else [])], summary,
                     ToolContext(workspace=workspace, masker=masker), home=home,
                     audit_key_id=key_id(key) if key else None)
     if takeover:  # the run continued here was left locked by a process that is gone
@@ -257,6 +260,8 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         rec.ctx.shield.kill_all()  # every tool call is over: a process group still tracked must not outlive the run
         code = exit_code(status, signum)
         try:
+            if telemetry is not None and (unreachable := telemetry.unreachable()):
+                rec.emit(RunWarning(code="telemetry_unreachable", message=unreachable))
             rec.emit(RunFinished(status=status.value, exit_code=code, reason=reason, turns=summary.turns,
                                  tool_calls=summary.tool_calls))
         except LogBroken as exc:  # the last event could not be written: the summary still says why
@@ -266,14 +271,21 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
             status, reason = Status.FAILED, reason or f"internal error: {type(exc).__name__}: {exc}"
             code = exit_code(status, signum)
         log.close()
+        data: dict[str, Any] = {}
         try:
             data = _summarize(rec, log.head, status, code, reason, signum, resumable=started[0])
         except Exception as exc:  # the last resort: whatever broke here, CI still finds a summary
             code, data = _last_resort(rec, status, code, reason, exc)
         finally:
             own.release()  # last: a resume waiting on this run sees it sealed (and always released)
+            if telemetry is not None:  # after summary.json: a collector can delay the exit (≤ 2 s), never change it
+                telemetry.finish(data, warn_telemetry)
             signals.restore()
     return RunOutcome(code, data, run_dir)
+
+
+def warn_telemetry(message: str) -> None:
+    print(f"agent-run: warning: telemetry_export_failed: {message}", file=sys.stderr)
 
 
 def _summarize(rec: Recording, head: str, status: Status, code: int, reason: str | None, signum: int | None, *,
