@@ -3,6 +3,7 @@ imports the OpenTelemetry SDK: export.py is imported here, inside the call, and 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -14,10 +15,17 @@ if TYPE_CHECKING:
 
 
 def start_telemetry(environ: Mapping[str, str], masker: Masker, run_id: str) -> Telemetry | None:
-    """The run's telemetry when the job's environment turns it on (runner/telemetry/config.py), else None."""
+    """The run's telemetry when the job's environment turns it on (runner/telemetry/config.py), else None. A
+    pipeline that cannot be set up (a broken install, a configuration the SDK refuses) costs the telemetry, never
+    the run: a warning on stderr, and the run goes on without it."""
     if not wanted(environ):
         return None
-    # Here and only here: loading the SDK costs start-up time that a run without telemetry must not pay.
-    from runner.telemetry.export import Telemetry
+    try:
+        # Here and only here: loading the SDK costs start-up time that a run without telemetry must not pay.
+        from runner.telemetry.export import Telemetry
 
-    return Telemetry(environ, masker, run_id)
+        return Telemetry(environ, masker, run_id)
+    except Exception as exc:
+        why = masker.mask(f"{type(exc).__name__}: {exc}")[0]
+        print(f"agent-run: warning: telemetry_export_failed: telemetry is off for this run: {why}", file=sys.stderr)
+        return None
