@@ -38,6 +38,7 @@ from runner.core.events import (
 from runner.record.mask import Masker
 
 PROVIDER = "openai"  # every model server agent-run speaks to speaks OpenAI's chat completions API
+SERVICE_AGENT = "agent-run"  # the run's own agent, as gen_ai.agent.name
 
 
 @dataclass
@@ -117,7 +118,7 @@ class SpanBook:
         parent = self._task_span(str(info.get("parent_call_id") or ""), depth - 1)
         span = self._start(f"invoke_agent {info.get('name') or 'agent'}", parent, at, {
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": info.get("name"), "gen_ai.agent.id": aid,
-            "agent_run.agent.depth": depth, "gen_ai.tool.call.id": info.get("parent_call_id")})
+            "agent_run.agent.depth": depth, "agent_run.parent_call_id": info.get("parent_call_id")})
         self._agents[aid] = agent = _Agent(span, depth, self.model)
         return agent
 
@@ -271,5 +272,3 @@ class SpanBook:
         self._set(self.root, attrs)
         self.root.end(end_time=self.ended_at or time.time_ns())
 
-
-SERVICE_AGENT = "agent-run"
