@@ -9,9 +9,16 @@ from 70% (and always before a request would pass the window). Each step is a
 Compaction must make progress. A summary that leaves the context above the target
 (`summarizeAt` − 15 points) is not retried until the context has grown by another
 `BACKOFF_GROWTH` of the usable window (nor is a failed one); meanwhile the run goes on as
-with no summarizer, stage 2 only. History snapshots are content-addressed: each message is
-stored once under `history/messages/<sha256>.json`, a snapshot lists the messages in order,
-and a snapshot equal to the previous one is not written again.
+with no summarizer, stage 2 only. A summary that could not free a tenth of the context
+(what must stay is most of it) is not asked for. History snapshots are content-addressed:
+each message is stored once under `history/messages/<sha256>.json`, a snapshot lists the
+messages in order, and a snapshot equal to the previous one is not written again.
+
+Every request stays inside the usable window: when the stages leave it over, the large
+arguments of every protected call already run are kept by reference and every old result
+cleared; when even that is not enough the run ends, exit 5 (`budget.name` "context_window"),
+never sending a request the server would refuse. A loaded skill and a subagent's answer
+are admitted whole, or refused with an error the model can act on when they cannot fit.
 """
 
 from __future__ import annotations
@@ -25,19 +32,29 @@ from typing import Any
 
 from runner.context.prune import (
     CARRY_INLINE_CHARS,
+    CARRY_OUTPUT_CHARS,
     COMPACTION_PROMPT,
-    SUMMARY_MARKER,
+    WHOLE_TOOLS,
+    by_reference,
     carried_line,
+    frozen_end,
     hard_clear,
     recent_start,
     soft_trim,
     summarized,
+    trim_results,
+    whole_calls,
 )
+from runner.context.window import SUMMARY_ALLOWANCE, does_not_fit, must_stay, over_window
 from runner.core.events import Compaction, Emit
-from runner.core.jsonutil import canonical, estimate_tokens, sha256_text
+from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
 
 DEFAULT_CHARS_WINDOW = 120_000  # ADR-0002 A: with no known window, 120k characters
-LOW_WATER_GAP = 0.15  # a stage-2 batch must bring the context this far below its threshold
+LOW_WATER_GAP = 0.15  # a summary must bring the context this far below its threshold
+# A stage-2 batch runs when it leaves at most this share of the usable window more than a summary would keep;
+# else a summary runs instead: placeholders stay for the rest of the run, and a batch that leaves much behind is
+# followed by the next one sooner (a prefix break each time), while a summary frees them too.
+CLEAR_SLACK = 0.05
 # A summary is a success when it brings the context this far below summarizeAt; when it does not
 # (or fails), the next one waits until the context has grown by this share of the usable window.
 BACKOFF_GROWTH = 0.15
@@ -85,19 +102,36 @@ class ContextManager:
     _last_snapshot: tuple[list[dict[str, str]], str] | None = None
     _sizes: dict[int, tuple[dict[str, Any], int]] = field(default_factory=dict)  # id -> (message, canonical length)
     _tools_size: tuple[list[dict[str, Any]], int] | None = None
+    _pressed: bool = False  # the context has reached softTrimAt once: large results enter trimmed from then on
+    _refs: dict[str, str] = field(default_factory=dict)  # call id -> where its whole call is (spilled once)
 
     def bind(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
         """The conversation tool results of this turn are admitted into."""
         self._bound = (messages, tools)
 
-    def admit_bound(self, content: str) -> str:
+    def admit_bound(self, content: str, tool: str | None = None) -> str:
+        """A result entering the conversation bound for this turn: trimmed (stage 1), or — a skill or a
+        subagent's answer — whole, or refused (ToolError) when it cannot fit whole."""
         if self._bound is None:
             return content
         messages, tools = self._bound
-        if self.share(messages, tools) < self.config.soft_at or len(content.encode()) <= self.config.soft_keep_bytes:
+        if tool in WHOLE_TOOLS:
+            refusal = does_not_fit(self, messages, tools, content, str(tool))
+            if refusal is not None:
+                raise refusal
+            return content
+        size = len(content.encode())
+        if size <= self.config.soft_keep_bytes or not (self._under_pressure(messages, tools) or self._over_window(
+                messages, tools, estimate_tokens(size))):
             return content
         where = self.spill(content) if self.spill else None  # P8: what is trimmed is kept
-        return self.admit(content, where, messages, tools)
+        return self._trimmed(content, where)
+
+    def _under_pressure(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
+        """Stage 1 applies from the first time the context reaches softTrimAt on: after a clear or a summary
+        the context fills again, and a result trimmed as it enters costs no prefix break later."""
+        self._pressed = self._pressed or self.share(messages, tools) >= self.config.soft_at
+        return self._pressed
 
     def tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
         """Estimated tokens of the canonical prompt, `len(canonical({"tools": …, "messages": …})) / 4`.
@@ -122,9 +156,12 @@ class ContextManager:
 
     def admit(self, content: str, where: str | None, messages: list[dict[str, Any]],
               tools: list[dict[str, Any]]) -> str:
-        """Stage 1: a tool result entering a context already at 30%+ is trimmed before it is ever sent."""
-        if self.share(messages, tools) < self.config.soft_at:
+        """Stage 1: a tool result entering a context that has reached 30% is trimmed before it is ever sent."""
+        if not self._under_pressure(messages, tools):
             return content
+        return self._trimmed(content, where)
+
+    def _trimmed(self, content: str, where: str | None) -> str:
         trimmed = soft_trim(content, self.config.soft_keep_bytes, where)
         if trimmed != content:
             self.counts["soft_trim"] += 1
@@ -133,36 +170,93 @@ class ContextManager:
 
     def prepare(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
                 placeholder: Callable[[str, str, str, str], str]) -> list[dict[str, Any]]:
-        """Before a request: stage 2 or 3 when the thresholds say so; returns the messages to send."""
+        """Before a request: stage 2 or 3 when the thresholds say so; returns the messages to send, always
+        inside the usable window (else BudgetExhausted, exit 5)."""
         share = self.share(messages, tools)
         can_summarize = self.summarize is not None and (
             self._summary_floor is None or self.tokens(messages, tools) >= self._summary_floor)
         escalate = False
         if share >= self.config.hard_at:
             before = self.tokens(messages, tools)
-            cleared, by_tool = hard_clear(messages, recent_start(messages, self.config.recent_turns), placeholder)
+            cleared, by_tool = self._clear(messages, tools, placeholder)
             # A batch must buy room: if clearing cannot get well below the threshold, the next turn
             # would clear again (a prefix break every turn), so summarize instead. With nothing to clear
             # (results of protected calls, long assistant text) there is no such churn: wait for stage 3.
-            escalate = (bool(by_tool) and can_summarize
-                        and self.share(cleared, tools) > self.config.hard_at - LOW_WATER_GAP)
-            if by_tool and not escalate:
+            kept = must_stay(self, messages, tools)  # about what a summary would leave
+            low_water = (self.config.hard_at - LOW_WATER_GAP) * self.config.usable
+            escalate = (bool(by_tool) and can_summarize and kept <= low_water
+                        and self.tokens(cleared, tools) - kept > CLEAR_SLACK * self.config.usable)
+            # A batch that cannot get well below the threshold would be followed by another next turn (a prefix
+            # break every turn): it waits for stage 3's threshold, where it runs if no summary can do better.
+            buys_room = (self.tokens(cleared, tools) <= low_water
+                         or share >= self.config.summarize_at or self._over_window(messages, tools))
+            if by_tool and not escalate and buys_room:
                 messages = cleared
                 self._cleared(turn, before, messages, tools, by_tool)
         share = self.share(messages, tools)
         if (escalate or share >= self.config.summarize_at or self._over_window(messages, tools)) and can_summarize:
-            summarized_messages = self._summarize(messages, tools, turn)
+            summarized_messages = self._summarize(messages, tools, turn, placeholder)
             if summarized_messages is messages and escalate:
-                # The summary failed: fall back to clearing (P4), even if it has to happen again soon.
+                # No summary (it failed, or could not free enough): fall back to clearing (P4).
                 before = self.tokens(messages, tools)
-                cleared, by_tool = hard_clear(messages, recent_start(messages, self.config.recent_turns),
-                                              placeholder)
+                cleared, by_tool = self._clear(messages, tools, placeholder)
                 if by_tool:
                     summarized_messages = cleared
                     self._cleared(turn, before, cleared, tools, by_tool)
             messages = summarized_messages
+        if self._over_window(messages, tools):
+            messages = self._keep_window(messages, tools, turn, placeholder)
         self.peak = max(self.peak, self.share(messages, tools))
         return messages
+
+    def _clear(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+               placeholder: Callable[[str, str, str, str], str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """One stage-2 batch: results before the recent turns become placeholders and the large arguments of
+        protected calls there are kept by reference; when that leaves the context above the batch's target
+        (the recent turns are themselves large writes), the recent turns' written arguments go by reference
+        too — their content is in the files now."""
+        start = recent_start(messages, self.config.recent_turns)
+        cleared, counts = hard_clear(messages, start, placeholder)
+        cleared, refs = by_reference(cleared, start, self._ref)
+        if self.share(cleared, tools) > self.config.hard_at - LOW_WATER_GAP:
+            cleared, more = by_reference(cleared, len(cleared), self._ref)
+            refs = {k: refs.get(k, 0) + more.get(k, 0) for k in {*refs, *more}}
+        return cleared, {k: counts.get(k, 0) + refs.get(k, 0) for k in {*counts, *refs}}
+
+    def _keep_window(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
+                     placeholder: Callable[[str, str, str, str], str]) -> list[dict[str, Any]]:
+        """Over the usable window after the stages: every written argument by reference and every old result
+        cleared, then one summary if it can bring the prompt under; else the run ends (exit 5)."""
+        before = self.tokens(messages, tools)
+        start = recent_start(messages, self.config.recent_turns)
+        cleared, counts = hard_clear(messages, start, placeholder)
+        cleared, refs = by_reference(cleared, len(cleared), self._ref)
+        by_tool = {k: counts.get(k, 0) + refs.get(k, 0) for k in {*counts, *refs}}
+        if by_tool:
+            messages = cleared
+            self._cleared(turn, before, messages, tools, by_tool)
+        if self._over_window(messages, tools) and self.summarize is not None:
+            messages = self._summarize(messages, tools, turn, placeholder)
+        if self._over_window(messages, tools):
+            # Last: the recent turns' large results cut to head and tail (whole in their spill files).
+            before = self.tokens(messages, tools)
+            trimmed, by_tool = trim_results(messages, 0, self.config.soft_keep_bytes, self.spill)
+            start = recent_start(trimmed, self.config.recent_turns)
+            shortened = [*(_shortened(m, self.config.soft_keep_bytes) for m in trimmed[:start]), *trimmed[start:]]
+            if shortened != trimmed:  # and the long reasoning of older turns to its ends (in the log whole)
+                trimmed, by_tool = shortened, {**by_tool, "assistant": sum(
+                    a is not b for a, b in zip(trimmed[:start], shortened[:start], strict=True))}
+            if by_tool:
+                messages = trimmed
+                self._cleared(turn, before, messages, tools, by_tool)
+        if self._over_window(messages, tools):
+            raise over_window(self.tokens(messages, tools), self.config)
+        return messages
+
+    def fits(self, estimated: int) -> None:
+        """A Limits check: the request about to be sent (recitation included) is inside the usable window."""
+        if estimated > self.config.usable:
+            raise over_window(estimated, self.config)
 
     def _cleared(self, turn: int, before: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  by_tool: dict[str, int]) -> None:
@@ -171,25 +265,44 @@ class ContextManager:
         self.emit(Compaction(turn=turn, stage="hard_clear", before_tokens=before,
                              after_tokens=self.tokens(messages, tools), cleared=by_tool, summary=None, history=None))
 
-    def _over_window(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
-        return self.tokens(messages, tools) > self.config.usable
+    def _over_window(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], more: int = 0) -> bool:
+        return self.tokens(messages, tools) + more > self.config.usable
 
-    def _summarize(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                   turn: int) -> list[dict[str, Any]]:
+    def _summarize(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
+                   placeholder: Callable[[str, str, str, str], str]) -> list[dict[str, Any]]:
         keep_from = recent_start(messages, self.config.recent_turns)
-        if all(str(m.get("content") or "").startswith(SUMMARY_MARKER) for m in messages[2:keep_from]):
+        frozen = frozen_end(messages, keep_from)
+        if frozen >= keep_from:
             return messages  # nothing new to summarize: only the task, earlier summaries and recent turns
         before = self.tokens(messages, tools)
+        source = messages
+        asked = [*source, {"role": "user", "content": COMPACTION_PROMPT}]
+        if self.tokens(asked, tools) > self.config.usable:
+            # The compaction call is a request too: it is asked on the cleared conversation when the whole
+            # one would not fit (its prefix is not cached then, but it is inside the window).
+            source, _ = by_reference(hard_clear(messages, keep_from, placeholder)[0], len(messages), self._ref)
+            if self.tokens([*source, asked[-1]], tools) > self.config.usable:  # long text to summarize: its ends
+                source = [*source[:frozen], *(_shortened(m, self.config.soft_keep_bytes) for m in
+                                              source[frozen:keep_from]), *source[keep_from:]]
+            asked = [*source, {"role": "user", "content": COMPACTION_PROMPT}]
+            if self.tokens(asked, tools) > self.config.usable:
+                return messages
+        kept = [*source[:frozen], *whole_calls(source[frozen:keep_from]), *source[keep_from:]]
+        if self.tokens(kept, tools) + SUMMARY_ALLOWANCE > 0.9 * before:
+            # What must stay is most of the context: a summary would cost a call and a prefix break for
+            # nothing. Not asked; the back-off applies as to one that fell short.
+            self._summary_floor = before + int(BACKOFF_GROWTH * self.config.usable)
+            return messages
         snapshot = self._snapshot(messages)
         try:
             assert self.summarize is not None
-            summary = self.summarize([*messages, {"role": "user", "content": COMPACTION_PROMPT}])
+            summary = self.summarize(asked)
         except Exception as exc:  # P4: a failed summary degrades to pruning alone, never ends the run
             self._summary_floor = before + int(BACKOFF_GROWTH * self.config.usable)
             self.emit(Compaction(turn=turn, stage="summarize_failed", before_tokens=before, after_tokens=before,
                                  cleared={}, summary=f"{type(exc).__name__}: {exc}", history=snapshot))
             return messages
-        out = summarized(messages, summary, keep_from, carry=self._carry)
+        out = summarized(source, summary, keep_from, carry=self._carry)
         after = self.tokens(out, tools)
         fell_short = after > (self.config.summarize_at - LOW_WATER_GAP) * self.config.usable
         self._summary_floor = after + int(BACKOFF_GROWTH * self.config.usable) if fell_short else None
@@ -199,8 +312,21 @@ class ContextManager:
                              cleared={}, summary=summary, history=snapshot))
         return out
 
+    def _ref(self, call_id: str, tool: str, arguments: str) -> str:
+        """Where a call kept by reference is whole: a spill file and its hash (written once per call)."""
+        known = self._refs.get(call_id)
+        if known is None:
+            where = self.spill(f"{tool} call {call_id}\n\narguments:\n{arguments}\n") if self.spill else None
+            known = (f"full call: {where} sha256:{hashlib.sha256(Path(where).read_bytes()).hexdigest()[:16]}"
+                     if where else "full call: use memory_search")
+            self._refs[call_id] = known
+        return known
+
     def _carry(self, call_id: str, tool: str, arguments: str, output: str) -> str:
-        """A protected call carried into a summary: a large one is spilled whole, and named by path and hash."""
+        """A protected call carried into a summary: a large one is spilled whole, and named by path and hash;
+        one already kept by reference keeps its reference, with the start of its output."""
+        if call_id in self._refs:
+            return f"- {tool} {arguments}: {short(output, CARRY_OUTPUT_CHARS)}"
         if len(arguments) + len(output) <= CARRY_INLINE_CHARS or self.spill is None:
             return carried_line(tool, arguments, output, None)
         where = self.spill(f"{tool} call {call_id}\n\narguments:\n{arguments}\n\noutput:\n{output}\n")
@@ -248,6 +374,14 @@ class ContextManager:
         path.chmod(0o444)
         self._last_snapshot = (entries, str(path))
         return str(path)
+
+
+def _shortened(message: dict[str, Any], keep_bytes: int) -> dict[str, Any]:
+    """An assistant message's long text cut to head and tail, for a compaction call that must fit the window."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, str) or len(content.encode()) <= keep_bytes:
+        return message
+    return {**message, "content": soft_trim(content, keep_bytes, None)}
 
 
 def load_snapshot(path: Path) -> list[dict[str, Any]]:

@@ -3,9 +3,12 @@
 Stage 1 (soft trim) cuts a large tool result *as it enters* the context, so no
 sent prefix changes. Stage 2 (hard clear) replaces old tool results by a one-line
 placeholder, all eligible ones at once (one prefix break per batch, not one per
-turn); a placeholder is never changed again. Stage 3 (summarize) keeps the system
-prompt and the task, one summary message, and the recent turns; protected calls in the
-summarized part are carried into the summary, large ones by reference only.
+turn); a placeholder is never changed again; in the same batch the large arguments of
+protected calls already run (a `write`'s content) are kept by reference. Stage 3
+(summarize) keeps the system prompt and the task, one summary message, and the recent
+turns; protected calls in the summarized part are carried into the summary, large ones
+by reference only. A loaded skill and a subagent's answer (`WHOLE_TOOLS`) are never
+trimmed, cleared or summarized: a summary keeps their calls and results whole after it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,11 @@ from runner.core.jsonutil import short
 
 SUMMARY_MARKER = "[Session summary]"
 CLEARED_MARKER = "[tool output cleared"
-PROTECTED_TOOLS = frozenset({"todo", "write", "edit", "delete", "move", "task"})
+# Instructions and answers the model asked for: half of one is worse than none (seed 002; 003 P4).
+WHOLE_TOOLS = frozenset({"skill", "task"})
+PROTECTED_TOOLS = frozenset({"todo", "write", "edit", "delete", "move"}) | WHOLE_TOOLS
+# Protected calls whose bulk is in their arguments, which the files they wrote now hold.
+BY_REFERENCE_TOOLS = frozenset({"write", "edit"})
 
 
 def soft_trim(content: str, keep_bytes: int, where: str | None) -> str:
@@ -34,6 +41,23 @@ def soft_trim(content: str, keep_bytes: int, where: str | None) -> str:
     dropped = len(data) - len(head.encode()) - len(tail.encode())
     ref = f"full output: {where}" if where else "full output: use memory_search"
     return f"{head}[… {dropped} bytes trimmed as the context grew; {ref} …]\n{tail}"
+
+
+def trim_results(messages: list[dict[str, Any]], start: int, keep_bytes: int,
+                 spill: Callable[[str], str | None] | None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Stage 1 applied late, to results from index `start` on (the recent turns) when nothing else is left to
+    free: each large one, except a skill's or an answer's, cut to head and tail, its whole text spilled first."""
+    names = tool_names(messages)
+    out, counts = [], {}
+    for i, m in enumerate(messages):
+        content = str(m.get("content") or "")
+        tool = names.get(m.get("tool_call_id", ""), ("?", ""))[0]
+        if (i >= start and m.get("role") == "tool" and tool not in WHOLE_TOOLS
+                and len(content.encode()) > keep_bytes and "trimmed as the context grew" not in content):
+            m = {**m, "content": soft_trim(content, keep_bytes, spill(content) if spill else None)}
+            counts[tool] = counts.get(tool, 0) + 1
+        out.append(m)
+    return out, counts
 
 
 def recent_start(messages: list[dict[str, Any]], recent_turns: int) -> int:
@@ -68,26 +92,94 @@ def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callabl
     return out, counts
 
 
+def frozen_end(messages: list[dict[str, Any]], limit: int) -> int:
+    """Where the part no summary changes again ends: the system prompt and the task, then earlier summaries
+    and the whole calls kept after them (an assistant message calling only `WHOLE_TOOLS`, with its results)."""
+    kept = 2
+    while kept < limit:
+        m = messages[kept]
+        if str(m.get("content") or "").startswith(SUMMARY_MARKER) and m.get("role") == "user":
+            kept += 1
+            continue
+        calls = m.get("tool_calls") or []
+        if m.get("role") != "assistant" or not calls or any(c["function"].get("name") not in WHOLE_TOOLS
+                                                            for c in calls):
+            break
+        ids = [c.get("id") for c in calls]
+        answers = messages[kept + 1: kept + 1 + len(ids)]
+        if kept + 1 + len(ids) > limit or [a.get("tool_call_id") for a in answers] != ids:
+            break
+        kept += 1 + len(ids)
+    return kept
+
+
+def whole_calls(messages: list[dict[str, Any]], whole: frozenset[str] = WHOLE_TOOLS) -> list[dict[str, Any]]:
+    """The calls of `whole` tools in `messages` with their results, as messages that stand on their own:
+    each assistant message keeps only those calls (a server wants every call answered)."""
+    out: list[dict[str, Any]] = []
+    results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
+    for m in messages:
+        calls = [c for c in m.get("tool_calls") or [] if c["function"].get("name") in whole
+                 and c.get("id") in results]
+        if m.get("role") != "assistant" or not calls:
+            continue
+        out.append(m if len(calls) == len(m["tool_calls"]) else {**m, "tool_calls": calls})
+        out += [results[c.get("id")] for c in calls]
+    return out
+
+
 def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int,
                protected: frozenset[str] = PROTECTED_TOOLS,
                carry: Callable[[str, str, str, str], str] | None = None) -> list[dict[str, Any]]:
-    """[system, task, earlier summaries…, this summary, …recent turns]. What was summarized before is
-    never changed again: it stays part of the stable prefix, and the new summary covers what came after.
-    Each protected call in the summarized part is carried over as one line, `carry(call_id, tool,
+    """[system, task, earlier summaries…, this summary, whole calls…, …recent turns]. What was summarized
+    before is never changed again: it stays part of the stable prefix, and the new summary covers what came
+    after. Each protected call in the summarized part is carried over as one line, `carry(call_id, tool,
     arguments, output)` (default `carried_line` with no reference): small ones verbatim, large ones
-    by reference, so that a summary of a run of big writes actually frees their bytes."""
-    kept = 2
-    while kept < keep_from and str(messages[kept].get("content") or "").startswith(SUMMARY_MARKER):
-        kept += 1
+    by reference, so that a summary of a run of big writes actually frees their bytes. Skills and subagent
+    answers are not summarized: their calls and results stay whole, right after the summary."""
+    kept = frozen_end(messages, keep_from)
     names = tool_names(messages)
     line = carry or (lambda _id, tool, args, output: carried_line(tool, args, output, None))
     carried = [line(m["tool_call_id"], *names[m["tool_call_id"]], str(m.get("content", "")))
                for m in messages[kept:keep_from]
-               if m.get("role") == "tool" and names.get(m.get("tool_call_id", ""), ("", ""))[0] in protected]
+               if m.get("role") == "tool" and names.get(m.get("tool_call_id", ""), ("", ""))[0] in protected
+               and names[m["tool_call_id"]][0] not in WHOLE_TOOLS]
     text = f"{SUMMARY_MARKER}\n{summary}"
     if carried:
         text += "\n\nOutputs kept from the summarized part:\n" + "\n".join(carried)
-    return [*messages[:kept], {"role": "user", "content": text}, *messages[keep_from:]]
+    return [*messages[:kept], {"role": "user", "content": text}, *whole_calls(messages[kept:keep_from]),
+            *messages[keep_from:]]
+
+
+def by_reference(messages: list[dict[str, Any]], before: int, ref: Callable[[str, str, str], str | None],
+                 tools: frozenset[str] = BY_REFERENCE_TOOLS) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The large arguments of `tools` calls before index `before` that have run (their result is in) replaced by
+    their size and where the whole call is, `ref(call_id, tool, arguments)` (a spill file and its hash): the
+    file written holds the content now. Arguments stay valid JSON with the same keys; a call already kept by
+    reference is short and never changed again."""
+    answered = {m.get("tool_call_id") for m in messages[:before] if m.get("role") == "tool"}
+    out, counts = [], {}
+    for i, m in enumerate(messages):
+        calls = m.get("tool_calls") or []
+        if i >= before or not any(_large(c, tools, answered) for c in calls):
+            out.append(m)
+            continue
+        new_calls = []
+        for c in calls:
+            if _large(c, tools, answered):
+                name, args = c["function"].get("name", ""), c["function"].get("arguments", "")
+                c = {**c, "function": {**c["function"],
+                                       "arguments": elide_arguments(args, note=ref(c.get("id", ""), name, args))}}
+                counts[name] = counts.get(name, 0) + 1
+            new_calls.append(c)
+        out.append({**m, "tool_calls": new_calls})
+    return out, counts
+
+
+def _large(call: dict[str, Any], tools: frozenset[str], answered: set[Any]) -> bool:
+    function = call.get("function") or {}
+    return (function.get("name") in tools and call.get("id") in answered
+            and len(function.get("arguments") or "") > CARRY_INLINE_CHARS)
 
 
 CARRY_INLINE_CHARS = 1000  # a protected call up to this size is carried verbatim into a summary
@@ -104,9 +196,9 @@ def carried_line(tool: str, arguments: str, output: str, ref: str | None) -> str
     return f"- {tool} {elide_arguments(arguments)}: {short(output, CARRY_OUTPUT_CHARS)} [{where}]"
 
 
-def elide_arguments(arguments: str, limit: int = ELIDE_VALUE_CHARS) -> str:
+def elide_arguments(arguments: str, limit: int = ELIDE_VALUE_CHARS, note: str | None = None) -> str:
     """The call's JSON arguments with every value longer than `limit` replaced by its size, so a
-    `write` keeps its path but not its content."""
+    `write` keeps its path but not its content; `note` (where the whole call is) follows each size."""
     try:
         args = json.loads(arguments)
     except ValueError:
@@ -116,7 +208,7 @@ def elide_arguments(arguments: str, limit: int = ELIDE_VALUE_CHARS) -> str:
     out = {}
     for key, value in args.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        out[key] = value if len(text) <= limit else f"<{len(text)} chars>"
+        out[key] = value if len(text) <= limit else (f"<{len(text)} chars; {note}>" if note else f"<{len(text)} chars>")
     return json.dumps(out, ensure_ascii=False)
 
 

@@ -48,7 +48,9 @@ class CallEnv:
     rerun_base: list[str] = field(default_factory=list)  # the rerun's words after `agent-run`, the task last
     guards: list[Guard] = field(default_factory=list)
     before_edit: Callable[[list[Path]], None] | None = None  # sees files before an edit-domain call changes them
-    admit: Callable[[str], str] | None = None  # context stage 1: may trim a result before it is first sent
+    # context stage 1: may trim a result (of the named tool) before it is first sent; raises ToolError for one
+    # that must enter whole and cannot fit (a skill, a subagent's answer)
+    admit: Callable[[str, str], str] | None = None
     home: Path | None = None  # where printed commands are run from (the workspace; a worktree run's origin)
     # runner.workspace.skills.Restriction (the loaded skill's allowed-tools),
     # or a subagent's runner.subagents.delegate.AllOf
@@ -87,7 +89,10 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, so
         result = err
     content = result.content if isinstance(result, ToolOutput) else shown(canonical(result.payload()))
     if env.admit is not None:
-        content = env.admit(content)
+        try:
+            content = env.admit(content, name)
+        except ToolError as err:  # refused whole, never cut (runner/context/window.py)
+            result, content = err, shown(canonical(err.payload()))
     error_type = None if isinstance(result, ToolOutput) else result.type
     record = CallRecord(call_id, name, raw_args, fingerprint(name, raw_args), denied, error_type,
                         sha256_text(content))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -213,8 +213,9 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     todo = env.registry.get("todo")
     if todo is not None:  # the plan, for the people reading the run (summary.json, step summary)
         rec.finishers.append(lambda data: data.update(todos=todo.items) if todo.items else None)
-    return Agent(model, env, limits, context_for(rec, policy, settings, model, env), tools,
-                 getattr(todo, "recite", None), changes)
+    context = context_for(rec, policy, settings, model, env)
+    limits = replace(limits, checks=(*limits.checks, context.fits))  # no request over the window (context/)
+    return Agent(model, env, limits, context, tools, getattr(todo, "recite", None), changes)
 
 
 def trusted_inputs(opts: RunOptions, environ: dict[str, str]) -> tuple[Path, ...]:

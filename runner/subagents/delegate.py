@@ -173,7 +173,7 @@ class Delegation:
                              trusted=profile.trusted, model=model_name, mode=policy.mode,
                              tools=[t["function"]["name"] for t in tools], tools_sha256=sha256_text(canonical(tools)),
                              max_turns=max_turns, timeout_s=settings.subagent_timeout_s))
-        limits = Limits(max_turns, deadline, settings.subagent_timeout_s, shared.run_checks(),
+        limits = Limits(max_turns, deadline, settings.subagent_timeout_s, (*shared.run_checks(), context.fits),
                         (shared.budget.on_reply,), text_calls=settings.text_tool_calls == "auto")
         rec.callers.append((env, emit))
         try:

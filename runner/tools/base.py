@@ -18,7 +18,7 @@ from runner.tools.truncate import Limits
 
 ERROR_TYPES = (
     "ToolNotAllowed", "ApprovalRequired", "PathTraversalBlocked", "FileTooLarge", "Timeout",
-    "ExitNonZero", "IOError", "InvalidArguments", "UnknownTool", "McpError", "SubagentFailed",
+    "ExitNonZero", "IOError", "InvalidArguments", "UnknownTool", "McpError", "SubagentFailed", "ContextFull",
 )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from runner.context.manager import ContextConfig, ContextManager, load_snapshot
 from runner.context.prune import SUMMARY_MARKER, carried_line, elide_arguments, recent_start, summarized
 from runner.core.jsonutil import canonical, estimate_tokens
-from tests.context.test_prune import convo, ph
+from tests.context.test_prune import convo, ph, thinking
 
 
 def writes(turns: int, size: int) -> list[dict]:
@@ -52,8 +52,11 @@ def test_large_protected_calls_are_carried_by_reference(tmp_path):
 def test_a_summary_that_falls_short_is_not_retried_every_turn():
     calls = []
     m = ContextManager(ContextConfig(window=20_000), lambda e: None, None, lambda msgs: calls.append(1) or "s")
-    # Recent turns alone are over the target: the summary cannot get below it.
-    msgs = convo(6, size=16_000)
+    # Recent turns alone are most of the context: a summary could not free a tenth of it, so none is asked.
+    m.prepare(convo(6, size=16_000), [], 1, ph)
+    assert calls == []
+    # Old long text (summarizable) and recent turns over the target: it falls short of the target.
+    msgs = thinking(6, 6_000, size=8_000)
     out = m.prepare(msgs, [], 1, ph)
     assert len(calls) == 1 and out[2]["content"].startswith(SUMMARY_MARKER)
     grown = [*out, *convo(1, size=100)[2:]]
@@ -61,9 +64,6 @@ def test_a_summary_that_falls_short_is_not_retried_every_turn():
     grown[-1] = {**grown[-1], "tool_call_id": "n1"}
     m.prepare(grown, [], 2, ph)
     assert len(calls) == 1  # backed off: the context has not grown enough since
-    big = [*grown, *convo(1, size=16_000)[2:]]
-    m.prepare(big, [], 3, ph)
-    assert len(calls) == 2  # grown by more than the back-off: summarize again
 
 
 def test_a_failed_summary_backs_off_too():
@@ -74,7 +74,7 @@ def test_a_failed_summary_backs_off_too():
         raise RuntimeError("down")
 
     m = ContextManager(ContextConfig(window=20_000), lambda e: None, None, broken)
-    msgs = convo(8, size=30_000)
+    msgs = thinking(8, 6_000, size=3_000)
     out = m.prepare(msgs, [], 1, ph)
     m.prepare([*out, *convo(1, size=10)[2:]], [], 2, ph)
     assert len(calls) == 1

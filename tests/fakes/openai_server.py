@@ -27,6 +27,12 @@ chunked the way OpenAI chunks them. A request carrying a parameter named in
 it, outside the script. When the script runs out, the server answers HTTP 400
 "script exhausted".
 
+`server.context_window = N` makes it refuse, as OpenAI does (HTTP 400, code `context_length_exceeded`), a
+request whose prompt plus its `max_tokens`/`max_completion_tokens` is over N tokens. Tokens are counted as
+the runner estimates them (runner/core/jsonutil.py: chars/4 of the canonical `{tools, messages}`), so a
+test sees exactly the requests a real server of that window would refuse by the runner's own measure;
+`prompt_tokens(body)` gives that count for a recorded request.
+
 A server's own request rules and reply shapes (tests/fakes/dialects.py) plug in as two hooks:
 `server.validate(body)` returns an error step to refuse a request the way that server does (else None),
 and `server.shape(body, step)` turns a scripted step into what that server would send instead.
@@ -129,6 +135,7 @@ class FakeOpenAI:
         # llama-cpp-python's chat templates concatenate an assistant message's content: null fails them, and
         # its server answers HTTP 500 (True: validate requests that way).
         self.null_content_fails = False
+        self.context_window: int | None = None  # tokens; None: no limit (see the module's docstring)
         # A dialect's hooks (see the module's docstring): refuse a request, reshape a scripted step.
         self.validate: Callable[[dict[str, Any]], Step | None] | None = None
         self.shape: Callable[[dict[str, Any], Step], Step] | None = None
@@ -205,7 +212,8 @@ class FakeOpenAI:
                                                and m.get("content") is None for m in body.get("messages") or []):
                 return self._turn, error(500, body={"error": {
                     "message": "can only concatenate str (not \"NoneType\") to str", "type": "internal_server_error"}})
-            refusal = self.validate(body) if self.validate is not None else None
+            refusal = over_window(body, self.context_window) if self.context_window else None
+            refusal = refusal or (self.validate(body) if self.validate is not None else None)
             if refusal is not None:
                 return self._turn, refusal
             if body.get("tool_choice") == "none":
@@ -263,6 +271,27 @@ class FakeOpenAI:
         if usage:
             completion["usage"] = usage
         _send_json(h, 200, completion)
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """A request's prompt in tokens, as the runner estimates it: chars/4 of the canonical {tools, messages}."""
+    text = json.dumps({"tools": body.get("tools") or [], "messages": body.get("messages") or []},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return (len(text) + 3) // 4
+
+
+def over_window(body: dict[str, Any], window: int) -> Step | None:
+    """OpenAI's refusal of a request that does not fit the model's context window; None when it fits."""
+    prompt = prompt_tokens(body)
+    completion = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    if prompt + completion <= window:
+        return None
+    asked = (f"you requested {prompt + completion} tokens ({prompt} in the messages, {completion} in the completion)"
+             if completion else f"your messages resulted in {prompt} tokens")
+    return error(400, body={"error": {
+        "message": f"This model's maximum context length is {window} tokens. However, {asked}. Please reduce the "
+                   "length of the messages.", "type": "invalid_request_error", "param": "messages",
+        "code": "context_length_exceeded"}})
 
 
 def _text(content: Any) -> str:
