@@ -115,3 +115,25 @@ def test_a_skill_too_large_to_fit_is_refused_with_an_error_the_model_can_act_on(
     assert "cannot fit whole" in error["message"] and "Nothing was cut" in error["message"]
     assert body in Path(error["path"]).read_text()  # the whole text is kept where the error says
     assert all(prompt_tokens(b) <= 16384 - 3276 for b in fake.requests)
+
+
+def test_a_subagents_answer_reaches_the_parent_whole_in_every_later_request(fake, workspace, agent_run):
+    child = "CHILD-SUBTASK"
+    answer = "".join(f"Finding {i:03d}: module {i} keeps its state in a global; pass it explicitly.\n"
+                     for i in range(160)).strip()  # ~12 KB
+    (workspace / "p.jsonc").write_text('{"extends": "default", "permission": {"rules": [{"domain": "task", '
+                                       '"pattern": "agent:**", "decision": "allow"}]}}')
+    fake.context_window = 32768
+    fake.route(child, reply(answer))
+    bash = [reply("I think " * 250, calls=[("bash", {"command": BIG.format(n=i)})]) for i in range(20)]
+    fake.add(reply(calls=[("task", {"description": "survey", "prompt": f"{child}: survey the modules"})]),
+             *bash, reply("done"))
+    r = agent_run("--context-window", "32768", "--approve", "bash:shell:*", "--policy", "p.jsonc", "task.md",
+                  timeout=180)
+    assert r.code == 0, r.summary
+    assert "summarize" in [e["stage"] for e in r.of_type("compaction") if e.get("agent") is None]
+    parent = [b for b in fake.requests if b.get("tool_choice") != "none" and child not in b["messages"][1]["content"]]
+    assert len(parent) == 22
+    for i, body in enumerate(parent[1:]):
+        assert any(answer in t for t in _texts(body)), i
+    assert all(prompt_tokens(b) <= 32768 - 4096 for b in fake.requests)
