@@ -34,6 +34,8 @@ def must_stay(manager: Any, messages: list[dict[str, Any]], tools: list[dict[str
 def does_not_fit(manager: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                  content: str, tool: str) -> ToolError | None:
     """The error for a skill or an answer that cannot fit whole beside what must stay; None when it fits."""
+    if manager.config.window is None:  # no window known: maxChars / 4 paces the stages, the server decides
+        return None
     size = estimate_tokens(len(canonical({"role": "tool", "tool_call_id": "call_0_0", "content": content})))
     taken = must_stay(manager, messages, tools)
     usable = manager.config.usable
@@ -52,12 +54,9 @@ def does_not_fit(manager: Any, messages: list[dict[str, Any]], tools: list[dict[
 
 
 def over_window(tokens: int, config: Any) -> BudgetExhausted:
-    """The ending for a request that cannot be brought under the usable window."""
-    if config.window is not None:
-        window = f"the model's {config.window:,}-token context window ({config.usable:,} usable after the reply)"
-    else:
-        window = (f"the usable context of {config.usable:,} tokens (compaction.maxChars {config.max_chars:,} "
-                  "/ 4; no context window known)")
+    """The ending for a request that cannot be brought under the usable window (a known one: with none known,
+    `compaction.maxChars` / 4 only paces the stages, and the server decides)."""
+    window = f"the model's {config.window:,}-token context window ({config.usable:,} usable after the reply)"
     return BudgetExhausted(
         f"context window: the next request would be ~{tokens:,} tokens, over {window}, and nothing more can be "
         "cleared or summarized (what must stay: system prompt, task, summaries, loaded skills and answers, the "

@@ -338,7 +338,9 @@ def _status(exc: RunEnded) -> str:
     if isinstance(exc, DoomLoop):
         return "doom_loop"
     if isinstance(exc, BudgetExhausted):
-        return "max_turns" if (exc.details.get("budget") or {}).get("name") == "max_turns" else "timeout"
+        # A child whose context window cannot be kept failed (its reason says so); it did not run out of time.
+        return {"max_turns": "max_turns", "context_window": "failed"}.get((exc.details.get("budget") or {}).get("name"),
+                                                                           "timeout")
     return "failed"
 
 

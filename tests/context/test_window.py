@@ -98,3 +98,15 @@ def test_the_compaction_call_itself_fits_the_window():
     out = m.prepare(msgs, [], 1, ph)
     assert m.tokens(out, []) <= 13_108
     assert all(m.tokens(a, []) <= 13_108 for a in asked)
+
+
+def test_with_no_window_known_nothing_is_refused_or_ended():
+    m = ContextManager(ContextConfig(window=None, max_chars=40_000), lambda e: None, None, None)
+    msgs = convo(3)
+    for x in msgs[2:]:
+        if x["role"] == "assistant":
+            x["content"] = "reasoning " * 2000  # over maxChars / 4, which is only a guess
+    assert m.prepare(msgs, [], 4, ph) is not None
+    m.fits(10**6)
+    m.bind(msgs, [])
+    assert m.admit_bound("z" * 60_000, "skill") == "z" * 60_000
