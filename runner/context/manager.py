@@ -138,14 +138,16 @@ class ContextManager:
         Computed from each message's own length, measured once: a message is never changed in place
         (the conversation is appended to; pruning puts new dicts in), so a turn costs what is new,
         not a re-serialisation of the whole conversation several times per request."""
-        known, sizes, total = self._sizes, {}, 0
+        known, total = self._sizes, 0
         for m in messages:
             hit = known.get(id(m))
             if hit is None or hit[0] is not m:
-                hit = (m, len(canonical(m)))
-            sizes[id(m)] = hit
+                hit = known[id(m)] = (m, len(canonical(m)))
             total += hit[1]
-        self._sizes = sizes
+        # Candidates (a cleared copy, what must stay) are measured beside the conversation: the sizes of both
+        # are kept, and only what no list of this size holds is dropped, once the cache has grown well past it.
+        if len(known) > 4 * len(messages) + 64:
+            self._sizes = {id(m): known[id(m)] for m in messages}
         if self._tools_size is None or self._tools_size[0] is not tools:
             self._tools_size = (tools, len(canonical(tools)))
         # '{"messages":[' m1 ',' m2 … '],"tools":' tools '}'
