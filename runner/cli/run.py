@@ -45,6 +45,13 @@ _OPTIONS = [
                  help="auto: run a tool call the model wrote as text (<tool_call>, fenced JSON, functions.NAME:) "
                       "when it is the reply's one call and nothing follows it; off: such text is an answer. "
                       "[default: auto]"),
+    click.option("--parallel-calls", type=click.IntRange(1, 64), metavar="N",
+                 help="Read-only calls of one model reply (read, grep, glob, list, memory_search, web_fetch, skill, "
+                      "MCP tools the MCP config marks readOnlyTools) run N at once; 1: one by one. Also "
+                      "AGENT_RUN_PARALLEL_CALLS. [default: 4]"),
+    click.option("--parallel-agents", type=click.IntRange(1, 64), metavar="N",
+                 help="task calls of one model reply run N child agents at once (they share the workspace and the "
+                      "run's budgets); 1: one by one. Also AGENT_RUN_PARALLEL_AGENTS. [default: 4]"),
     click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN",
                  help="Allow this for this run only, after all policy rules (repeatable)."),
     click.option("--mode", type=click.Choice(["agent", "full_access"]),
@@ -92,7 +99,7 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
     given = {"fallback_models": list(kw["fallback_models"]) or None}
     given |= {k: kw[k] for k in ("model", "max_turns", "timeout", "stream", "max_tokens", "max_cost_usd",
                                  "context_window", "temperature", "top_p", "max_output_tokens", "seed",
-                                 "reasoning_effort", "text_tool_calls")}
+                                 "reasoning_effort", "text_tool_calls", "parallel_calls", "parallel_agents")}
     opts = RunOptions(task=task, policy=kw["policy"], workspace=kw["workspace"], runs_dir=kw["runs_dir"],
                       approvals=list(kw["approvals"]), mode=kw["mode"], sandbox=kw["sandbox"],
                       env_files=list(kw["env_files"]), cli_settings={k: v for k, v in given.items() if v is not None},

@@ -127,6 +127,7 @@ class ToolCall(Event):
     arguments: str
     redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
     source: str | None = None  # "text": parsed from the reply's text (a small model's <tool_call>…); None: tool_calls
+    call_index: int = 0  # its position among the reply's calls (calls of one reply may run concurrently)
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ class ToolResult(Event):
     details: dict[str, Any] = field(default_factory=dict)
     content: str = ""  # what the model received (the log's copy masked): a run can be resumed from its events
     redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
+    call_index: int = 0  # as ToolCall.call_index
 
 
 @dataclass(frozen=True)

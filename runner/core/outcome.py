@@ -79,6 +79,11 @@ class ModelError(RunEnded):
     status = Status.MODEL_ERROR
 
 
+class Stopped(RunEnded):
+    """A child agent told to stop because the agent or run that called it is ending (a signal, a guard's stop, the
+    clock); never a run's own ending: that is whatever ended its caller."""
+
+
 class Interrupted(BaseException):
     """Raised from the signal handler. A BaseException, like KeyboardInterrupt, so
     that no `except Exception` on the way (the HTTP client has some) swallows it."""

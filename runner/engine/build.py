@@ -6,6 +6,7 @@ neither reaches into the other.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,7 @@ from runner.tools.spill import keep
 
 
 def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str | None], None] | None = None,
-               chain: Chain | None = None) -> ChatModel:
+               chain: Chain | None = None, abort: threading.Event | None = None) -> ChatModel:
     """The client for `settings.model`; with fallback models, one that goes on with the next when it stays down.
     `chain`: the run's (its own agent and the children on its model share it); None: the settings' own."""
     if settings.model.startswith("replay:"):
@@ -43,7 +44,7 @@ def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str
                           retry_cap_s=settings.retry_cap_s, request_timeout_s=settings.request_timeout_s,
                           deadline=deadline, on_delta=on_delta, params=model_params(settings),
                           max_response_bytes=settings.max_response_bytes, max_retry_wait_s=settings.max_retry_wait_s,
-                          tool_results=settings.tool_results)
+                          tool_results=settings.tool_results, abort=abort)
 
     chain = chain or Chain.of(settings.model, settings.fallback_models)
     return FallbackChat(chain, client, on_delta) if len(chain.names) > 1 else client(chain.current)

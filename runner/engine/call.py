@@ -9,6 +9,7 @@ structured error the model can act on. Only a guard may end the run.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -19,14 +20,16 @@ from typing import Any
 
 import jsonschema
 
-from runner.core.events import Emit, GuardWarning, PermissionDecision, ToolCall, ToolResult, call_ref
+from runner.core.events import Emit, GuardWarning, NetworkRequest, PermissionDecision, ToolCall, ToolResult, call_ref
 from runner.core.jsonutil import canonical, sha256_text
 from runner.core.shown import shown, shown_obj
 from runner.guards.base import CallRecord, Guard
 from runner.policy.decide import CallDecision, decide
+from runner.policy.egress import Verdict, net_verdict
 from runner.policy.load import policy_ref
 from runner.policy.match import exact_pattern
 from runner.policy.model import Policy, Rule, Target
+from runner.policy.sandbox_config import net_target
 from runner.policy.targets import target_path
 from runner.record.commands import command
 from runner.record.rundir import run_ref, utc_now
@@ -58,43 +61,97 @@ class CallEnv:
     agent: dict[str, Any] | None = None  # a subagent's {id, name, parent_call_id, depth}; None: the run's own
 
 
-def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: str | None = None) -> str:
-    """`source` "text": the call was parsed from the reply's text (runner/engine/loop.py with_text_call)."""
-    call_id = call.get("id") or ""
-    name = call.get("function", {}).get("name", "")
-    raw_args = call.get("function", {}).get("arguments", "")
-    emit(ToolCall(turn=turn, call_id=call_id, tool=name, arguments=raw_args, source=source))
-    started = time.monotonic()
-    denied = False
+@dataclass
+class Begun:
+    """A call decided and not yet run: what `execute` runs (`tool` and `args`), or its result already (a
+    malformed call, a refusal, a denial: `result`)."""
+
+    call: dict[str, Any]
+    index: int
+    started: float
+    tool: Tool | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    edits: list[Path] = field(default_factory=list)  # files an edit-domain call may change (before_edit)
+    denied: bool = False
+    result: ToolOutput | ToolError | None = None
+
+    @property
+    def call_id(self) -> str:
+        return self.call.get("id") or ""
+
+    @property
+    def name(self) -> str:
+        return self.call.get("function", {}).get("name", "")
+
+    @property
+    def raw_args(self) -> str:
+        return self.call.get("function", {}).get("arguments", "")
+
+
+def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: str | None = None,
+                index: int = 0) -> str:
+    """`source` "text": the call was parsed from the reply's text (runner/engine/loop.py with_text_call).
+    `index`: its position among the reply's calls."""
+    begun = begin(call, env, turn, emit, source=source, index=index)
+    return finish(begun, execute(begun, env), env, emit)
+
+
+def begin(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: str | None = None,
+          index: int = 0) -> Begun:
+    """The call recorded, parsed and decided by the policy (its decision recorded): on the loop's thread, in the
+    model's order, so decisions and their audit records are those of a sequential run."""
+    begun = Begun(call, index, time.monotonic())
+    emit(ToolCall(turn=turn, call_id=begun.call_id, tool=begun.name, arguments=begun.raw_args, source=source,
+                  call_index=index))
     try:
-        tool, args = parse_call(name, raw_args, env.registry)
+        tool, args = parse_call(begun.name, begun.raw_args, env.registry)
         targets = tool.targets(args, env.ctx)
-        why = env.restrict.refuses(name, targets) if env.restrict is not None else None
+        why = env.restrict.refuses(begun.name, targets) if env.restrict is not None else None
         if why is not None:  # a loaded skill's allowed-tools: narrows, before (never instead of) the policy
             raise ToolError("ToolNotAllowed", why, **env.restrict.fields())
-        decision, denial = decide_and_record(env, call_id, name, tool.domain, targets, emit)
+        decision, denial = decide_and_record(env, begun.call_id, begun.name, tool.domain, targets, emit)
         if denial is not None:
-            denied = True
+            begun.denied = True
             raise _denial_error(decision, denial)
-        # Targets the tool meets while running are recorded under this call.
-        env.ctx.call_id, env.ctx.call_tool = call_id, name
+        tool.reserve(args, begun.call_id)
+    except ToolError as err:
+        begun.result = err
+        return begun
+    begun.tool, begun.args = tool, args
+    begun.edits = [p for t in decision.targets if t.target.domain == "edit"
+                   if (p := target_path(env.ctx.workspace, t.target.target)) is not None]
+    return begun
+
+
+def execute(begun: Begun, env: CallEnv, abort: threading.Event | None = None) -> ToolOutput | ToolError:
+    """The decided call run: on the loop's thread, or on a worker beside other calls of the same reply
+    (runner/engine/batch.py). Its context is its own copy: what `authorize` records is under this call."""
+    if begun.result is not None or begun.tool is None:
+        return begun.result if begun.result is not None else ToolError("UnknownTool", "nothing to run")
+    ctx = env.ctx.for_call(begun.call_id, begun.name, abort)
+    try:
         if env.before_edit is not None:
-            env.before_edit([p for t in decision.targets if t.target.domain == "edit"
-                             if (p := target_path(env.ctx.workspace, t.target.target)) is not None])
-        output = tool.run(args, env.ctx)
+            env.before_edit(begun.edits)
+        output = begun.tool.run(begun.args, ctx)
         # A file name that is not UTF-8 shows as \xNN: the spill file, the log and the request all need UTF-8.
         output = ToolOutput(shown(output.content), shown_obj(output.details))
-        result: ToolOutput | ToolError = truncated(tool, output, env.ctx)
+        return truncated(begun.tool, output, ctx)
     except ToolError as err:
-        result = err
+        return err
+
+
+def finish(begun: Begun, result: ToolOutput | ToolError, env: CallEnv, emit: Emit) -> str:
+    """The result admitted (context stage 1), seen by the guards and recorded, in the model's order; returns the
+    `tool` message content. Raises a guard's stop."""
     content = result.content if isinstance(result, ToolOutput) else shown(canonical(result.payload()))
     if env.admit is not None:
         try:
-            content = env.admit(content, name)
+            content = env.admit(content, begun.name)
         except ToolError as err:  # refused whole, never cut (runner/context/window.py)
             result, content = err, shown(canonical(err.payload()))
     error_type = None if isinstance(result, ToolOutput) else result.type
-    record = CallRecord(call_id, name, raw_args, fingerprint(name, raw_args), denied, error_type,
+    call_id, name = begun.call_id, begun.name
+    record = CallRecord(call_id, name, begun.raw_args, fingerprint(name, begun.raw_args), begun.denied, error_type,
                         sha256_text(content))
     verdicts = [v for v in (guard(record) for guard in env.guards) if v is not None]
     warnings = [w for v in verdicts for w in v.warnings]
@@ -103,8 +160,8 @@ def handle_call(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, so
         content += "".join(f"\n\n[agent-run warning: {message}. Change your approach.]" for _, message in warnings)
     emit(ToolResult(call_id=call_id, tool=name, ok=error_type is None, error_type=error_type,
                     bytes=len(content.encode("utf-8")), sha256=sha256_text(content),
-                    duration_s=round(time.monotonic() - started, 4),
-                    details=_details(result, content), content=content))
+                    duration_s=round(time.monotonic() - begun.started, 4),
+                    details=_details(result, content), content=content, call_index=begun.index))
     for detector, message in warnings:
         emit(GuardWarning(call_id=call_id, detector=detector, message=message))
     stop = next((v.stop for v in verdicts if v.stop is not None), None)
@@ -122,12 +179,34 @@ def decide_and_record(env: CallEnv, call_id: str, tool: str, domain: str, target
     return decision, denial
 
 
-def authorize_within(env: CallEnv, emit: Emit, targets: list[Target]) -> None:
+def authorize_within(env: CallEnv, emit: Emit, targets: list[Target], call_id: str, tool: str) -> None:
     """For targets a running tool meets (a redirect's URL): decided and recorded like the call's own,
     so a denial there is in the summary and the exit code too."""
-    decision, denial = decide_and_record(env, env.ctx.call_id, env.ctx.call_tool, targets[0].domain, targets, emit)
+    decision, denial = decide_and_record(env, call_id, tool, targets[0].domain, targets, emit)
     if denial is not None:
         raise _denial_error(decision, denial)
+
+
+def bind_hooks(env: CallEnv, emit: Emit) -> None:
+    """An agent's context decides what its tools meet while they run under its own policy and records it in its
+    own log stream: redirects (`authorize`) and its commands' connections (`net`, for the egress proxy)."""
+    env.ctx.authorize = lambda targets, call_id, tool: authorize_within(env, emit, targets, call_id, tool)
+    env.ctx.net = lambda call_id, tool: net_decider(env, emit, call_id or "sandbox", tool or "bash")
+
+
+def net_decider(env: CallEnv, emit: Emit, call_id: str, tool: str) -> Callable[[str, int], Verdict]:
+    """The egress proxy's decision for a connection a command of `call_id` made: the same hook as a tool call (a
+    `permission_decision` under that call, a `network_request` event, a denial in the summary when refused)."""
+
+    def decide_net(host: str, port: int) -> Verdict:
+        target = Target("network", net_target(host, port))
+        decision, _denial = decide_and_record(env, call_id, tool, "network", [target], emit)
+        rule = decision.deciding.rule
+        emit(NetworkRequest(call_id=call_id, host=host, port=port, decision=decision.effective,
+                            rule=rule.describe() if rule else None))
+        return net_verdict(decision)
+
+    return decide_net
 
 
 def truncated(tool: Tool, output: ToolOutput, ctx: ToolContext) -> ToolOutput:

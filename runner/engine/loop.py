@@ -11,15 +11,16 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runner.context.manager import ContextManager
 from runner.context.prune import CLEARED_MARKER
 from runner.core.events import Emit, ModelRequest, ModelResponse, UserMessage
 from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
-from runner.core.outcome import BudgetExhausted, Failed
-from runner.engine.call import CallEnv, handle_call
+from runner.core.outcome import BudgetExhausted, Failed, Interrupted, Stopped
+from runner.engine.batch import Parallel, run_calls
+from runner.engine.call import CallEnv
 from runner.model.base import ChatModel, ModelReply, assistant_message
 from runner.model.text_calls import TextCall, Unusable, parse_text_call
 
@@ -35,6 +36,7 @@ class Limits:
     replies: tuple[Callable[[ModelReply, int], None], ...] = ()
     # --text-tool-calls auto: a call a small model wrote in its text is run (or it is told why not)
     text_calls: bool = True
+    parallel: Parallel = field(default_factory=Parallel)  # calls of one reply run at once (runner/engine/batch.py)
 
 
 @dataclass
@@ -69,7 +71,7 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
     sent: list[dict[str, Any]] | None = None  # this loop's previous request
     told: str | None = None  # what the previous final answer lacked, once the model has been told
     for turn in range(first_turn, first_turn + limits.max_turns):
-        remaining = _remaining(limits)
+        remaining = _remaining(limits, env)
         compactions = _compactions(context)
         if context is not None:
             messages = context.prepare(messages, tools, turn, placeholder)
@@ -120,10 +122,10 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
             messages.append({"role": "user", "content": lacking[1]})  # appended: the prefix stays as it was
             continue
         told = None
-        for call in calls:
-            _remaining(limits)
-            content = handle_call(call, env, turn, emit, source=source)
-            messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": content})
+        contents = run_calls(calls, env, turn, emit, source=source, parallel=limits.parallel,
+                             before=lambda: _remaining(limits, env))
+        messages.extend({"role": "tool", "tool_call_id": call.get("id", ""), "content": content}
+                        for call, content in zip(calls, contents, strict=True))
     raise BudgetExhausted(f"max turns reached ({limits.max_turns}) before the model finished",
                           budget={"name": "max_turns", "limit": limits.max_turns, "used": limits.max_turns})
 
@@ -180,7 +182,14 @@ def placeholder(call_id: str, tool: str, arguments: str, content: str) -> str:
 _SPILL_PATH = re.compile(r"[Ff]ull output: (\S+?/outputs/tool_\w+)")
 
 
-def _remaining(limits: Limits) -> float | None:
+def _remaining(limits: Limits, env: CallEnv) -> float | None:
+    """Seconds left on the run's clock (None: no limit); raises when it is up, or when this agent is told to stop
+    (a child whose caller is ending, or an interrupt a worker thread's process start held)."""
+    if env.ctx.abort.is_set():
+        signum = env.ctx.shield.signalled
+        if signum is not None:
+            raise Interrupted(signum)
+        raise Stopped("stopped: the agent that delegated this task is ending")
     if limits.deadline is None:
         return None
     left = limits.deadline - time.monotonic()

@@ -57,15 +57,13 @@ class Recording:
     extra: dict[str, Any] = field(default_factory=dict)  # more keys for summary.json
     finishers: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)  # amend the summary
     closers: list[Callable[[], None]] = field(default_factory=list)  # after the summary is built (sandbox)
-    # (CallEnv, Emit) of the subagent running now, innermost last: what the egress proxy decides and records
-    # a connection under (runner/sandbox/session.py); empty while the run's own agent acts.
-    callers: list[Any] = field(default_factory=list)
     audit_key_id: str | None = None  # the log is HMAC-chained under AGENT_RUN_AUDIT_KEY (run_started.audit_key_id)
     keyed: bool = False  # summary integrity.keyed: a key, and every command of the run sandboxed
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def emit(self, event: Event) -> None:
-        # The egress proxy decides and records from its own threads while a command runs.
+        # The egress proxy decides and records from its own threads while a command runs, and so do the calls and
+        # child agents that run beside others (runner/engine/batch.py).
         with self._lock:
             if threading.current_thread() is not threading.main_thread():
                 for consume in self.consumers:
@@ -126,6 +124,7 @@ class _Signals:
             self.ctx.shield.exit_now(signum)
             return
         self.fired = signum
+        self.ctx.shield.signalled = signum
         self.ctx.abort.set()
         if self.ctx.shield.hold(signum):  # a tool is starting a process: raised once it can kill it
             return

@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     # user: each tool result is sent as a user message, for a server whose chat format drops `tool` messages
     # (llama-cpp-python's chatml-function-calling: the model never sees a result and repeats its call)
     tool_results: Literal["tool", "user"] = "tool"
+    # Calls of one reply that run at once (runner/engine/batch.py): read-only calls, and `task` children. 1: in turn.
+    parallel_calls: int = Field(4, ge=1, le=64, description="read-only calls of one reply at once")
+    parallel_agents: int = Field(4, ge=1, le=64, description="task children of one reply at once")
 
     @field_validator("fallback_models", mode="before")
     @classmethod

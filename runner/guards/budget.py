@@ -6,6 +6,7 @@ runner's own byte estimate, which the model reply carries and the summary labels
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -51,6 +52,9 @@ class Budget:
         self.warnings: list[str] = []
         self.prices: dict[str, Price | None] = {}  # a subagent on another model: its price, by agent id
         self.costs: dict[str, float] = {}  # by agent id (`main` for the run's own)
+        # Child agents run at once (--parallel-agents): each request's check reads the figures under it, as each
+        # response's usage is added under it.
+        self._lock = threading.Lock()
 
     @classmethod
     def over(cls, models: Sequence[str], max_tokens: int | None, max_cost_usd: float | None, price: Price | None,
@@ -69,6 +73,10 @@ class Budget:
         return cls(max_tokens, max_cost_usd, price, chain, price_of)
 
     def on_event(self, event: Event) -> None:
+        with self._lock:
+            self._count(event)
+
+    def _count(self, event: Event) -> None:
         if isinstance(event, ModelResponse):
             prompt = int(event.usage.get("prompt_tokens", 0) or 0)
             cached = int(event.usage.get("cached_tokens", 0) or 0)
@@ -141,6 +149,10 @@ class Budget:
 
     def before_request(self, estimated_prompt_tokens: int) -> None:
         """Raise if the next request (its prompt, estimated) would pass a budget."""
+        with self._lock:
+            self._check(estimated_prompt_tokens)
+
+    def _check(self, estimated_prompt_tokens: int) -> None:
         if self.max_tokens is not None and self.tokens + estimated_prompt_tokens > self.max_tokens:
             raise BudgetExhausted(
                 f"token budget: {self.tokens} used + ~{estimated_prompt_tokens} for the next request "

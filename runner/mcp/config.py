@@ -6,7 +6,9 @@
 
 `type` is `stdio` (the default when `command` is given) or `http` / `streamable-http`. Beyond that shape, two
 keys the runner itself defines: `"required": true` (a server that fails to start fails the run) and
-`"sandbox": {"network": "none" | "all" | {"allow": [...]}, "writable": [...], "readOnly": [...]}` (stdio only).
+`"sandbox": {"network": "none" | "all" | {"allow": [...]}, "writable": [...], "readOnly": [...]}` (stdio only), and
+`"readOnlyTools": true | ["tool", ...]`: the server's tools that change nothing, run at once when one reply calls
+several (--parallel-calls).
 
 `${VAR}` and `${VAR:-default}` are expanded in command, args, env, cwd, url and headers from the trusted job
 environment (never from the workspace); `:-` takes the default when the variable is unset or empty, as a
@@ -31,7 +33,7 @@ from runner.policy.jsonc import Located, PolicyError, parse
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 STDIO_TYPES = ("stdio",)
 HTTP_TYPES = ("http", "streamable-http")
-_COMMON_KEYS = ("type", "required")
+_COMMON_KEYS = ("type", "required", "readOnlyTools")
 _STDIO_KEYS = (*_COMMON_KEYS, "command", "args", "env", "cwd", "sandbox")
 _HTTP_KEYS = (*_COMMON_KEYS, "url", "headers")
 _SANDBOX_KEYS = ("network", "writable", "readOnly")
@@ -56,6 +58,10 @@ class ServerConfig:
     source: str = ""
     required: bool = False
     sandbox: dict[str, Any] | None = None  # as written; the runner turns it into its sandbox settings
+    # `readOnlyTools`: true (every tool) or the tools (the server's names) that change neither the workspace nor the
+    # world, so a reply's calls of them run at once (--parallel-calls). The trusted config's word, never the
+    # server's own `readOnlyHint` (the server is not trusted to say what is safe to overlap).
+    read_only_tools: bool | tuple[str, ...] = ()
     # What describe() shows of command/args/url: the text before expansion, so `--token ${TOKEN}`
     # stays a reference and never becomes the secret.
     display: str = field(default="", compare=False)
@@ -200,9 +206,7 @@ def _server(name: str, spec: Any, source: str, environ: Mapping[str, str], locat
             raise fail(f"environment variable {missing.args[0]} is not set (write ${{{missing.args[0]}:-default}} "
                        "for a default)", where) from None
 
-    required = spec.get("required", False)
-    if not isinstance(required, bool):
-        raise fail(f"'required' must be true or false, got {_type(required)}", ("required",))
+    common = _common(spec, source, fail)
 
     if transport == "http":
         url = text("url")
@@ -212,8 +216,8 @@ def _server(name: str, spec: Any, source: str, environ: Mapping[str, str], locat
         if urlsplit(expanded_url).scheme not in ("http", "https"):
             raise fail(f"'url' must be an http:// or https:// URL, got {_safe_url(url)!r}", ("url",))
         headers = {k: sub(v, ("headers", k)) for k, v in table("headers").items()}
-        return ServerConfig(name=name, transport="http", url=expanded_url, headers=headers, source=source,
-                            required=required, display=_safe_url(url), policy_url=_safe_url(url, query=""))
+        return ServerConfig(name=name, transport="http", url=expanded_url, headers=headers, display=_safe_url(url),
+                            policy_url=_safe_url(url, query=""), **common)
 
     command = text("command")
     if not command:
@@ -224,8 +228,21 @@ def _server(name: str, spec: Any, source: str, environ: Mapping[str, str], locat
         name=name, transport="stdio", command=sub(command, ("command",)),
         args=tuple(sub(a, ("args", i)) for i, a in enumerate(args)),
         env={k: sub(v, ("env", k)) for k, v in table("env").items()},
-        cwd=sub(cwd, ("cwd",)) if cwd is not None else None, source=source, required=required,
+        cwd=sub(cwd, ("cwd",)) if cwd is not None else None, **common,
         sandbox=_sandbox(spec.get("sandbox"), fail), display=" ".join(_quote(a) for a in (command, *args)))
+
+
+def _common(spec: dict[str, Any], source: str, fail: Any) -> dict[str, Any]:
+    """The keys every transport takes: `required` (true or false), `readOnlyTools` (true, false, or the server's
+    tool names)."""
+    required = spec.get("required", False)
+    if not isinstance(required, bool):
+        raise fail(f"'required' must be true or false, got {_type(required)}", ("required",))
+    value = spec.get("readOnlyTools", [])
+    if not isinstance(value, bool) and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+        raise fail(f"'readOnlyTools' must be true or an array of tool names, got {_type(value)}", ("readOnlyTools",))
+    return {"source": source, "required": required, "read_only_tools": value if isinstance(value, bool)
+            else tuple(value)}
 
 
 def _sandbox(value: Any, fail: Any) -> dict[str, Any] | None:

@@ -80,6 +80,11 @@ class McpRuntime:
         with self._lock:
             return self.servers.get(name)
 
+    def read_only(self, name: str) -> bool | tuple[str, ...]:
+        """The trusted config's `readOnlyTools` for this server."""
+        server = self.servers.get(name)
+        return server.config.read_only_tools if server is not None else ()
+
     def why_down(self, name: str) -> str:
         return self.down.get(name, "it is not configured")
 

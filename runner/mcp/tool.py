@@ -31,6 +31,8 @@ class Servers(Protocol):
 
     def why_down(self, name: str) -> str: ...
 
+    def read_only(self, name: str) -> bool | tuple[str, ...]: ...
+
     def call_failed(self, name: str, exc: McpError) -> None: ...
 
 
@@ -47,6 +49,9 @@ class McpTool(Tool):
         self.description = str(function["description"])  # type: ignore[misc]
         self.schema = function["parameters"]  # type: ignore[misc]
         self.runtime = runtime
+        marked = runtime.read_only(server)
+        # Only the trusted MCP config marks a tool read-only (never the server's own annotations).
+        self.concurrent = "read" if marked is True or (marked and tool in marked) else None  # type: ignore[misc]
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
         return [Target("mcp", f"mcp:{self.server}/{self.tool}")]

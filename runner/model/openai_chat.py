@@ -20,7 +20,7 @@ import openai
 
 from runner.core.events import Event, ModelRetry, RunWarning
 from runner.core.jsonutil import seconds_text, short
-from runner.core.outcome import BudgetExhausted, ModelError, RunEnded
+from runner.core.outcome import BudgetExhausted, ModelError, RunEnded, Stopped
 from runner.model.base import (
     ModelReply,
     arguments_text,
@@ -50,8 +50,11 @@ class OpenAIChat:
                  max_retries: int, retry_base_s: float, retry_cap_s: float, request_timeout_s: float,
                  deadline: float | None, on_delta: Callable[[int, str | None], None] | None = None,
                  params: dict[str, Any] | None = None, max_response_bytes: int = 64 * 1024 * 1024,
-                 max_retry_wait_s: float = 300.0, tool_results: str = "tool") -> None:
+                 max_retry_wait_s: float = 300.0, tool_results: str = "tool",
+                 abort: threading.Event | None = None) -> None:
         self.name = name
+        # A child agent's stop (its caller is ending: runner/engine/batch.py): a request it waits for is let go.
+        self.abort = abort
         self.tool_results = tool_results  # "user": results sent as user messages (sendable)
         self.params = _request_params(params or {}, official=base_url is None)
         self.stream = stream
@@ -195,8 +198,12 @@ class OpenAIChat:
                 done.set()
 
         threading.Thread(target=work, name="model-request", daemon=True).start()
-        if not done.wait(max(0.0, self.deadline - time.monotonic())):
-            raise BudgetExhausted("run timeout reached while waiting for the model")
+        poll = ABORT_POLL_S if self.abort is not None else float("inf")
+        while not done.wait(min(poll, max(0.0, self.deadline - time.monotonic()))):
+            if self.abort is not None and self.abort.is_set():
+                raise Stopped("stopped while waiting for the model: the agent that delegated this task is ending")
+            if time.monotonic() >= self.deadline:
+                raise BudgetExhausted("run timeout reached while waiting for the model")
         ok, value = outcome[0]
         if not ok:
             raise value
@@ -312,6 +319,7 @@ def _add_piece(calls: dict[int, dict[str, Any]], position: int, tc: Any) -> None
 
 
 # llama-cpp-python's function-calling chat format cannot stream a tool call (its server's words below).
+ABORT_POLL_S = 0.2  # how often a child's wait for a response looks at its stop
 STREAMED_TOOLS_REFUSED = "Automatic streaming tool choice is not supported"
 STREAMED_TOOLS_WAY_OUT = "run without streaming (--no-stream, or AGENT_RUN_STREAM=false)"
 STREAMED_TOOLS_HINT = (f" (llama-cpp-python's server does this when the model calls a tool in a streamed reply: "

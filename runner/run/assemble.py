@@ -18,8 +18,9 @@ from runner.core.inputfile import TASK_CAP, read_input_text
 from runner.core.jsonutil import file_sha256, sha256_text
 from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
+from runner.engine.batch import parallel_of
 from runner.engine.build import context_manager, make_model
-from runner.engine.call import CallEnv, authorize_within
+from runner.engine.call import CallEnv, bind_hooks
 from runner.engine.loop import Limits, LoopResult, run_loop
 from runner.engine.recorder import Recording, RunOutcome, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
@@ -209,7 +210,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     rec.claim_keyed(rec.ctx.sandbox is not None and rec.ctx.sandbox.active)
     limits = Limits(settings.max_turns, deadline, settings.timeout,
                     (budget.before_request,) + ((turns,) if turns else ()), (budget.on_reply,),
-                    text_calls=settings.text_tool_calls == "auto")
+                    text_calls=settings.text_tool_calls == "auto", parallel=parallel_of(settings))
     todo = env.registry.get("todo")
     if todo is not None:  # the plan, for the people reading the run (summary.json, step summary)
         rec.finishers.append(lambda data: data.update(todos=todo.items) if todo.items else None)
@@ -319,7 +320,7 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
     guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
     env = CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards, home=rec.home)
-    rec.ctx.authorize = lambda targets: authorize_within(env, rec.emit, targets)
+    bind_hooks(env, rec.emit)
     # Files grep, glob and list meet: decided like a read, not recorded; skipped unless allowed.
     rec.ctx.decide = policy_decider(env.policy)
     rec.ctx.sandbox = start_sandbox(rec, env, sandbox_mode, environ)

@@ -62,8 +62,7 @@ def _execute(command: str, env: CallEnv, rec: Recording) -> tuple[str | None, in
         if denial is not None:
             return ("ToolNotAllowed" if decision.decision == "deny" else "ApprovalRequired"), None, "", None
         # Targets the command meets while it runs (a redirect's URL) are recorded under the check too.
-        env.ctx.call_id, env.ctx.call_tool = CHECK_CALL_ID, tool.name
-        result = tool.run(args, env.ctx)
+        result = tool.run(args, env.ctx.for_call(CHECK_CALL_ID, tool.name))
         details = shown_obj(result.details)
         return None, details.get("exit_code"), shown(result.content), _spill(details)
     except ToolError as err:

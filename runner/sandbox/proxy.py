@@ -10,6 +10,8 @@ private or loopback address (DNS rebinding); a host named exactly may; a link-lo
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import os
 import selectors
@@ -32,9 +34,14 @@ Decide = Callable[[str, int], Verdict]
 
 
 class EgressProxy:
+    """`decide` decides a connection that names no caller; `callers` (token -> decider) one whose
+    Proxy-Authorization names a process the runner started (Sandbox.calling): several agents' commands may run at
+    once, and each connection is decided under the policy of, and recorded under, the call that made it."""
+
     def __init__(self, socket_path: str, decide: Decide) -> None:
         self.socket_path = socket_path
         self.decide = decide
+        self.callers: dict[str, Decide] = {}
         proxy = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -79,7 +86,7 @@ class EgressProxy:
         except (OSError, ValueError) as exc:  # a bad port or bracket raises ValueError in urlsplit too
             _refuse(client, 400, f"bad proxy request: {exc}")
             return
-        verdict = self.decide(host, port)
+        verdict = self.callers.get(_token(lines) or "", self.decide)(host, port)
         if not verdict.allowed:
             _refuse(client, 403, f"agent-run: network access to {host}:{port} is denied by the policy "
                                  f"({verdict.reason or 'not in sandbox.network.allow'})")
@@ -95,6 +102,21 @@ class EgressProxy:
                 client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             upstream.sendall(forward + rest)
             _pipe(client, upstream)
+
+
+def _token(lines: list[bytes]) -> str | None:
+    """The password of a `Proxy-Authorization: Basic` header: the token Sandbox.calling put in the process's proxy
+    URL (curl, git, pip, urllib send it from `http://user:token@host:port`). Anything else: no caller named."""
+    for line in lines:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() != b"proxy-authorization":
+            continue
+        scheme, _, encoded = value.strip().partition(b" ")
+        if scheme.lower() != b"basic":
+            return None
+        with contextlib.suppress(ValueError, binascii.Error):
+            return base64.b64decode(encoded.strip(), validate=True).decode("latin-1").partition(":")[2] or None
+    return None
 
 
 def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:

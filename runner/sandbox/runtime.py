@@ -10,11 +10,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ class Sandbox:
 
     def wrap(self, argv: list[str], env: Mapping[str, str], *, layout: Layout | None = None,
              share_net: bool | None = None, proxy: EgressProxy | _RunProxy | None = RUN_PROXY,
-             ) -> tuple[list[str], dict[str, str]]:
+             caller: str | None = None) -> tuple[list[str], dict[str, str]]:
         """`share_net` and `proxy` override the run's network for one process (an MCP server's own
         `sandbox.network`): the host network, an egress proxy of its own, or none at all (`proxy=None`
         with `share_net=False`). Left at RUN_PROXY, the process gets the run's own proxy, if any: a command of
@@ -96,7 +97,8 @@ class Sandbox:
         binds: list[tuple[str, str]] = []
         command = argv
         if proxy is not None:  # the bridge inside, the run's or the call's own, listens on PROXY_PORT
-            env.update({var: f"http://127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS})
+            auth = f"agent-run:{caller}@" if caller and proxy is self.proxy else ""
+            env.update({var: f"http://{auth}127.0.0.1:{PROXY_PORT}" for var in PROXY_VARS})
         joined = self.net.prefix() if proxy is not None and proxy is self.proxy and not own_layout and self.net \
             else None
         if joined is not None:
@@ -107,6 +109,20 @@ class Sandbox:
             command = [_python(), "-I", "-S", f"{INSIDE}/bridge.py", str(PROXY_PORT), f"{INSIDE}/proxy.sock", "--",
                        *argv]
         return bwrap_argv(self.probe.bwrap, layout, command, share_net=share, binds=binds), env
+
+    @contextlib.contextmanager
+    def calling(self, decide: Decide | None) -> Iterator[str | None]:
+        """A token naming one process's caller to the run's egress proxy while the block runs (the process's
+        lifetime): its connections are decided by `decide`. None when there is no proxy to tell."""
+        if decide is None or self.proxy is None or not self.active:
+            yield None
+            return
+        token = secrets.token_urlsafe(18)
+        self.proxy.callers[token] = decide
+        try:
+            yield token
+        finally:
+            self.proxy.callers.pop(token, None)
 
     def layout_with(self, readable: list[Path], writable: list[Path], scratch: Path | None = None) -> Layout | None:
         """The run's layout plus more paths (an MCP server's `sandbox.readOnly` / `sandbox.writable`);

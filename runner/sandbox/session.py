@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from runner.core.events import NetworkRequest
 from runner.core.outcome import UsageError
-from runner.policy.egress import Verdict, net_verdict
-from runner.policy.model import Target
-from runner.policy.sandbox_config import SandboxConfigError, config_from, net_target, resolve_mode
+from runner.policy.egress import Verdict
+from runner.policy.sandbox_config import SandboxConfigError, config_from, resolve_mode
 from runner.sandbox.layout import policy_paths
 from runner.sandbox.paths import extra_paths
+from runner.sandbox.proxy import Decide
 from runner.sandbox.runtime import Sandbox, SandboxUnavailable, open_sandbox
 
 if TYPE_CHECKING:
@@ -58,17 +58,24 @@ def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[
     return box
 
 
-def _net_decider(rec: Recording, env: CallEnv):
-    from runner.engine.call import decide_and_record
+def _net_decider(rec: Recording, env: CallEnv) -> Decide:
+    """For a connection whose Proxy-Authorization names no command the runner is running (a client that ignores
+    the proxy URL's credentials, or a process left over): the one command running when there is one, as before
+    agents could run at once; with none, the run's own agent. With several, the connection could be any agent's,
+    under a narrower policy than the run's: refused, recorded under the run."""
+    from runner.engine.call import net_decider
+
+    own = net_decider(env, rec.emit, "sandbox", "bash")
 
     def decide(host: str, port: int) -> Verdict:
-        target = Target("network", net_target(host, port))
-        acting, emit = rec.callers[-1] if rec.callers else (env, rec.emit)  # a subagent's command: its own
-        call_id, tool = acting.ctx.call_id or "sandbox", acting.ctx.call_tool or "bash"
-        decision, _denial = decide_and_record(acting, call_id, tool, "network", [target], emit)
-        rule = decision.deciding.rule
-        emit(NetworkRequest(call_id=call_id, host=host, port=port, decision=decision.effective,
-                                rule=rule.describe() if rule else None))
-        return net_verdict(decision)
+        proxy = rec.ctx.sandbox.proxy if rec.ctx.sandbox is not None else None  # set once the sandbox is open
+        running = list(proxy.callers.values()) if proxy is not None else []
+        if len(running) == 1:
+            return running[0](host, port)
+        if not running:
+            return own(host, port)
+        rec.emit(NetworkRequest(call_id="sandbox", host=host, port=port, decision="deny", rule=None))
+        return Verdict(False, False, reason="several agents' commands are running and the connection names none "
+                                            "of them (its client ignored the proxy URL's credentials)")
 
     return decide

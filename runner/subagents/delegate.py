@@ -16,8 +16,9 @@ history/agents/<id>/). A child stopped by its own guard or limit returns a struc
 (`SubagentFailed`) to the parent, which can act on it; only the run's own limits end the run.
 
 Every event of the child goes to the run's events.jsonl with `agent: {id, name, parent_call_id, depth}`.
-Children run one at a time; the seam for running several at once is `Delegation.run` (each child has its
-own CallEnv, context and emit already; what is shared is locked or per-agent).
+The `task` calls of one reply run at once, up to --parallel-agents (runner/engine/batch.py): each child has its own
+CallEnv, context, emit and thread; ids are reserved in the model's order (`reserve`), what is shared is locked, and a
+child told to stop (its caller is ending) stops before its next request or call.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,9 +36,10 @@ from typing import Any
 from runner.context.manager import ContextConfig, ContextManager
 from runner.core.events import MAIN, Emit, ModelRequest, RunWarning, SubagentFinished, SubagentStarted, tag
 from runner.core.jsonutil import canonical, sha256_text, short
-from runner.core.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, UsageError
+from runner.core.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, Stopped, UsageError
+from runner.engine.batch import parallel_of
 from runner.engine.build import context_manager, make_model
-from runner.engine.call import CallEnv, authorize_within
+from runner.engine.call import CallEnv, bind_hooks
 from runner.engine.loop import Limits, LoopResult, run_loop
 from runner.guards.denials import DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
@@ -93,6 +96,8 @@ class Shared:
     models: tuple[str, ...]  # models a repository profile may name (policy subagents.models)
     mode: str  # the run's own agent's
     calls: int = 0  # task calls run so far, every depth
+    # Children run at once (--parallel-agents): ids, the call count and `records` change under it.
+    lock: threading.Lock = field(default_factory=threading.Lock)
     next_id: int = 1  # the next child's id number (a1, a2, …)
     records: list[dict[str, Any]] = field(default_factory=list)  # summary.json `agents`, children in order
 
@@ -108,6 +113,7 @@ class Delegation:
     env: CallEnv  # the calling agent's
     emit: Emit
     depth: int  # the calling agent's: 0 for the run's own
+    reserved: dict[str, str] = field(default_factory=dict)  # call id -> the child id `reserve` gave it
 
     def run(self, profile: Profile, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         prompt = system_prompt(self.shared.prompt, profile, self.shared.rec.workspace)
@@ -122,9 +128,8 @@ class Delegation:
         answer, or a SubagentFailed error; raises what ends the run."""
         shared, settings, rec = self.shared, self.shared.settings, self.shared.rec
         model_name, note, price, chain = self._admit(profile)
-        shared.calls += 1
-        aid = aid or f"a{shared.next_id}"  # a replayed child keeps its recorded id
-        shared.next_id = max(shared.next_id, int(aid[1:]) + 1)
+        # Reserved in the model's order (`reserve`); a replayed child keeps its recorded id (and is counted too).
+        aid = self.reserved.pop(call_id, None) or self._take(aid)
         info = {"id": aid, "name": profile.name, "parent_call_id": call_id, "depth": self.depth + 1}
         parent_emit = self.emit
 
@@ -148,7 +153,7 @@ class Delegation:
                       [shared.denials, loops], before_edit=self.env.before_edit, home=self.env.home, agent=info)
         env.registry, todo, env.restrict = self._registry(profile, Delegation(shared, env, emit, self.depth + 1)
                                                           if below else None)
-        child_ctx.authorize = lambda targets: authorize_within(env, emit, targets)
+        bind_hooks(env, emit)
         tools = env.registry.specs() if tools is None else tools
         history = rec.run_dir / "history" / "agents" / aid
         history.mkdir(parents=True, exist_ok=True)
@@ -157,14 +162,15 @@ class Delegation:
         shared.budget.prices[aid] = price
         if chain is None:
             shared.budget.agent_models[aid] = model_name
-        model = _make_model(settings, model_name, deadline, aid, chain)
+        model = _make_model(settings, model_name, deadline, aid, chain, child_ctx.abort)
         context = _context(rec, shared.policy_sections, settings, model_name, model, tools, emit, history, aid,
                            deadline)
         env.admit = context.admit_bound
         max_turns = profile.max_turns or settings.subagent_max_turns
         record = {"id": aid, "name": profile.name, "parent_call_id": call_id, "depth": self.depth + 1,
                   "model": model_name, "mode": policy.mode, "status": "running", "reason": None}
-        shared.records.append(record)
+        with shared.lock:
+            shared.records.append(record)
         if note:
             record["warning"] = note
             print(f"agent-run: warning: {note}", file=sys.stderr)
@@ -174,8 +180,8 @@ class Delegation:
                              tools=[t["function"]["name"] for t in tools], tools_sha256=sha256_text(canonical(tools)),
                              max_turns=max_turns, timeout_s=settings.subagent_timeout_s))
         limits = Limits(max_turns, deadline, settings.subagent_timeout_s, (*shared.run_checks(), context.fits),
-                        (shared.budget.on_reply,), text_calls=settings.text_tool_calls == "auto")
-        rec.callers.append((env, emit))
+                        (shared.budget.on_reply,), text_calls=settings.text_tool_calls == "auto",
+                        parallel=parallel_of(settings))
         try:
             result: LoopResult | RunEnded = run_loop(messages, model, env, limits, emit, first_turn, context=context,
                                                       tools=tools, previous=previous, snapshot=context.snapshot,
@@ -189,10 +195,27 @@ class Delegation:
             self._stopped(record, emit, call_id, started, getattr(exc, "reason", None) or type(exc).__name__)
             raise
         finally:
-            rec.callers.pop()
             if todo.items:
                 record["todos"] = todo.items
         return self._finish(result, record, emit, call_id, started, messages)
+
+    def reserve(self, call_id: str) -> None:
+        """In the model's order, before any of a reply's `task` calls runs (they may run at once): the child's id
+        and its place under the run's subagent limit, so neither depends on which child starts first."""
+        self.reserved[call_id] = self._take(None)
+
+    def _take(self, aid: str | None) -> str:
+        """A child's id (`aid`: a replayed child's recorded one), counted against the run's subagent limit."""
+        shared = self.shared
+        with shared.lock:
+            if shared.calls >= shared.settings.subagent_max_calls:
+                raise ToolError("SubagentFailed", "this run's subagent limit is reached "
+                                f"({shared.settings.subagent_max_calls} task calls, subagents.maxCalls): do the rest "
+                                "yourself", status="limit")
+            shared.calls += 1
+            aid = aid or f"a{shared.next_id}"
+            shared.next_id = max(shared.next_id, int(aid[1:]) + 1)
+            return aid
 
     def _admit(self, profile: Profile) -> tuple[str, str | None, Any, Any]:
         """The child's model, a note about it, its price and the run's fallback chain when the child is on it — or a
@@ -201,9 +224,6 @@ class Delegation:
         the fallback), and a fallback in it moves the run too (runner/model/fallback.py); one on its profile's
         model has a chain of its own."""
         settings = self.shared.settings
-        if self.shared.calls >= settings.subagent_max_calls:
-            raise ToolError("SubagentFailed", f"this run's subagent limit is reached ({settings.subagent_max_calls} "
-                            "task calls, subagents.maxCalls): do the rest yourself", status="limit")
         model_name, note = self._model_for(profile)
         price, _source = price_for(model_name, self.shared.policy_sections.get("budget", {}).get("prices"))
         if settings.max_cost_usd is not None and price is None and model_name != settings.model:
@@ -327,7 +347,7 @@ def _run_level(check: Any) -> Any:
 def _ends_run(exc: RunEnded, run_deadline: float | None) -> bool:
     """A run budget gone, the run's wall clock, a denial the run's guard stopped, the endpoint down, a broken
     log: the run ends. A child's own guard, turns or clock: only the child."""
-    if getattr(exc, "run_level", False) or isinstance(exc, (Denied, ModelError, UsageError)):
+    if getattr(exc, "run_level", False) or isinstance(exc, (Denied, ModelError, UsageError, Stopped)):
         return True
     if run_deadline is not None and time.monotonic() >= run_deadline:
         return True
@@ -344,12 +364,12 @@ def _status(exc: RunEnded) -> str:
     return "failed"
 
 
-def _make_model(settings: Any, name: str, deadline: float, aid: str, chain: Any = None) -> Any:
+def _make_model(settings: Any, name: str, deadline: float, aid: str, chain: Any = None, abort: Any = None) -> Any:
     if name.startswith("replay:"):  # a recorded run replayed: this child's own recorded replies
         from runner.model.replay import ReplayModel
 
         return ReplayModel(Path(name[len("replay:"):]).expanduser(), agent=aid)
-    return make_model(settings.model_copy(update={"model": name}), deadline, chain=chain)
+    return make_model(settings.model_copy(update={"model": name}), deadline, chain=chain, abort=abort)
 
 
 def _context(rec: Any, sections: dict[str, Any], settings: Any, model_name: str, model: Any,

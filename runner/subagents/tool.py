@@ -19,6 +19,7 @@ MAX_PROMPT_CHARS = 100_000
 class TaskTool(Tool):
     name = "task"
     domain = "task"
+    concurrent = "agent"  # a reply's task calls run at once (--parallel-agents)
 
     def __init__(self, profiles: dict[str, Profile], delegation: Any) -> None:
         self.profiles = profiles
@@ -44,6 +45,9 @@ class TaskTool(Tool):
             raise ToolError("InvalidArguments", f"prompt is longer than {MAX_PROMPT_CHARS:,} characters: give the "
                             "subagent the essentials and the paths of files to read")
         return [Target("task", f"agent:{args.get('agent') or GENERAL}")]
+
+    def reserve(self, args: dict[str, Any], call_id: str) -> None:
+        self.delegation.reserve(call_id)
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return self.delegation.run(self.profiles[args.get("agent") or GENERAL], args, ctx)

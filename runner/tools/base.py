@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import threading
@@ -36,20 +37,38 @@ class ToolError(Exception):
         return {"error": {"type": self.type, "message": self.message, **self.extra}}
 
 
+class Abort(threading.Event):
+    """A stop that also holds when its parent's does: set by the run's signal handler at the root, and by a group of
+    calls that ends early for what still runs in it (runner/engine/batch.py), without stopping the group's siblings.
+    Tools only ask `is_set()`."""
+
+    def __init__(self, parent: threading.Event | None = None) -> None:
+        super().__init__()
+        self.parent = parent
+
+    def is_set(self) -> bool:
+        return super().is_set() or (self.parent is not None and self.parent.is_set())
+
+
 class Shield:
     """Holds a run's interrupt while a tool starts a process: a signal that lands between the fork and the
     tool's try/finally that kills the process group would leave the process running after the run (a
     loaded machine can deschedule the runner for that long). Held, it is raised by `leave`, inside that try.
-    Shared by a run's contexts (a subagent's is a copy): the signal handler sees one."""
+    Shared by a run's contexts (a subagent's is a copy): the signal handler sees one. Calls of one reply and child
+    agents start processes from several threads: the counts are changed under a lock, and a held signal is raised
+    by whichever thread's `leave` ends the last start (on a worker, its call's result carries it to the loop)."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self.active = 0
         self.pending: int | None = None
         self.exiting: int | None = None  # a second signal while a process starts: exit once it is tracked
+        self.signalled: int | None = None  # the run's interrupt, once one came: what a loop that sees `abort` raises
         self.groups: set[int] = set()  # process groups started and not killed yet: a hurried exit kills them
 
     def enter(self) -> None:
-        self.active += 1
+        with self._lock:
+            self.active += 1
 
     def track(self, pgid: int) -> None:
         """Called before `leave`, so no signal can find the process started and not tracked."""
@@ -82,11 +101,14 @@ class Shield:
 
     def leave(self) -> None:
         """The process is started and guarded (or failed to start): a held signal is raised now."""
-        self.active -= 1
-        if self.exiting is not None and not self.active:
-            self.exit_now(self.exiting)
-        if self.pending is not None and not self.active:
-            signum, self.pending = self.pending, None
+        with self._lock:
+            self.active -= 1
+            last = not self.active
+            exiting = self.exiting if last else None
+            signum, self.pending = (self.pending, None) if last else (None, self.pending)
+        if exiting is not None:
+            self.exit_now(exiting)
+        if signum is not None:
             raise Interrupted(signum)
 
 
@@ -96,24 +118,33 @@ class ToolContext:
     protected: tuple[Path, ...] = ()  # never written, whatever the policy says
     deadline: float | None = None  # time.monotonic() at which the run's wall clock ends
     default_timeout_s: float = 120.0
-    abort: threading.Event = field(default_factory=threading.Event)
+    abort: threading.Event = field(default_factory=threading.Event)  # the run stops (or this call's group: Abort)
     shield: Shield = field(default_factory=Shield)  # interrupts held while a process starts (tools/bash.py)
     web: dict[str, Any] = field(default_factory=dict)  # the policy's `web` section (allowPrivateNetworks, ...)
     outputs_dir: Path | None = None  # where spill files go (<run_dir>/outputs); None: not kept
     run_dir: Path | None = None  # this run's directory (memory_search reads its events.jsonl)
     truncation: Limits = field(default_factory=Limits)
     bash: dict[str, Any] = field(default_factory=dict)  # the policy's `bash` section
-    # Decides targets a tool meets while it runs (a redirect's URL); raises ToolError when not allowed.
-    authorize: Callable[[list[Target]], None] | None = None
+    # Decides targets a tool meets while it runs (a redirect's URL), recorded under (call_id, tool); raises
+    # ToolError when not allowed.
+    authorize: Callable[[list[Target], str, str], None] | None = None
     # Decides targets without recording them: a file grep, glob or list meets, skipped unless allowed.
     # None (unit tests, explain): nothing is skipped.
     decide: Callable[[list[Target]], CallDecision] | None = None
-    call_id: str = ""  # the call being run, and its tool: for what `authorize` records
+    call_id: str = ""  # the call being run, and its tool: for what `authorize` records (set by `for_call`)
     call_tool: str = ""
+    # (call_id, tool) -> the egress proxy's decider for that call's processes (runner/engine/call.py net_decider):
+    # a connection is decided and recorded under the call whose command made it, whichever agent's it is.
+    net: Callable[[str, str], Any] | None = None
     # runner.sandbox.runtime.Sandbox: wraps every process a tool starts; None runs it bare.
     sandbox: Any = None
     # runner.record.mask.Masker: what a tool writes to the run directory (spill files) is masked; None keeps it as is.
     masker: Any = None
+
+    def for_call(self, call_id: str, tool: str, abort: threading.Event | None = None) -> ToolContext:
+        """This context for one call: calls of one reply may run at once, each with its own copy (what is
+        shared — the shield, the run's settings — is shared by reference); `abort`: its group's stop."""
+        return dataclasses.replace(self, call_id=call_id, call_tool=tool, abort=abort or self.abort)
 
 
 @dataclass
@@ -136,6 +167,13 @@ class Tool:
     # and these say nothing a model needs; a grammar-constrained server (llama.cpp) allows no other property
     # when the key is absent. An MCP server's schema is sent as given.
     closed_in_spec: ClassVar[bool] = False
+    # "read": cannot change the workspace or the world, may run beside other such calls of a reply
+    # (--parallel-calls); "agent": a child agent (--parallel-agents); None: runs alone, in the model's order.
+    concurrent: str | None = None
+
+    def reserve(self, args: dict[str, Any], call_id: str) -> None:
+        """Called in the model's order once the call is allowed, before it runs (perhaps beside others): for what
+        must not depend on which of several calls starts first. Raises ToolError to refuse the call."""
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
         """What the policy decides for these arguments (see runner.policy.targets)."""

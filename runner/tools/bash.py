@@ -60,59 +60,67 @@ class Bash(Tool):
             timeout = max(0.0, min(timeout, ctx.deadline - time.monotonic()))
         env = scrubbed_env(os.environ, (ctx.bash.get("env") or {}).get("passthrough"))
         argv = ["bash", "-c", args["command"]]
-        if ctx.sandbox is not None:
-            argv, env = ctx.sandbox.wrap(argv, env)
-        spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days, ctx.masker)
-        ctx.shield.enter()  # an interrupt now is held until the process is inside the try below
+        if ctx.sandbox is None:
+            return _run(argv, env, timeout, ctx)
+        # Its connections are decided under this call (and this agent's policy), even beside other agents' commands.
+        with ctx.sandbox.calling(ctx.net(ctx.call_id, ctx.call_tool) if ctx.net else None) as caller:
+            argv, env = ctx.sandbox.wrap(argv, env, caller=caller)
+            return _run(argv, env, timeout, ctx)
+
+
+def _run(argv: list[str], env: dict[str, str], timeout: float, ctx: ToolContext) -> ToolOutput:
+    """One process's life, from its start to its output; kept in one piece for its signal safety."""
+    spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days, ctx.masker)
+    ctx.shield.enter()  # an interrupt now is held until the process is inside the try below
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    except BaseException as exc:
+        spill.close()
+        spill.discard()
+        ctx.shield.leave()  # no process to kill: a held interrupt is raised here
+        if isinstance(exc, OSError):
+            raise ToolError("IOError", f"cannot start bash: {exc}") from None
+        raise
+    ctx.shield.track(proc.pid)  # its own group (start_new_session): a hurried exit of the run kills it
+    timed_out = False
+    pump = threading.Thread(target=_pump, args=(proc, spill), daemon=True)
+    # From here on an interrupt may land anywhere (even while the pump thread starts): everything is
+    # inside the try, so the group is always killed; one that landed while the process started is
+    # raised by `leave`, inside it too.
+    try:
+        ctx.shield.leave()
+        pump.start()
+        end = time.monotonic() + timeout
+        exited = _ExitWaiter(proc)
         try:
-            proc = subprocess.Popen(
-                argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        except BaseException as exc:
-            spill.close()
-            spill.discard()
-            ctx.shield.leave()  # no process to kill: a held interrupt is raised here
-            if isinstance(exc, OSError):
-                raise ToolError("IOError", f"cannot start bash: {exc}") from None
-            raise
-        ctx.shield.track(proc.pid)  # its own group (start_new_session): a hurried exit of the run kills it
-        timed_out = False
-        pump = threading.Thread(target=_pump, args=(proc, spill), daemon=True)
-        # From here on an interrupt may land anywhere (even while the pump thread starts): everything is
-        # inside the try, so the group is always killed; one that landed while the process started is
-        # raised by `leave`, inside it too.
-        try:
-            ctx.shield.leave()
-            pump.start()
-            end = time.monotonic() + timeout
-            exited = _ExitWaiter(proc)
-            try:
-                while proc.poll() is None:
-                    if ctx.abort.is_set() or time.monotonic() >= end:
-                        timed_out = not ctx.abort.is_set()
-                        break
-                    exited.wait(min(0.05, max(0.0, end - time.monotonic())))
-            finally:
-                exited.close()
+            while proc.poll() is None:
+                if ctx.abort.is_set() or time.monotonic() >= end:
+                    timed_out = not ctx.abort.is_set()
+                    break
+                exited.wait(min(0.05, max(0.0, end - time.monotonic())))
         finally:
-            # Also on an exception (an interrupt of the run), and also when the shell exited
-            # normally: background children (`cmd &`) die with the call, as in CI they must.
-            _kill_group(proc, grace_s=0.2 if ctx.abort.is_set() else KILL_GRACE_S)
-            ctx.shield.untrack(proc.pid)  # gone: its number may be reused
-            # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
-            if pump.is_alive():
-                pump.join(timeout=5.0)
-        output, details = spill.finish(ctx.truncation, from_end=True)
-        details["exit_code"] = proc.returncode
-        # Errors carry no pid: what the model sees must not change when nothing else did.
-        if timed_out:
-            raise ToolError("Timeout", f"command killed after {timeout:.1f}s", output=output, **_public(details))
-        if ctx.abort.is_set():
-            raise ToolError("Timeout", "command killed: the run is stopping", output=output, **_public(details))
-        if proc.returncode != 0:
-            raise ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, **_public(details))
-        return ToolOutput(output or "[no output]", {**details, "pid": proc.pid})
+            exited.close()
+    finally:
+        # Also on an exception (an interrupt of the run), and also when the shell exited
+        # normally: background children (`cmd &`) die with the call, as in CI they must.
+        _kill_group(proc, grace_s=0.2 if ctx.abort.is_set() else KILL_GRACE_S)
+        ctx.shield.untrack(proc.pid)  # gone: its number may be reused
+        # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
+        if pump.is_alive():
+            pump.join(timeout=5.0)
+    output, details = spill.finish(ctx.truncation, from_end=True)
+    details["exit_code"] = proc.returncode
+    # Errors carry no pid: what the model sees must not change when nothing else did.
+    if timed_out:
+        raise ToolError("Timeout", f"command killed after {timeout:.1f}s", output=output, **_public(details))
+    if ctx.abort.is_set():
+        raise ToolError("Timeout", "command killed: the run is stopping", output=output, **_public(details))
+    if proc.returncode != 0:
+        raise ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, **_public(details))
+    return ToolOutput(output or "[no output]", {**details, "pid": proc.pid})
 
 
 def _refuse_nul(command: str) -> None:

@@ -33,6 +33,7 @@ MAX_SCAN_BYTES = 256 * 1024 * 1024
 class Grep(Tool):
     name = "grep"
     domain = "read"
+    concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "Search files under path (default '.') for a Python regex (include: a glob on paths); skips binary files "
         "and gitignored ones unless path names them."

@@ -24,6 +24,7 @@ MAX_RESULT_CHARS = 12_000  # the whole answer stays small whatever the limit
 class MemorySearch(Tool):
     name = "memory_search"
     domain = "read"
+    concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "Search this run's earlier tool outputs (even cleared ones) and your messages for all words of query, any "
         f"case. Newest first; limit default {DEFAULT_LIMIT}, max {MAX_LIMIT}."

@@ -27,6 +27,7 @@ SEEN_AS_BYTES = 4 * 1024 * 1024  # a git config or credentials file is read whol
 class Read(Tool):
     name = "read"
     domain = "read"
+    concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         f"Read a text file, numbered: limit lines (default {DEFAULT_LIMIT}) from offset (1-based)."
     )

@@ -85,6 +85,7 @@ class Fetched:
 class WebFetch(Tool):
     name = "web_fetch"
     domain = "web_fetch"
+    concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "GET an http(s) URL as text (HTML as Markdown, 5 redirects at most); private hosts only if the policy "
         "names them; body cut at max_bytes (default: 5 MB or the policy's cap)."
@@ -117,7 +118,8 @@ class WebFetch(Tool):
         authorize = ctx.authorize
         got = fetch(args["url"], allow_private=bool(web.get("allowPrivateNetworks", False)),
                     max_bytes=max_bytes, end=time.monotonic() + timeout, abort=ctx.abort,
-                    authorize=(lambda u: authorize(targets_for("web_fetch", u, ctx.workspace))) if authorize else None,
+                    authorize=(lambda u: authorize(targets_for("web_fetch", u, ctx.workspace), ctx.call_id,
+                                                    ctx.call_tool)) if authorize else None,
                     named_exactly=exact_in(ctx))
         try:
             with until(ctx.deadline):  # a page of pathological HTML converts slowly, and no step of it returns

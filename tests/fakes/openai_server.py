@@ -74,6 +74,7 @@ class Step:
     interval: float = 0.0
     content_type: str = "application/json"
     piece: int | None = None  # characters per streamed chunk (default: 7 of content, 5 of arguments)
+    count: int = 0  # gather: how many requests must wait together
 
 
 NO_USAGE: dict[str, int] = {}  # `reply(usage=NO_USAGE)`: the response carries no usage at all
@@ -88,6 +89,13 @@ def reply(content: str | None = None, calls: list[tuple[str, Any]] | None = None
 
 def error(status: int, headers: dict[str, str] | None = None, body: Any = None) -> Step:
     return Step("error", status=status, headers=dict(headers or {}), body=body)
+
+
+def gather(count: int, then: Step, timeout_s: float = 30.0) -> Step:
+    """Answer `then` once `count` gathered requests (this one included) have arrived, or after `timeout_s`: requests
+    sent one after another each wait it out, requests sent at once go on together. `FakeOpenAI.peak` is how many
+    waited here at the same time (what a concurrency test asserts; the timeout only bounds a sequential client)."""
+    return Step("gather", body=then, seconds=timeout_s, count=count)
 
 
 def hang(seconds: float) -> Step:
@@ -144,6 +152,10 @@ class FakeOpenAI:
         self._turn = 0
         # marker -> (its turn counter, its steps): a conversation's own script (see `route`)
         self._routes: dict[str, tuple[list[int], list[Step]]] = {}
+        self._gathered = threading.Condition()
+        self._arrived = 0  # gather steps reached so far
+        self._waiting = 0  # gather steps waiting now
+        self.peak = 0  # the most gather steps waiting at once
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -180,6 +192,12 @@ class FakeOpenAI:
 
     def add(self, *steps: Step) -> FakeOpenAI:
         self.script.extend(steps)
+        return self
+
+    def restart(self) -> FakeOpenAI:
+        """Number the next run's replies (and their call ids) from 1 again, as a fresh server would."""
+        with self._lock:
+            self._turn = 0
         return self
 
     def route(self, marker: str, *steps: Step) -> FakeOpenAI:
@@ -228,6 +246,16 @@ class FakeOpenAI:
             counter[0] += 1
             return counter[0], script.pop(0)
 
+    def _gather(self, step: Step) -> Step:
+        with self._gathered:
+            self._arrived += 1
+            self._waiting += 1
+            self.peak = max(self.peak, self._waiting)
+            self._gathered.notify_all()
+            self._gathered.wait_for(lambda: self._arrived >= step.count or self._closing.is_set(), timeout=step.seconds)
+            self._waiting -= 1
+        return step.body
+
     def _handle(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         if not h.path.endswith("/chat/completions"):
             return _send_json(h, 404, {"error": {"message": f"no route {h.path}"}})
@@ -237,6 +265,8 @@ class FakeOpenAI:
             with self._lock:
                 script = self._queue(body)[1]
                 step = script.pop(0) if script else None
+        if step is not None and step.kind == "gather":
+            step = self._gather(step)
         if step is None:
             return _send_json(h, 400, {"error": {"message": "fake server: script exhausted", "type": "test"}})
         if self.shape is not None:

@@ -24,7 +24,7 @@ BASE = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent-home", "LANG": "C.UTF-8",
 def test_start_lists_tools_and_server_info(toolbox: McpServer, tmp_path: Path) -> None:
     assert toolbox.server_info == {"name": "toolbox", "version": "1.2.3"}
     names = [t["name"] for t in toolbox.tools]
-    assert names == ["shout", "picture", "broken", "hang", "die", "environment", "git_status"]
+    assert names == ["shout", "picture", "broken", "hang", "gather", "nap", "die", "environment", "git_status"]
     shout = toolbox.tools[0]
     assert shout["description"] == "Echo the text back, upper-cased."
     assert shout["inputSchema"]["properties"]["text"]["type"] == "string"

@@ -202,7 +202,7 @@ def test_a_servers_connections_are_recorded_decisions(tmp_path: Path) -> None:
 
 def test_tools_skip_unusable_names_and_cap_descriptions() -> None:
     runtime = McpRuntime(None, None)  # type: ignore[arg-type]
-    runtime.servers = {"s": SimpleNamespace(tools=[  # type: ignore[dict-item]
+    runtime.servers = {"s": SimpleNamespace(config=SimpleNamespace(read_only_tools=()), tools=[  # type: ignore[dict-item]
         {"name": "", "description": "no name"}, {"name": None}, {"description": "nameless"},
         {"name": "long", "description": "x" * 10_000, "inputSchema": {"$schema": "x", "properties": {}}},
         {"name": "plain"}])}

@@ -106,3 +106,32 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return "\nState:\tZ" not in status
+
+
+def test_children_running_commands_at_once_each_have_their_connections_decided_as_theirs(
+        fake, workspace, agent_run, tmp_path):
+    # Two children's commands run at the same time (each waits for the other's file before it fetches): each
+    # connection names its command's token, so each is decided and recorded under its own child, and neither is
+    # refused as "several running, no caller named".
+    target = HTTPTarget()
+    policy = tmp_path / "net.jsonc"
+    policy.write_text(json.dumps({"extends": "ci", "permission": {"rules": [
+        {"domain": "task", "pattern": "agent:**", "decision": "allow"}]},
+        "sandbox": {"mode": "required", "network": {"allow": [f"127.0.0.1:{target.port}"]}}}))
+    fake.add(reply(calls=[("task", {"description": f"part {i}", "prompt": f"CHILD-{i}: fetch"}) for i in (0, 1)]),
+             reply("done"))
+    for i in (0, 1):
+        both = (f"python3 -c \"import os, time, urllib.request as u; open('ready-{i}', 'w').close(); "
+                f"[time.sleep(0.05) for _ in range(400) if not os.path.exists('ready-{1 - i}')]; "
+                f"print('together' if os.path.exists('ready-{1 - i}') else 'alone'); "
+                f"print(u.urlopen('http://127.0.0.1:{target.port}/x', timeout=10).read().decode())\"")
+        fake.route(f"CHILD-{i}", reply(calls=[("bash", {"command": both})]), reply(f"{i} ok"))
+    r = agent_run("--policy", str(policy), "--approve", "bash:shell:python3 *", "--approve", "edit:ready-*",
+                  "task.md")
+    assert r.code == 0, r.stderr
+    fetched = [e for e in r.of_type("tool_result") if e["tool"] == "bash"]
+    assert len(fetched) == 2 and all("hello from the allowed host" in e["content"] for e in fetched), fetched
+    assert all(e["content"].startswith("together") for e in fetched)  # the two commands ran at the same time
+    requests = r.of_type("network_request")
+    assert sorted((e["agent"]["id"], e["call_id"], e["decision"]) for e in requests) == [
+        ("a1", "call_1_0", "allow"), ("a2", "call_1_0", "allow")]

@@ -360,3 +360,23 @@ def test_a_bad_port_or_bracket_gets_400(tmp_path: Path, request_bytes: bytes) ->
         assert _status(_exchange(proxy, request_bytes)) == 400
     finally:
         proxy.close()
+
+
+def test_a_request_naming_a_callers_token_is_decided_by_that_caller(proxy: EgressProxy, decider: Decider,
+                                                                    origin: Origin) -> None:
+    # Several agents' commands run at once: each command's proxy URL carries its own token (Sandbox.calling), and
+    # its connections are decided under its own call, never under a sibling's or the run's.
+    import base64
+
+    first, second = Decider(Verdict(False, False, "first")), Decider(Verdict(True, True))
+    proxy.callers.update({"tok-1": first, "tok-2": second})
+
+    def auth(token: str) -> str:
+        return f"Proxy-Authorization: Basic {base64.b64encode(f'agent-run:{token}'.encode()).decode()}\r\n"
+
+    assert _status(_exchange(proxy, _get(origin.port, "/one", extra=auth("tok-1")))) == 403
+    response = _exchange(proxy, _get(origin.port, "/two", extra=auth("tok-2")))
+    assert _status(response) == 200 and _body(response) == "hello from /two"
+    assert "proxy-authorization" not in origin.requests[-1][2]  # the token never leaves for the origin
+    assert _status(_exchange(proxy, _get(origin.port, "/three", extra=auth("unknown")))) == 200  # the default
+    assert (first.calls, len(second.calls), len(decider.calls)) == ([("127.0.0.1", origin.port)], 1, 1)

@@ -427,7 +427,7 @@ def test_each_redirect_hop_is_decided_and_recorded(ws, base):
     # An open redirect on an allowed URL must not lead to a URL the policy does not allow, and the
     # denial is an audit event like any other (so it reaches summary.json and the exit code).
     from runner.core.events import PermissionDecision
-    from runner.engine.call import CallEnv, authorize_within
+    from runner.engine.call import CallEnv, bind_hooks
     from runner.policy.load import load_policy
     from runner.tools.registry import core_tools
 
@@ -437,7 +437,7 @@ def test_each_redirect_hop_is_decided_and_recorded(ws, base):
     events = []
     ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True}, call_id="call_7", call_tool="web_fetch")
     env = CallEnv(core_tools(), load_policy(str(ws / "p.jsonc")), ctx, "run")
-    ctx.authorize = lambda targets: authorize_within(env, events.append, targets)
+    bind_hooks(env, events.append)
     err = error(ctx, url=f"{base}/hops/2")
     assert err.type == "ToolNotAllowed"
     assert "redirect from" in err.message and "/hops/1" in err.message

@@ -50,6 +50,32 @@ def hang() -> str:
         time.sleep(1)
 
 
+_GATHER = {"arrived": 0, "waiting": 0, "peak": 0}
+
+
+@server.tool(description="Waits until COUNT calls have arrived (or TIMEOUT_S seconds pass), then says how many waited "
+                         "at once.")
+async def gather(count: int, timeout_s: float = 30.0) -> str:
+    import anyio
+
+    _GATHER["arrived"] += 1
+    _GATHER["waiting"] += 1
+    _GATHER["peak"] = max(_GATHER["peak"], _GATHER["waiting"])
+    end = time.monotonic() + timeout_s
+    while _GATHER["arrived"] < count and time.monotonic() < end:
+        await anyio.sleep(0.01)
+    _GATHER["waiting"] -= 1
+    return f"peak {_GATHER['peak']}"
+
+
+@server.tool(description="Sleeps SECONDS, then answers (a server with a fixed latency: bench/bench_parallel.py).")
+async def nap(seconds: float) -> str:
+    import anyio
+
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
+
+
 @server.tool(description="Kills its own server process mid-call.")
 def die() -> str:
     sys.stderr.write("toolbox: dying on purpose\n")

@@ -1,0 +1,146 @@
+"""The calls of one model reply, run through the hooks (runner/engine/call.py): in the model's order, except that
+a run of consecutive calls that cannot change the workspace or the world (tools marked `concurrent = "read"`:
+read, grep, glob, list, memory_search, web_fetch, skill, MCP tools the trusted config marks read-only), or a run of
+consecutive `task` calls (child agents, `concurrent = "agent"`), runs at once, up to `--parallel-calls` and
+`--parallel-agents`.
+
+What stays sequential, so that a run with concurrency decides, records and stops as the same run without it:
+- each call is recorded (`tool_call`) and decided by the policy (`permission_decision`) on the loop's thread, in
+  the model's order, before any of the group runs; a group ends at a call that was refused or denied (the denial
+  guard may stop the run there), at a `skill` call (what it loads narrows the calls after it), and before a call
+  identical to one already in it (the doom-loop guard counts repeats);
+- results are admitted (context stage 1), seen by the guards and recorded (`tool_result`) in the model's order, each
+  as soon as it and every call before it have finished; the tool messages go back in that order, so the prompt is
+  byte for byte a sequential run's.
+
+A group that ends early (a guard's stop, an interrupt, the run's clock) stops what still runs in it (its `abort`) and
+waits for it: nothing of the group outlives the loop, and no event is written after the run's last.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass
+from typing import Any
+
+from runner.core.events import Emit
+from runner.engine.call import Begun, CallEnv, begin, execute, fingerprint, finish
+from runner.tools.base import Abort, ToolError, ToolOutput
+
+# How long a group that ends early waits for the calls still running in it, after telling them to stop: they check
+# `abort` between steps (a process is killed within 0.2 s, a child agent stops before its next request or call).
+STOP_WAIT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Parallel:
+    calls: int = 4  # --parallel-calls: read-only calls at once; 1 runs them one by one
+    agents: int = 4  # --parallel-agents: child agents at once
+
+
+def parallel_of(settings: Any) -> Parallel:
+    """From runner.engine.settings.Settings (--parallel-calls, --parallel-agents)."""
+    return Parallel(calls=settings.parallel_calls, agents=settings.parallel_agents)
+
+
+def run_calls(calls: list[dict[str, Any]], env: CallEnv, turn: int, emit: Emit, *, source: str | None,
+              parallel: Parallel, before: Callable[[], float | None]) -> list[str]:
+    """The `tool` message contents for `calls`, in their order. `before` is called before each call is started
+    (the loop's clock: it raises when the run's time is up) and returns the seconds left (None: no limit)."""
+    contents: list[str] = []
+    index = 0
+    while index < len(calls):
+        limit = _limit(_kind(calls[index], env), parallel)
+        if limit <= 1:
+            before()
+            contents.append(finish(begun := begin(calls[index], env, turn, emit, source=source, index=index),
+                                   execute(begun, env), env, emit))
+            index += 1
+            continue
+        group = _begin_group(calls, index, env, turn, emit, source, before)
+        contents.extend(_run_group(group, env, emit, limit, before))
+        index += len(group)
+    return contents
+
+
+def _kind(call: dict[str, Any], env: CallEnv) -> str | None:
+    tool = env.registry.get(call.get("function", {}).get("name", ""))
+    return getattr(tool, "concurrent", None) if tool is not None else None
+
+
+def _limit(kind: str | None, parallel: Parallel) -> int:
+    return parallel.calls if kind == "read" else parallel.agents if kind == "agent" else 1
+
+
+def _begin_group(calls: list[dict[str, Any]], start: int, env: CallEnv, turn: int, emit: Emit, source: str | None,
+                 before: Callable[[], float | None]) -> list[Begun]:
+    """The calls from `start` that run together, each recorded and decided (see the module's docstring)."""
+    kind = _kind(calls[start], env)
+    group: list[Begun] = []
+    seen: set[str] = set()
+    for index in range(start, len(calls)):
+        call = calls[index]
+        function = call.get("function", {})
+        same = fingerprint(function.get("name", ""), function.get("arguments", ""))
+        if group and (_kind(call, env) != kind or same in seen):
+            break
+        before()
+        begun = begin(call, env, turn, emit, source=source, index=index)
+        group.append(begun)
+        seen.add(same)
+        if begun.result is not None or begun.name == "skill":
+            break
+    return group
+
+
+def _run_group(group: list[Begun], env: CallEnv, emit: Emit, limit: int,
+               before: Callable[[], float | None]) -> list[str]:
+    runnable = [b for b in group if b.result is None]
+    if len(runnable) <= 1:  # nothing to overlap: on the loop's thread, where the tools' own deadlines hold
+        return [finish(b, execute(b, env), env, emit) for b in group]
+    stop = Abort(env.ctx.abort)
+    slots = threading.BoundedSemaphore(limit)
+    futures = {id(b): _start(lambda b=b: execute(b, env, abort=stop), slots) for b in runnable}
+    contents: list[str] = []
+    try:
+        for b in group:
+            result = b.result if b.result is not None else _wait(futures[id(b)], before)
+            contents.append(finish(b, result, env, emit))
+    except BaseException:
+        stop.set()
+        pending = [f for f in futures.values() if not f.cancel()]
+        wait_futures(pending, timeout=STOP_WAIT_S)
+        raise
+    return contents
+
+
+def _wait(future: Future[ToolOutput | ToolError], before: Callable[[], float | None]) -> ToolOutput | ToolError:
+    """The call's result, waited for in slices so the run's clock is checked (`before` raises when it is up): a
+    worker is not bounded by `until` (SIGALRM is the main thread's), so the loop bounds it."""
+    while True:
+        left = before()
+        done, _ = wait_futures([future], timeout=min(left, 0.5) if left is not None else 0.5)
+        if done:
+            return future.result()
+
+
+def _start(work: Callable[[], ToolOutput | ToolError], slots: threading.BoundedSemaphore,
+           ) -> Future[ToolOutput | ToolError]:
+    """`work` on a daemon thread once a slot is free. Daemon: a run that ends on its clock leaves a call that does
+    not stop behind instead of hanging the process's exit (a ThreadPoolExecutor's threads are joined at exit)."""
+    future: Future[ToolOutput | ToolError] = Future()
+
+    def target() -> None:
+        with slots:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # re-raised on the loop's thread, in the model's order
+                future.set_exception(exc)
+
+    threading.Thread(target=target, name="tool-call", daemon=True).start()
+    return future
