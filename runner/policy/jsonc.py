@@ -10,6 +10,7 @@ MAX_DEPTH is an error on either path, never a RecursionError.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
@@ -33,21 +34,47 @@ class PolicyError(Exception):
 @dataclass
 class Located:
     value: Any
-    # Position (line, col), 1-based, of each value; and of each object key,
-    # which is where "unknown key" errors should point.
-    values: dict[Path, tuple[int, int]] = field(default_factory=dict)
-    keys: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    # Position of each value, and of each object key (where "unknown key" errors should point): (line, col),
+    # 1-based; or, from the fast parser, an offset into `text`, turned into (line, col) when asked for (most
+    # positions are never asked for: computing them all cost a 5,000-rule policy a third of its load time).
+    values: dict[Path, Any] = field(default_factory=dict)
+    keys: dict[Path, Any] = field(default_factory=dict)
+    text: str | None = None  # set when the tables hold offsets
+    _newlines: list[int] | None = field(default=None, repr=False)
 
     def position(self, path: Path, *, key: bool = False) -> tuple[int, int]:
         """The nearest known position: the path itself, else its closest ancestor."""
         table = self.keys if key else self.values
         while path:
             if path in table:
-                return table[path]
+                return self._line_col(table[path])
             if path in self.values:
-                return self.values[path]
+                return self._line_col(self.values[path])
             path = path[:-1]
-        return self.values.get((), (1, 1))
+        return self._line_col(self.values.get((), (1, 1)))
+
+    def _line_col(self, where: Any) -> tuple[int, int]:
+        if self.text is None or isinstance(where, tuple):
+            return where
+        return line_col(self.text, where, self._lines())
+
+    def _lines(self) -> list[int]:
+        if self._newlines is None:
+            self._newlines = newlines(self.text or "")
+        return self._newlines
+
+
+def newlines(text: str) -> list[int]:
+    return [m.start() for m in _NEWLINE.finditer(text)]
+
+
+def line_col(text: str, offset: int, lines: list[int]) -> tuple[int, int]:
+    """1-based (line, col) of `offset`; `lines` are the offsets of the text's newlines (`newlines`)."""
+    before = bisect.bisect_left(lines, offset)
+    return before + 1, offset - (lines[before - 1] + 1 if before else 0) + 1
+
+
+_NEWLINE = re.compile("\n")
 
 
 def _pos(node: Any) -> tuple[int, int]:
@@ -148,16 +175,19 @@ def _walk(node: Any, path: Path, out: Located, file: str) -> Any:
 
 MAX_DEPTH = 64  # a policy nests 4 deep; far deeper is an attack on the parser, not a policy
 
-# One token per match; `other` catches what the fast path leaves to json-five (JSON5-only syntax
-# such as hex numbers or unquoted values, and every syntax error, whose wording json-five gives).
+# One token per match, the whitespace and comments before it skipped by the same match (possessively: no
+# backtracking into them), so the Python loop sees only tokens; `end` matches once nothing but them is left.
+# `other` catches what the fast path leaves to json-five (JSON5-only syntax such as hex numbers or unquoted
+# values, and every syntax error, whose wording json-five gives).
 _TOKEN = re.compile(r"""
-    (?P<skip>[ \t\r\n]+|//[^\n]*|/\*.*?\*/)
-  | (?P<punct>[{}\[\]:,])
-  | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<number>(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![0-9A-Za-z_$.]))
-  | (?P<sign>[+-])
-  | (?P<word>[A-Za-z_$][A-Za-z0-9_$]*(?![^\x00-\x7f]))
-  | (?P<other>.)
+    (?:[ \t\r\n]+|//[^\n]*|/\*.*?\*/)*+
+    (?: (?P<punct>[{}\[\]:,])
+      | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+      | (?P<number>(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![0-9A-Za-z_$.]))
+      | (?P<sign>[+-])
+      | (?P<word>[A-Za-z_$][A-Za-z0-9_$]*(?![^\x00-\x7f]))
+      | (?P<end>\Z)
+      | (?P<other>.))
 """, re.VERBOSE | re.DOTALL)
 
 
@@ -180,22 +210,16 @@ class _Fast:
 
     def __init__(self, text: str, file: str) -> None:
         self.file = file
-        self.tokens: list[tuple[str, str, int, int]] = []  # kind, text, line, col
-        line, line_start, last = 1, 0, 0
-        for match in _TOKEN.finditer(text):
-            kind = match.lastgroup or "other"
-            if kind == "skip":
-                continue
-            pos = match.start()
-            newlines = text.count("\n", last, pos)
-            if newlines:
-                line += newlines
-                line_start = text.rfind("\n", last, pos) + 1
-            last = pos
-            self.tokens.append((kind, match.group(), line, pos - line_start + 1))
+        self.text = text
+        self.tokens: list[tuple[str, str, int]] = [  # kind, text, offset
+            (kind, match.group(kind), match.start(kind)) for match in _TOKEN.finditer(text)
+            if (kind := match.lastgroup or "other") != "end"]
         self.i = 0
-        self.located = Located(None)
+        self.located = Located(None, text=text)
         self.deferred: PolicyError | None = None
+
+    def _line_col(self, offset: int) -> tuple[int, int]:
+        return self.located._line_col(offset)
 
     def parse(self) -> Located:
         if not self.tokens:
@@ -208,44 +232,44 @@ class _Fast:
         return self.located
 
     def _stop(self) -> NoReturn:
-        _, text, line, col = self.tokens[min(self.i, len(self.tokens) - 1)]
-        raise _NotFast(line, col, text)
+        _, text, at = self.tokens[min(self.i, len(self.tokens) - 1)]
+        raise _NotFast(*self._line_col(at), text)
 
-    def _defer(self, line: int, col: int, message: str) -> None:
+    def _defer(self, at: int, message: str) -> None:
         if self.deferred is None:
-            self.deferred = PolicyError(self.file, line, col, message)
+            self.deferred = PolicyError(self.file, *self._line_col(at), message)
 
     def _value(self, path: Path, depth: int) -> Any:
         if self.i >= len(self.tokens):
             self._stop()
-        kind, text, line, col = self.tokens[self.i]
-        self.located.values[path] = (line, col)
+        kind, text, at = self.tokens[self.i]
+        self.located.values[path] = at
         self.i += 1
         if text == "{" or text == "[":
             if depth >= MAX_DEPTH:
-                raise PolicyError(self.file, line, col, f"invalid JSONC: nested deeper than {MAX_DEPTH} levels")
+                raise PolicyError(self.file, *self._line_col(at),
+                                  f"invalid JSONC: nested deeper than {MAX_DEPTH} levels")
             return self._object(path, depth + 1) if text == "{" else self._array(path, depth + 1)
         if kind == "string":
-            return self._string(text, line, col)
+            return self._string(text, at)
         if kind == "number":
             return float(text) if any(c in text for c in ".eE") else int(text)
         if kind == "word" and text in _WORDS:
             return _WORDS[text]
         if kind == "sign" and self.i < len(self.tokens):
-            nkind, ntext, nline, ncol = self.tokens[self.i]
-            if nline == line and ncol == col + 1 and (nkind == "number" or ntext in ("Infinity", "NaN")):
+            nkind, ntext, nat = self.tokens[self.i]
+            if nat == at + 1 and (nkind == "number" or ntext in ("Infinity", "NaN")):
                 self.i += 1
                 if nkind == "number":
                     number = float(ntext) if any(c in ntext for c in ".eE") else int(ntext)
                     return -number if text == "-" else number
                 text = ntext
         if text in ("Infinity", "NaN"):
-            self._defer(line, col, "Infinity and NaN are not allowed in a policy")
+            self._defer(at, "Infinity and NaN are not allowed in a policy")
             return None
-        raise _NotFast(line, col, text)
+        raise _NotFast(*self._line_col(at), text)
 
-    @staticmethod
-    def _string(text: str, line: int, col: int) -> str:
+    def _string(self, text: str, at: int) -> str:
         if "\\" not in text:
             return text[1:-1]
         if text[0] == '"':
@@ -253,7 +277,7 @@ class _Fast:
                 return json.loads(text, strict=False)
             except ValueError:
                 pass
-        raise _NotFast(line, col, text)  # JSON5-only escapes (`\'`, `\x41`, a line continuation)
+        raise _NotFast(*self._line_col(at), text)  # JSON5-only escapes (`\'`, `\x41`, a line continuation)
 
     def _object(self, path: Path, depth: int) -> dict[str, Any]:
         obj: dict[str, Any] = {}
@@ -261,12 +285,12 @@ class _Fast:
         while True:
             if self.i >= len(tokens):
                 self._stop()
-            kind, text, line, col = tokens[self.i]
+            kind, text, at = tokens[self.i]
             if text == "}":
                 self.i += 1
                 return obj
             if kind == "string":
-                name = self._string(text, line, col)
+                name = self._string(text, at)
             elif kind == "word":
                 name = text
             else:
@@ -277,8 +301,8 @@ class _Fast:
             self.i += 1
             child = (*path, name)
             if name in obj:
-                self._defer(line, col, f"duplicate key '{name}'")
-            self.located.keys[child] = (line, col)
+                self._defer(at, f"duplicate key '{name}'")
+            self.located.keys[child] = at
             obj[name] = self._value(child, depth)
             if self.i < len(tokens) and tokens[self.i][1] == ",":
                 self.i += 1

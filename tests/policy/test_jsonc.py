@@ -24,21 +24,21 @@ def test_parse_returns_plain_values():
 
 def test_parse_keeps_value_positions():
     located = parse(TEXT, "p.jsonc")
-    assert located.values[()] == (2, 1)
+    assert located.position(()) == (2, 1)
     # Comments before a key or value shift the column; the position is the token's own.
-    assert located.values[("a",)] == (3, 33)
-    assert located.values[("b",)] == (4, 6)
-    assert located.values[("list", 0)] == (5, 12)
+    assert located.position(("a",)) == (3, 33)
+    assert located.position(("b",)) == (4, 6)
+    assert located.position(("list", 0)) == (5, 12)
     # A negative number is located at its sign.
-    assert located.values[("list", 1)] == (5, 15)
-    assert located.values[("nested", "n")] == (6, 31)
+    assert located.position(("list", 1)) == (5, 15)
+    assert located.position(("nested", "n")) == (6, 31)
 
 
 def test_parse_keeps_key_positions():
     located = parse(TEXT, "p.jsonc")
-    assert located.keys[("a",)] == (3, 15)
-    assert located.keys[("b",)] == (4, 3)
-    assert located.keys[("nested", "t")] == (6, 15)
+    assert located.position(("a",), key=True) == (3, 15)
+    assert located.position(("b",), key=True) == (4, 3)
+    assert located.position(("nested", "t"), key=True) == (6, 15)
 
 
 def test_position_falls_back_to_nearest_ancestor():
@@ -121,7 +121,11 @@ def _same(text: str) -> None:
     from runner.policy.jsonc import _Fast, parse_json5
 
     fast, slow = _Fast(text, "p.jsonc").parse(), parse_json5(text, "p.jsonc")
-    assert (fast.value, fast.values, fast.keys) == (slow.value, slow.values, slow.keys)
+    assert fast.value == slow.value
+    assert (set(fast.values), set(fast.keys)) == (set(slow.values), set(slow.keys))
+    # The fast path keeps offsets and turns them into (line, col) when asked: the same positions.
+    assert {p: fast.position(p) for p in fast.values} == {p: slow.position(p) for p in slow.values}
+    assert {p: fast.position(p, key=True) for p in fast.keys} == {p: slow.position(p, key=True) for p in slow.keys}
 
 
 def test_fast_path_matches_json5_on_the_shipped_policies():
