@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,7 @@ def render(events: Iterable[Mapping[str, Any]], summary: Mapping[str, Any] | Non
     # Per agent: a subagent's turns and requests interleave with its parent's in the one event log.
     states: dict[str, _Agent] = {}
     depth = 0
-    for e in events:
+    for e in by_agent(events):
         agent = e.get("agent") if isinstance(e.get("agent"), Mapping) else None
         if agent is None and e.get("call_id") == CHECK_CALL_ID:
             check.append(e)
@@ -163,6 +163,46 @@ def render(events: Iterable[Mapping[str, Any]], summary: Mapping[str, Any] | Non
     out += _denials(s.get("denials") or [])
     out += _usage(s)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def by_agent(events: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """The events, each subagent's in one piece: children that ran at once (--parallel-agents) interleave in the
+    log, so a child's events are held until its `subagent_finished` and given together there, nested in the block
+    of the agent one level up that is still running (the latest started: exact unless that level ran at once
+    too). A child that never finished (an interrupted run) is given, as far as it went, before the run's own next
+    event that is not part of a reply's calls (the interruption, the run's end). Only running children's events are
+    held."""
+    held: dict[str, list[Mapping[str, Any]]] = {}  # a running child's events (and its finished children's)
+    running: dict[int, list[str]] = {}  # depth -> running children's ids, in the order they started
+    for e in events:
+        agent = e.get("agent") if isinstance(e.get("agent"), Mapping) else None
+        if agent is None:
+            if e.get("type") not in _CALL_EVENTS:
+                for block in held.values():
+                    yield from block
+                held.clear()
+                running.clear()
+            yield e
+            continue
+        aid, level = str(agent.get("id")), int(agent.get("depth") or 1)
+        if aid not in held:
+            held[aid] = []
+            running.setdefault(level, []).append(aid)
+        held[aid].append(e)
+        if e.get("type") != "subagent_finished":
+            continue
+        block = held.pop(aid)
+        running[level].remove(aid)
+        above = running.get(level - 1)
+        if level > 1 and above:
+            held[above[-1]].extend(block)
+        else:
+            yield from block
+    for block in held.values():
+        yield from block
+
+
+_CALL_EVENTS = frozenset({"tool_call", "permission_decision", "tool_result", "guard_warning"})
 
 
 def _requote(out: list[str], depth: int, to: int) -> None:

@@ -104,3 +104,37 @@ def test_a_grandchild_is_quoted_twice_and_an_unfinished_child_is_closed():
     assert "> > **Subagent a2 finished: success**" in text and "· 1 turns · 0 tool calls\n" in text
     assert "\n>\n> → ok (11 bytes)\n>\n> ```text\n> deep answer\n> ```\n\n🛑 **Interrupted** by SIGTERM" in text
     assert "## Final answer\n\n*(none)*" in text
+
+
+def test_children_that_ran_at_once_are_each_shown_in_one_piece():
+    # --parallel-agents: two children's events interleave in the log; the transcript shows each child's turns
+    # together, where it finished, before the parent's result of its task call.
+    a1 = {"id": "a1", "name": "general", "parent_call_id": "c0", "depth": 1}
+    a2 = {"id": "a2", "name": "general", "parent_call_id": "c1", "depth": 1}
+
+    def child(agent, kind, **more):
+        return {"type": kind, "agent": agent, **more}
+
+    events = [
+        {"type": "model_request", "turn": 1, "agent": None},
+        {"type": "model_response", "turn": 1, "agent": None, "message": {"content": "", "tool_calls": [{}, {}]}},
+        {"type": "tool_call", "turn": 1, "call_id": "c0", "tool": "task", "arguments": "{}", "agent": None},
+        {"type": "tool_call", "turn": 1, "call_id": "c1", "tool": "task", "arguments": "{}", "agent": None},
+        child(a1, "subagent_started", call_id="c0", name="general", description="first"),
+        child(a2, "subagent_started", call_id="c1", name="general", description="second"),
+        child(a1, "model_request", turn=1), child(a2, "model_request", turn=1),
+        child(a2, "model_response", turn=1, message={"content": "second answer"}),
+        child(a1, "model_response", turn=1, message={"content": "first answer"}),
+        child(a2, "subagent_finished", call_id="c1", status="success", turns=1, tool_calls=0, usage={}),
+        child(a1, "subagent_finished", call_id="c0", status="success", turns=1, tool_calls=0, usage={}),
+        {"type": "tool_result", "call_id": "c0", "tool": "task", "ok": True, "bytes": 12, "content": "first answer",
+         "agent": None},
+        {"type": "tool_result", "call_id": "c1", "tool": "task", "ok": True, "bytes": 13, "content": "second answer",
+         "agent": None},
+    ]
+    text = render(events, {"status": "success", "exit_code": 0, "answer": "done"})
+    first, second = text.index("Subagent a1 (general): first"), text.index("Subagent a2 (general): second")
+    first_end, second_end = text.index("Subagent a1 finished"), text.index("Subagent a2 finished")
+    assert second < second_end < first < first_end  # a2 finished first: its block comes first, whole
+    assert text.index("> > first answer") < first_end and text.index("> > second answer") < second_end
+    assert first_end < text.index("→ ok (12 bytes)") < text.index("→ ok (13 bytes)")
