@@ -50,6 +50,7 @@ from runner.subagents.delegate import attach
 from runner.tools.readable import policy_decider
 from runner.tools.registry import core_tools
 from runner.tools.skill import SkillTool
+from runner.tools.spill import fallback_dir
 from runner.tools.truncate import Limits as TruncationLimits
 from runner.workspace.git import SafeGit
 from runner.workspace.instructions import InstructionsError, gather
@@ -311,10 +312,12 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     rec.ctx.truncation = TruncationLimits.from_policy(policy.sections.get("truncation", {}))
     rec.ctx.bash = policy.sections.get("bash", {})
     rec.ctx.web = policy.sections.get("web", {})
-    # The agent may always read its own run (spill files, events for memory_search); never write it.
+    # The agent may always read its own run (spill files, events for memory_search; spills that outputs/ could
+    # not take: their fallback directory); never write it.
     # A continued run may read the runs it continues (their spill files are named in its conversation).
+    own = (rec.run_dir, *readable, fallback_dir(rec.ctx.outputs_dir))
     own_outputs = [Rule("read", compile_pattern(exact_pattern(path_target(rec.workspace, d), subtree=True)),
-                        "allow", OWN_OUTPUTS, i) for i, d in enumerate((rec.run_dir, *readable))]
+                        "allow", OWN_OUTPUTS, i) for i, d in enumerate(own)]
     policy = policy.with_rules([*own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
     write_json(rec.run_dir / "policy.json", portable_snapshot(policy.resolved, rec.home or rec.workspace))
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)

@@ -1,8 +1,13 @@
 """`memory_search`: search this run's own events.jsonl — earlier tool outputs, the model's own
-messages, compaction summaries — including what has been cleared from the conversation."""
+messages, compaction summaries — including what has been cleared from the conversation, and its spill
+files, the whole outputs that truncation and pruning cut (in outputs/ or the fallback directory,
+runner/tools/spill.py), each hit named by path and line so the model can `read` around it. Spill files are
+read as written (masked), line by line, within a byte cap per call."""
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +17,7 @@ from runner.policy.model import Target
 from runner.policy.targets import path_target
 from runner.record.jsonl import iter_events
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.spill import SPILL_GLOB, spill_dirs, spill_time
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -19,6 +25,8 @@ CONTEXT_CHARS = 200  # shown on each side of the match
 MAX_SNIPPET_CHARS = 600  # the context of one snippet, header not counted
 MAX_QUERY_CHARS = 200
 MAX_RESULT_CHARS = 12_000  # the whole answer stays small whatever the limit
+MAX_SPILL_BYTES = 64 * 1024 * 1024  # spill text read per call, newest files first
+MAX_SPILL_LINE = 64 * 1024  # a longer line is searched in pieces of this size
 
 
 class MemorySearch(Tool):
@@ -52,7 +60,8 @@ class MemorySearch(Tool):
         limit = max(1, min(int(args.get("limit", DEFAULT_LIMIT)), MAX_LIMIT))
         needle = query.lower()
         words = list(dict.fromkeys(needle.split()))
-        newest: deque[str] = deque(maxlen=limit)  # the file is read forward: keep the last `limit`
+        # (when, snippet); the file is read forward: keep the last `limit`
+        newest: deque[tuple[dt.datetime, str]] = deque(maxlen=limit)
         total = scanned = 0
         try:
             for record in _records(path):
@@ -61,15 +70,23 @@ class MemorySearch(Tool):
                     found = _match(text, needle, words)
                     if found is not None:
                         total += 1
-                        newest.append(f"[seq {record.get('seq', '?')} · {label}] {_snippet(text, *found)}")
+                        newest.append((_when(record.get("ts")),
+                                       f"[seq {record.get('seq', '?')} · {label}] {_snippet(text, *found)}"))
         except OSError as exc:
             raise ToolError("IOError", f"cannot read this run's events: {exc.strerror or exc}") from None
+        spills = SpillScan(needle, words, limit, ctx)
+        spills.scan()
+        total += spills.total
+        details = {"events": scanned, "spill_files": spills.files, "spill_matches": spills.total,
+                   **({"spill_stopped": spills.stop} if spills.stop else {})}
         if not total:
-            return ToolOutput(f"[no match for {query!r} in this run's {scanned} events]",
-                              {"matches": 0, "shown": 0, "events": scanned})
+            where = f"this run's {scanned} events" + (f" and {spills.files} spill files" if spills.files else "")
+            return ToolOutput(f"[no match for {query!r} in {where}{spills.note()}]",
+                              {"matches": 0, "shown": 0, **details})
         shown: list[str] = []
         size = 0
-        for snippet in reversed(newest):
+        # Newest first, events and spill files together (a stable sort: events of one millisecond stay newest first).
+        for _, snippet in sorted([*reversed(newest), *spills.hits], key=lambda hit: hit[0], reverse=True)[:limit]:
             if shown and size + len(snippet) > MAX_RESULT_CHARS:
                 break
             shown.append(snippet)
@@ -77,8 +94,82 @@ class MemorySearch(Tool):
         note = f"[{total} match{'es' if total != 1 else ''} for {query!r}; {len(shown)} shown, newest first"
         if total > len(shown):
             note += "; narrow the query or raise limit for older ones"
-        text = "\n\n".join(shown) + "\n\n" + note + "]"
-        return ToolOutput(text, {"matches": total, "shown": len(shown), "events": scanned})
+        text = "\n\n".join(shown) + "\n\n" + note + spills.note() + "]"
+        return ToolOutput(text, {"matches": total, "shown": len(shown), **details})
+
+
+class SpillScan:
+    """The run's spill files searched line by line, newest file first, up to MAX_SPILL_BYTES in all: a hit
+    names the file and the line. Checks the run's stop and deadline between lines (it may run on a worker
+    thread, where `until` cannot stop it)."""
+
+    def __init__(self, needle: str, words: list[str], limit: int, ctx: ToolContext) -> None:
+        self.needle, self.words, self.limit, self.ctx = needle, words, limit, ctx
+        self.hits: list[tuple[dt.datetime, str]] = []
+        self.total = 0
+        self.files = 0
+        self.bytes = 0
+        self.stop: str | None = None
+
+    def scan(self) -> None:
+        found: list[tuple[dt.datetime, Path]] = []
+        for folder in spill_dirs(self.ctx.outputs_dir):
+            try:
+                found += [(spill_time(p) or _EPOCH, p) for p in folder.glob(SPILL_GLOB) if p.is_file()]
+            except OSError:
+                continue
+        for when, path in sorted(found, reverse=True):
+            if self.stop is not None:
+                break
+            self.files += 1
+            try:
+                self._file(path, when)
+            except OSError:
+                continue  # removed meanwhile (cleanup), or unreadable: the others are still searched
+
+    def _file(self, path: Path, when: dt.datetime) -> None:
+        kept = 0  # a file's own hits are kept up to limit (its first ones)
+        with path.open("rb") as f:
+            number, carry = 0, False
+            while piece := f.readline(MAX_SPILL_LINE):
+                if not carry:
+                    number += 1
+                carry = not piece.endswith(b"\n")  # the line goes on in the next piece
+                self.bytes += len(piece)
+                if self._stopped():
+                    return
+                text = piece.decode("utf-8", "replace")
+                found = _match(text, self.needle, self.words)
+                if found is None:
+                    continue
+                self.total += 1
+                if kept < self.limit:
+                    kept += 1
+                    self.hits.append((when, f"[spill {path} · line {number}] {_snippet(text, *found)}"))
+
+    def _stopped(self) -> bool:
+        if self.stop is None:
+            if self.ctx.abort.is_set():
+                self.stop = "the run is stopping"
+            elif self.ctx.deadline is not None and time.monotonic() >= self.ctx.deadline:
+                self.stop = "the run's time is up"
+            elif self.bytes > MAX_SPILL_BYTES:
+                self.stop = f"{MAX_SPILL_BYTES // (1024 * 1024)} MiB of spill files searched"
+        return self.stop is not None
+
+    def note(self) -> str:
+        return f"; spill search stopped: {self.stop}, older spill files not searched" if self.stop else ""
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _when(ts: Any) -> dt.datetime:
+    """An event's `ts` (RFC 3339, UTC) as a time to order hits by."""
+    try:
+        return dt.datetime.strptime(str(ts), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
+    except ValueError:
+        return _EPOCH
 
 
 def _events_path(ctx: ToolContext) -> Path:

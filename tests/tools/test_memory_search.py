@@ -84,7 +84,7 @@ def test_newest_first_and_limit(ws, run_dir):
     write_events(run_dir, *(result(f"c{i}", "bash", f"run {i}: needle found") for i in range(6)))
     out = search(run_dir, ws, query="needle", limit=2)
     assert headers(out.content) == ["[seq 7 · tool_result · bash c5]", "[seq 6 · tool_result · bash c4]"]
-    assert out.details == {"matches": 6, "shown": 2, "events": 7}
+    assert out.details == {"matches": 6, "shown": 2, "events": 7, "spill_files": 0, "spill_matches": 0}
     assert "6 matches" in out.content and "2 shown" in out.content
     every = search(run_dir, ws, query="needle")
     assert [h.split()[1] for h in headers(every.content)] == ["7", "6", "5", "4", "3", "2"]
@@ -142,3 +142,29 @@ def test_target_is_the_runs_own_event_log(ws, run_dir):
 def test_registered_after_the_others_before_todo():
     # New tools go at the end of the list, so the prefix of earlier recordings' tool arrays stays the same.
     assert core_tools().names[-2:] == ["memory_search", "todo"]
+
+
+def test_spill_files_are_searched_with_their_path_and_line(ws, run_dir):
+    """What truncation cut lives only in a spill file: found there, named by path and line (issue 34 item 3)."""
+    write_events(run_dir, result("c1", "bash", "...cut...\nthe tail"))
+    outputs = run_dir / "outputs"
+    outputs.mkdir()
+    spill = outputs / "tool_20260101T000000000000_abcd1234"
+    spill.write_text("".join(f"line {i}\n" for i in range(1, 500)) + "the MANGO-7 marker\nmore\n")
+    out = MemorySearch().run({"query": "mango-7"}, ToolContext(workspace=ws, run_dir=run_dir, outputs_dir=outputs))
+    assert f"[spill {spill} · line 500] the MANGO-7 marker" in out.content
+    assert out.details["matches"] == 1 and out.details["spill_matches"] == 1 and out.details["spill_files"] == 1
+
+
+def test_the_spill_search_is_capped_and_says_so(ws, run_dir, monkeypatch):
+    from runner.tools import memory_search
+
+    monkeypatch.setattr(memory_search, "MAX_SPILL_BYTES", 1000)
+    write_events(run_dir)
+    outputs = run_dir / "outputs"
+    outputs.mkdir()
+    (outputs / "tool_20260101T000000000000_00000000").write_text("old needle\n")
+    (outputs / "tool_20260102T000000000000_00000000").write_text("x" * 2000 + "\nneedle\n")
+    out = MemorySearch().run({"query": "needle"}, ToolContext(workspace=ws, run_dir=run_dir, outputs_dir=outputs))
+    assert "no match" in out.content and "spill search stopped" in out.content
+    assert out.details["spill_stopped"].endswith("MiB of spill files searched")

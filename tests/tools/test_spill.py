@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from runner.tools.spill import Spill, remove_older_than, spill_text
+from runner.tools.spill import Spill, fallback_dir, remove_older_than, spill_text
 from runner.tools.truncate import Limits
 
 
@@ -111,3 +111,57 @@ def test_spill_text_masks_the_file_only(tmp_path):
     assert out.endswith(TOKEN.decode())
     assert Path(details["output_path"]).read_text() == "x\n" * 30 + "[REDACTED:github-token]"
     assert details["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_when_outputs_cannot_be_written_spills_go_to_runner_temp_and_say_so(tmp_path, monkeypatch):
+    """Issue 34 item 3: nothing cut is lost when the run directory's outputs/ cannot be written."""
+    temp = tmp_path / "runner_temp"
+    temp.mkdir()
+    monkeypatch.setenv("RUNNER_TEMP", str(temp))
+    outputs = tmp_path / "run" / "outputs"
+    outputs.parent.mkdir()
+    outputs.write_text("not a directory")
+    spill = Spill(outputs, window=100)
+    spill.write(b"y\n" * 500)
+    text, details = spill.finish(Limits(10, 100), from_end=True)
+    where = Path(details["output_path"])
+    assert where.parent == fallback_dir(outputs) and where.parent.parent == temp
+    assert where.read_bytes() == b"y\n" * 500 and details["spill_fallback"] and str(where) in text
+    assert (where.parent.stat().st_mode & 0o777) == 0o700
+    _, details = spill_text(outputs, "z\n" * 30, Limits(20, 1000), from_end=False)
+    assert Path(details["output_path"]).parent == fallback_dir(outputs) and details["spill_fallback"]
+
+
+def test_a_spill_that_fails_mid_stream_moves_whole_to_the_fallback(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUNNER_TEMP", str(tmp_path))
+    spill = Spill(tmp_path / "outputs", window=100)
+    spill.write(b"a\n" * 100)
+    real = spill._file
+    assert real is not None
+
+    class Full:
+        closed = False
+
+        def write(self, data):
+            raise OSError(28, "No space left on device")
+
+        def close(self):
+            real.close()
+
+    spill._file = Full()
+    spill.write(b"b\n" * 100)
+    _, details = spill.finish(Limits(10, 100), from_end=True)
+    assert Path(details["output_path"]).read_bytes() == b"a\n" * 100 + b"b\n" * 100
+    assert "No space left" in details["spill_fallback"] and not list((tmp_path / "outputs").iterdir())
+
+
+def test_a_fallback_directory_that_is_not_private_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUNNER_TEMP", str(tmp_path))
+    outputs = tmp_path / "outputs"
+    outputs.write_text("a file")
+    fallback_dir(outputs).mkdir(mode=0o777)
+    fallback_dir(outputs).chmod(0o777)
+    spill = Spill(outputs, window=10)
+    spill.write(b"x\n" * 100)
+    _, details = spill.finish(Limits(10, 10), from_end=True)
+    assert details["output_path"] is None and "not a private directory" in details["spill_error"]
