@@ -72,7 +72,10 @@ class McpTool(Tool):
             hint = "" if exc.kind in ("timeout", "rpc_error") else "; the server is gone for the rest of this run"
             raise ToolError("McpError", f"{exc.message}{hint}", kind=exc.kind, server=self.server) from None
         artifacts = (ctx.run_dir / "mcp" / "artifacts") if ctx.run_dir else None
-        text, details = convert_result(result, artifacts or "mcp-artifacts", ctx.call_id or "call")
+        # A child's call ids repeat its parent's and its siblings' (each conversation numbers its own): its artifacts
+        # are named by its id too, or one child's image would overwrite another's.
+        stem = f"{ctx.agent}-{ctx.call_id or 'call'}" if ctx.agent else (ctx.call_id or "call")
+        text, details = convert_result(result, artifacts or "mcp-artifacts", stem)
         if details.get("is_error"):
             raise ToolError("McpError", text or f"{self.tool} failed (the server gave no message)",
                             kind="tool_error", server=self.server)

@@ -144,7 +144,7 @@ class Delegation:
         if policy.mode == "full_access" and profile.mode == "agent":
             policy = policy.with_mode("agent")  # narrower: `ask` is a denial again (never the other way)
         below = self.depth + 1 < settings.subagent_max_depth
-        child_ctx = dataclasses.replace(ctx, deadline=deadline, call_id="", call_tool="",
+        child_ctx = dataclasses.replace(ctx, deadline=deadline, call_id="", call_tool="", agent=aid,
                                         decide=policy_decider(policy),
                                         truncation=dataclasses.replace(ctx.truncation,
                                                                        delegate=ctx.truncation.delegate and below))

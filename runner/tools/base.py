@@ -131,6 +131,7 @@ class ToolContext:
     # Decides targets without recording them: a file grep, glob or list meets, skipped unless allowed.
     # None (unit tests, explain): nothing is skipped.
     decide: Callable[[list[Target]], CallDecision] | None = None
+    agent: str | None = None  # the subagent whose context this is (its id, `a1`); None: the run's own agent
     call_id: str = ""  # the call being run, and its tool: for what `authorize` records (set by `for_call`)
     call_tool: str = ""
     # (call_id, tool) -> the egress proxy's decider for that call's processes (runner/engine/call.py net_decider):
@@ -178,6 +179,10 @@ class Tool:
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
         """What the policy decides for these arguments (see runner.policy.targets)."""
         raise NotImplementedError
+
+    def risk(self, args: dict[str, Any]) -> str | None:
+        """The call's own risk level before its targets (runner/policy/risk.py); None: by the tool's name."""
+        return None
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         raise NotImplementedError

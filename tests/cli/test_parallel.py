@@ -132,3 +132,15 @@ def test_an_interrupt_stops_every_running_child_and_the_record_stays_whole(fake,
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert sorted(e["agent"]["id"] for e in events if e["type"] == "subagent_finished") == ["a1", "a2", "a3", "a4"]
     assert events[-1]["type"] == "run_finished"
+
+
+def test_children_calling_the_same_mcp_tool_keep_their_artifacts_apart(fake, workspace, agent_run):
+    # Both children's first call is `call_1_0`: each image is kept under its child's id, none overwrites another.
+    config = write_config(workspace, {"box": scripted("toolbox.py")})
+    fake.add(reply(calls=[_task(i) for i in range(2)]), reply("done"))
+    for i in range(2):
+        fake.route(f"{CHILD}-{i}", reply(calls=[("mcp__box__picture", {})]), reply(f"answer {i}"))
+    r = agent_run("--policy", _policy(workspace), "--mcp-config", config, "--approve", "mcp:mcp:box/*", "task.md")
+    assert r.code == 0, r.stderr
+    artifacts = sorted(p.name for p in (r.run_dir / "mcp" / "artifacts").iterdir())
+    assert len(artifacts) == 4 and {a.split("-")[0] for a in artifacts} == {"a1", "a2"}, artifacts
