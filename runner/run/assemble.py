@@ -322,7 +322,9 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     write_json(rec.run_dir / "policy.json", portable_snapshot(policy.resolved, rec.home or rec.workspace))
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
     guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
-    env = CallEnv(core_tools(), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards, home=rec.home)
+    # web_search only when the trusted environment names a search endpoint (runner/tools/web_search.py).
+    tools = core_tools(search_url=(environ or {}).get("AGENT_RUN_SEARCH_URL") or None)
+    env = CallEnv(tools, policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards, home=rec.home)
     bind_hooks(env, rec.emit)
     # Files grep, glob and list meet: decided like a read, not recorded; skipped unless allowed.
     rec.ctx.decide = policy_decider(env.policy)

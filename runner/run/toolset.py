@@ -16,7 +16,7 @@ from typing import Any
 
 from runner.core.events import RunWarning
 from runner.core.outcome import UsageError
-from runner.tools.registry import Registry, core_tools
+from runner.tools.registry import OPTIONAL, Registry, core_tools
 
 MCP_PREFIX = "mcp__"
 SOURCE = "--tools (or AGENT_RUN_TOOLS)"
@@ -25,7 +25,7 @@ ADDED = ("skill", "task")
 
 
 def builtin_names() -> list[str]:
-    return [*core_tools().names, *ADDED]
+    return [*core_tools().names, *OPTIONAL, *ADDED]
 
 
 def tools_problem(spec: str | None) -> str | None:
@@ -85,7 +85,8 @@ def pick(rec: Any, registry: Registry, names: tuple[str, ...] | None, sealed: bo
                          f"{', '.join(served) or 'none'}")
     absent = [n for n in names if n not in have]
     if absent:
-        message = f"{SOURCE} names {', '.join(absent)}, which this run cannot offer (no skills, or subagents off)"
+        message = (f"{SOURCE} names {', '.join(absent)}, which this run cannot offer (no skills, subagents off, or "
+                   "no AGENT_RUN_SEARCH_URL)")
         print(f"agent-run: warning: {message}", file=sys.stderr)
         rec.emit(RunWarning(code="tools_not_offered", message=message))
     return Registry([t for t in registry.tools if t.name in names])

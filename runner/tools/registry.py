@@ -16,6 +16,7 @@ from runner.tools.move import Move
 from runner.tools.read import Read
 from runner.tools.todo import Todo
 from runner.tools.web_fetch import WebFetch
+from runner.tools.web_search import WebSearch
 from runner.tools.write import Write
 
 
@@ -42,6 +43,12 @@ class Registry:
         return [t.spec() for t in self._tools.values()]
 
 
-def core_tools() -> Registry:
-    return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Delete(), Move(), Bash(), WebFetch(),
+# Core tools offered only when the trusted environment configures them.
+OPTIONAL = ("web_search",)
+
+
+def core_tools(search_url: str | None = None) -> Registry:
+    """`search_url`: AGENT_RUN_SEARCH_URL from the trusted environment; web_search is offered only with it."""
+    search = [WebSearch(search_url)] if search_url else []
+    return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Delete(), Move(), Bash(), WebFetch(), *search,
                      MemorySearch(), Todo()])
