@@ -94,7 +94,8 @@ def test_action_runs_agent_run_with_exec_and_uploads_always():
     python = action_step(uses="actions/setup-python@")
     assert python["with"]["python-version"] == "3.12"
     assert run["env"]["INPUT_ARGS"] == "${{ inputs.args }}"  # through env, never into the script text
-    assert run["run"].rstrip().endswith('exec agent-run "${args[@]}" "${extra[@]}" "$task" < "$stdin"')
+    assert run["run"].rstrip().endswith('exec agent-run "${respond[@]}" "${args[@]}" "${extra[@]}" "${task[@]}" '
+                                        '< "$stdin"')
 
 
 # `pip install agent-run`, `pipx install --quiet agent-run[x]`, `agent-run==0.2.0`: the package by its name on

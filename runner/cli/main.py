@@ -22,6 +22,7 @@ COMMANDS = {
     "cleanup": ("runner.cli.cleanup", "cleanup", "Remove run directories (and spill files) older than AGE."),
     "fork": ("runner.cli.resume", "fork", "Start a new run from RUN_DIR's conversation as it was at a turn, leaving "
              "RUN_DIR untouched: to try a different instruction (MESSAGE) from the same point."),
+    "github": ("runner.cli.github", "github", "Answer GitHub events in their conversation (docs/github.md)."),
     "policy": ("runner.cli.policy", "policy", "Validate policies and predict their decisions."),
     "replay": ("runner.cli.replay", "replay_cmd", "Execute the denied calls of RUN_DIR exactly as the model asked, "
                "under that run's policy with just those calls approved; record them in a new run directory."),

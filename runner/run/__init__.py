@@ -3,5 +3,5 @@ call hooks, subagents, MCP servers and the sandbox wired together (`assemble.pre
 task's check, and the finishing that every run shares (`assemble.finish`).
 
 May import every package below it (subagents, mcp, sandbox, engine and down); imported only by
-`runner.sessions` and `runner.cli`.
+`runner.sessions`, `runner.github` and `runner.cli`.
 """

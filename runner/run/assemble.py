@@ -86,6 +86,7 @@ class RunOptions:
     skills: list[str] = field(default_factory=list)  # --skills DIR, in order
     agents: list[str] = field(default_factory=list)  # --agents DIR: trusted subagent profiles, in order
     tools: str | None = None  # --tools LIST (runner/run/toolset.py); None: every tool the run has
+    task_text: str | None = None  # with task "-": the text itself, untrusted as stdin is (github respond's task)
 
 
 def execute(opts: RunOptions) -> RunOutcome:
@@ -116,7 +117,7 @@ def execute(opts: RunOptions) -> RunOutcome:
 
 
 def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
-    task, task_path = _read_task(opts.task, rec.run_dir)
+    task, task_path = _read_task(opts.task, rec.run_dir, opts.task_text)
     files = load_env_files(opts.env_files)
     trusted = task_is_trusted(task_path, rec.workspace)
     rec.extra.update(title=task.title, task_file=portable(task_path, rec.workspace) if task_path else "-",
@@ -375,10 +376,11 @@ def window_source(settings: Settings, policy: Policy, cli: dict[str, Any]) -> st
     return "the task's front matter or an --env-file"
 
 
-def _read_task(spec: str, run_dir: Path) -> tuple[Task, Path | None]:
+def _read_task(spec: str, run_dir: Path, given: str | None = None) -> tuple[Task, Path | None]:
     if spec == "-":
         path = None
-        raw = sys.stdin.buffer.read(TASK_CAP + 1)  # a pipe is what stdin is for; its size is capped all the same
+        # A pipe is what stdin is for; its size is capped all the same.
+        raw = given.encode("utf-8", "replace") if given is not None else sys.stdin.buffer.read(TASK_CAP + 1)
         if len(raw) > TASK_CAP:
             raise UsageError("the task on stdin is over the 1 MiB limit")
         try:

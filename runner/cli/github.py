@@ -1,0 +1,100 @@
+"""`agent-run github respond`: asked from a comment, answered in the conversation (runner/github/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from runner.cli.output import finish, with_github
+from runner.cli.run import options_from, run_options
+from runner.core.outcome import UsageError
+from runner.engine.recorder import RunOutcome, early_failure
+from runner.github.client import GitHubError
+from runner.github.event import DEFAULT_PHRASE, Skip, parse_actors
+from runner.github.respond import Answered, answer, append_step_summary, plan, summary_note
+from runner.report.github import GitHubReporter, command, outputs_block
+from runner.report.markdown import md_text
+
+
+@click.group("github")
+def github() -> None:
+    """Answer GitHub events in their conversation (docs/github.md)."""
+
+
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
+@github.command("respond")
+@run_options
+@click.option("--trigger-phrase", default=DEFAULT_PHRASE, show_default=True, metavar="TEXT",
+              help="A comment triggers only when it says this (case-insensitive, outside quotes and code).")
+@click.option("--allowed-actors", metavar="LIST",
+              help="Logins that may trigger without write access (comma-separated; bots included).")
+@click.option("--output-schema", metavar="FILE",
+              help="The final answer must be a JSON value valid against this JSON Schema (as for `run`).")
+@click.option("--tools", metavar="LIST",
+              help="Offer only these tools, comma-separated (as for `run`; also AGENT_RUN_TOOLS). [default: all]")
+def respond(trigger_phrase: str, allowed_actors: str | None, output_schema: str | None, tools: str | None,
+            **kw: Any) -> None:
+    """Answer the event this GitHub Actions job runs for: a comment that mentions the trigger phrase, an
+    opened issue or pull request. A writer's request runs as `agent-run run` would (policy, sandbox, budgets,
+    exit code); one comment in the conversation says it is working and then what came of it.
+
+    \b
+    Skipped (exit 0, no run directory): a comment without the phrase,
+    an edited comment, a bot's, the sticky comment itself, an actor
+    without write access, a fork's pull request, pull_request_target.
+    Otherwise the exit code is the run's, as for `agent-run run`.
+    """
+    opts, fmt = options_from("-", kw, output_schema=output_schema,
+                             tools=tools if tools is not None else os.environ.get("AGENT_RUN_TOOLS"))
+    try:
+        planned = plan(os.environ, trigger_phrase, parse_actors(allowed_actors), _say)
+    except UsageError as exc:
+        return _end(early_failure(str(exc)), fmt, kw["quiet"])
+    except GitHubError as exc:
+        return _end(RunOutcome(1, {"status": "failed", "exit_code": 1,
+                                   "reason": f"the permission check failed: {exc}"}, None), fmt, kw["quiet"])
+    if isinstance(planned, Skip):
+        return _skipped(planned.reason, fmt)
+    box: list[Answered] = []
+
+    def run() -> RunOutcome:
+        box.append(answer(planned, opts, _say))
+        return box[0].outcome
+
+    outcome, reporter = with_github(run)
+    if box and box[0].problems and reporter.active:
+        append_step_summary(os.environ, summary_note(box[0].problems))
+    finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"], task_file="-")
+
+
+def _end(outcome: RunOutcome, fmt: str, quiet: bool) -> None:
+    """An ending before any run: as `agent-run run` ends a usage error."""
+    finish(outcome, GitHubReporter(os.environ), fmt=fmt, quiet=quiet)
+
+
+def _skipped(reason: str, fmt: str) -> None:
+    """Exit 0 with a notice saying why; no model request, no run directory."""
+    result = {"type": "result", "status": "skipped", "exit_code": 0, "reason": reason, "run_id": None}
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+    elif fmt == "stream-json":
+        line = {**result, "answer": None, "usage": {}, "denials": []}
+        click.echo(json.dumps(line, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    reporter = GitHubReporter(os.environ)
+    if reporter.active:
+        click.echo(command("notice", reason, title="agent-run: skipped"), err=True)
+        if path := os.environ.get("GITHUB_OUTPUT"):
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(outputs_block({"status": "skipped", "exit-code": "0", "run-dir": "", "denials": "0"}))
+        append_step_summary(os.environ, f"**agent-run**: skipped — {md_text(reason)}\n\n")
+    else:
+        click.echo(f"agent-run: skipped: {reason}", err=True)
+    sys.stdout.flush()
+    sys.exit(0)

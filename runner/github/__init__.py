@@ -1,0 +1,6 @@
+"""GitHub as the place a run is asked from and answers to: the event and its trigger (`event.py`), the REST
+client (`client.py`), the task built from the conversation (`conversation.py`), the sticky comment
+(`sticky.py`) and `respond.py`, which runs the task through the one run path (`runner.run.assemble.execute`).
+
+May import `runner.run` and every package below it; imported only by `runner.cli`.
+"""

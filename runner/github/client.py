@@ -1,0 +1,165 @@
+"""The GitHub REST API, as `agent-run github` uses it: one small client, reusable by whatever else reports to GitHub.
+
+Every request goes to `GITHUB_API_URL` (github.com's `https://api.github.com` when unset; GitHub Enterprise
+Server's `https://HOST/api/v3`), authenticated with the job's token. The token lives in this object only: it
+is never put in a message, an exception or a URL, and a `Link` to another origin is not followed (it would
+carry the token there).
+
+Retries are the runner's own policy for HTTP (runner/model/retry.py: `retry_after`, `backoff`): 5xx, 429 and
+GitHub's rate limits — a 403/429 with `retry-after` (the secondary limit) or with `x-ratelimit-remaining: 0`
+(the primary one, until `x-ratelimit-reset`) — are retried up to `retries` times with exponential backoff;
+a wait the server asks for above `max_wait_s` (AGENT_RUN_MAX_RETRY_WAIT_S) gives up at once. Other 4xx are
+answers, never retried. httpx (already a dependency for web_fetch) does the HTTP.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from runner.core.jsonutil import seconds_text
+from runner.model.retry import backoff, retry_after
+
+DEFAULT_API_URL = "https://api.github.com"
+MAX_PAGES = 50  # 100 items a page: 5,000 comments or files is more than any conversation the agent can read
+_LINK = re.compile(r'<([^>]*)>\s*;\s*rel="?([^";]+)"?')
+
+
+class GitHubError(Exception):
+    """A request that did not succeed: `status` is the HTTP status (None: no answer), the message GitHub's own."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = 4
+    base_s: float = 1.0
+    cap_s: float = 30.0
+    max_wait_s: float = 300.0
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> RetryPolicy:
+        """The model client's knobs (AGENT_RUN_MAX_RETRIES, _RETRY_BASE_S, _RETRY_CAP_S, _MAX_RETRY_WAIT_S)."""
+        def number(name: str, default: float) -> float:
+            try:
+                return max(0.0, float(environ.get(name, default)))
+            except ValueError:
+                return default
+        return cls(int(number("AGENT_RUN_MAX_RETRIES", cls.retries)), number("AGENT_RUN_RETRY_BASE_S", cls.base_s),
+                   number("AGENT_RUN_RETRY_CAP_S", cls.cap_s), number("AGENT_RUN_MAX_RETRY_WAIT_S", cls.max_wait_s))
+
+
+def next_link(header: str | None) -> str | None:
+    """The `rel="next"` URL of a `Link` header, or None."""
+    for url, rel in _LINK.findall(header or ""):
+        if "next" in rel.split():
+            return url
+    return None
+
+
+def rate_limit_wait(status: int, headers: Mapping[str, str], now: float) -> float | None:
+    """Seconds GitHub asks us to wait before trying again, or None when this is not a rate limit: `retry-after`
+    on any 403/429/5xx, else a spent primary limit (`x-ratelimit-remaining: 0`) until `x-ratelimit-reset`."""
+    hint = retry_after(dict(headers), now)
+    if hint is not None:
+        return hint
+    if status in (403, 429) and headers.get("x-ratelimit-remaining") == "0":
+        try:
+            return max(0.0, float(headers.get("x-ratelimit-reset", "")) - now)
+        except ValueError:
+            return None
+    return None
+
+
+class GitHub:
+    """A REST client for one API root and token. `on_retry(message)` hears each retry (stderr in the CLI)."""
+
+    def __init__(self, api_url: str, token: str, *, retry: RetryPolicy | None = None, timeout_s: float = 30.0,
+                 on_retry: Callable[[str], None] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self._on_retry = on_retry or (lambda _message: None)
+        self._sleep = sleep
+        self._origin = urlsplit(self.api_url)[:2]
+        self._http = httpx.Client(timeout=timeout_s, follow_redirects=False, headers={
+            "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "agent-run"})
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> GitHub:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def request(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
+        """The JSON of a 2xx answer to METHOD path (a path under the API root, or a URL on its origin)."""
+        return self._send(method, path, json, params).json()
+
+    def paginate(self, path: str, params: Mapping[str, Any] | None = None, max_pages: int = MAX_PAGES) -> Iterator[Any]:
+        """Every item of a list endpoint, page after page by `Link: rel="next"` (100 a page), at most `max_pages`."""
+        url: str | None = path
+        query: Mapping[str, Any] | None = {"per_page": 100, **(params or {})}
+        for _ in range(max_pages):
+            if url is None:
+                return
+            response = self._send("GET", url, None, query)
+            page = response.json()
+            yield from page if isinstance(page, list) else []
+            url, query = next_link(response.headers.get("link")), None  # the next URL carries the query itself
+
+    def _url(self, path: str) -> str:
+        if "://" not in path:
+            return f"{self.api_url}/{path.lstrip('/')}"
+        if urlsplit(path)[:2] != self._origin:  # a Link elsewhere would take the token with it
+            raise GitHubError(f"refusing to follow a link off {self.api_url}: {path.split('?')[0]}")
+        return path
+
+    def _send(self, method: str, path: str, json: Any, params: Mapping[str, Any] | None) -> httpx.Response:
+        url = self._url(path)
+        what = f"{method} {urlsplit(url).path}"
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._http.request(method, url, json=json, params=params)
+            except httpx.HTTPError as exc:  # a timeout, a refused or dropped connection: as a 5xx
+                status, error, hint = None, f"{type(exc).__name__}", None
+            else:
+                if response.is_success:
+                    return response
+                status, error = response.status_code, f"HTTP {response.status_code}: {_message(response)}"
+                hint = rate_limit_wait(status, response.headers, time.time())
+                if not (status >= 500 or status == 429 or hint is not None):
+                    raise GitHubError(f"{what}: {error}", status)
+            if hint is not None and hint > self.retry.max_wait_s:
+                raise GitHubError(f"{what}: {error}; GitHub asked to wait {seconds_text(hint)} s, more than the "
+                                  f"{seconds_text(self.retry.max_wait_s)} s agent-run waits for "
+                                  f"(AGENT_RUN_MAX_RETRY_WAIT_S)", status)
+            if attempt > self.retry.retries:
+                raise GitHubError(f"{what}: {error} (after {attempt} attempts)", status)
+            delay = backoff(attempt, self.retry.base_s, self.retry.cap_s, hint)
+            self._on_retry(f"{what}: {error}; retry {attempt} of {self.retry.retries} in {seconds_text(delay)} s")
+            self._sleep(delay)
+
+
+def _message(response: httpx.Response) -> str:
+    """GitHub's own one-line explanation (`message` of its JSON error), cut short."""
+    try:
+        data = response.json()
+        text = str(data.get("message") if isinstance(data, dict) else data)
+    except ValueError:
+        text = response.text
+    text = " ".join(text.split())
+    return text[:200] + ("…" if len(text) > 200 else "")

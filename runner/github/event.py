@@ -1,0 +1,171 @@
+"""Which GitHub events `agent-run github respond` answers, and what it answers: pure functions of the payload.
+
+The payload is the webhook's (`GITHUB_EVENT_PATH`), written by whoever commented or opened the issue: every
+string in it is untrusted. What is decided here is only *whether* to go on (the trigger phrase, the comment's
+state, a bot, the sticky marker, a fork) and *where* to answer (the conversation's number, the sticky key);
+who may ask is the gate's question (runner/github/respond.py), answered by the API, not the payload.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_PHRASE = "@agent-run"
+MARKER_PREFIX = "<!-- agent-run:"
+# event -> the actions that trigger; comments only when created (an edit could smuggle a mention into old text)
+ACTIONS = {
+    "issue_comment": ("created",),
+    "pull_request_review_comment": ("created",),
+    "issues": ("opened", "assigned", "labeled"),
+    "pull_request": ("opened", "synchronize", "ready_for_review"),
+}
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Skip:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Trigger:
+    event: str
+    owner: str
+    repo: str
+    number: int  # the issue or pull request: the sticky comment is an issue comment on it
+    is_pr: bool
+    actor: str
+    key: str  # the sticky marker's KEY
+    request: str  # what was asked: the comment after the phrase, or the issue/PR body (untrusted)
+    title: str
+    body: str
+    comment_id: int | None = None
+    review: Mapping[str, Any] | None = None  # a review comment's path, line and diff hunk
+
+    @property
+    def marker(self) -> str:
+        return marker(self.key)
+
+
+def marker(key: str) -> str:
+    return f"{MARKER_PREFIX}{key} -->"
+
+
+def _blank(text: str) -> str:
+    """Every character but line breaks as a space: offsets stay, the text no longer matches."""
+    return re.sub(r"[^\n]", " ", text)
+
+
+def visible_text(body: str) -> str:
+    """`body` with quoted (`>`) lines, fenced code blocks and inline code blanked out, offsets kept: a mention
+    quoted from someone else, or shown as code, asks nothing."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in body.splitlines(keepends=True):
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
+                    and not line.strip().lstrip(fence[0]):
+                fence = None
+            out.append(_blank(line))
+        elif opened:
+            fence = opened.group(1)
+            out.append(_blank(line))
+        elif line.lstrip(" ").startswith(">"):
+            out.append(_blank(line))
+        else:
+            out.append(line)
+    return _INLINE_CODE.sub(lambda m: _blank(m.group(0)), "".join(out))
+
+
+def find_phrase(body: str, phrase: str) -> int | None:
+    """Where the request starts (just after the phrase's first visible occurrence), or None. Case-insensitive;
+    the phrase must stand alone: not inside a word or an address before it, and ending at whitespace,
+    punctuation or the end (`@agent-run,` yes; `@agent-runner`, `@agent-run-bot` and `me@agent-run` no)."""
+    if not phrase.strip():
+        return None
+    pattern = re.compile(r"(?<![\w.@-])" + re.escape(phrase.strip()) + r"(?![\w-])", re.IGNORECASE)
+    found = pattern.search(visible_text(body))
+    return found.end() if found else None
+
+
+def decide(event: str, payload: Mapping[str, Any], phrase: str = DEFAULT_PHRASE,
+           allowed_actors: Sequence[str] = ()) -> Trigger | Skip:
+    """What to answer for this event, or why not. The actor is the comment's author or the event's sender."""
+    if event == "pull_request_target":
+        return Skip("pull_request_target is refused: it runs the base repository's workflow with its secrets "
+                    "on a stranger's pull request")
+    if event not in ACTIONS:
+        return Skip(f"the {event or 'unknown'} event is not one github respond answers "
+                    f"({', '.join(sorted(ACTIONS))})")
+    action = str(payload.get("action") or "")
+    if action not in ACTIONS[event]:
+        what = "an edited or deleted comment never triggers" if event in ("issue_comment",
+                                                                           "pull_request_review_comment") else \
+            f"only {', '.join(ACTIONS[event])} trigger"
+        return Skip(f"{event} {action or '(no action)'}: {what}")
+    owner, _, repo = str(((payload.get("repository") or {}).get("full_name")) or "").partition("/")
+    if not owner or not repo:
+        return Skip("the event names no repository")
+    if event in ("issue_comment", "pull_request_review_comment"):
+        return _comment(event, payload, owner, repo, phrase, allowed_actors)
+    thread = payload.get("issue" if event == "issues" else "pull_request") or {}
+    number = thread.get("number")
+    if not isinstance(number, int):
+        return Skip(f"the {event} event names no number")
+    if event == "pull_request" and _from_fork(thread):
+        return Skip(f"pull request #{number} comes from a fork: its token is read-only and it has no secrets")
+    body = str(thread.get("body") or "")
+    if MARKER_PREFIX in body:
+        return Skip(f"#{number} carries agent-run's sticky marker")
+    return Trigger(event, owner, repo, number, event == "pull_request", _login(payload.get("sender")),
+                   f"{'pr' if event == 'pull_request' else 'issue'}-{number}", body, str(thread.get("title") or ""),
+                   body)
+
+
+def _comment(event: str, payload: Mapping[str, Any], owner: str, repo: str, phrase: str,
+             allowed_actors: Sequence[str]) -> Trigger | Skip:
+    comment = payload.get("comment") or {}
+    user = comment.get("user") or {}
+    login, body = _login(user), str(comment.get("body") or "")
+    if MARKER_PREFIX in body:
+        return Skip("the comment carries agent-run's sticky marker (agent-run's own comment, or one imitating it)")
+    if (user.get("type") == "Bot" or login.endswith("[bot]")) and login.lower() not in _lower(allowed_actors):
+        return Skip(f"the comment is by the bot {login}, which --allowed-actors does not list")
+    start = find_phrase(body, phrase)
+    if start is None:
+        return Skip(f"the comment does not mention {phrase.strip()}")
+    kind = "issue" if event == "issue_comment" else "review"
+    thread = payload.get("issue" if event == "issue_comment" else "pull_request") or {}
+    number = thread.get("number")
+    if not isinstance(number, int) or not isinstance(comment.get("id"), int):
+        return Skip(f"the {event} event names no number or comment id")
+    review = {k: comment.get(k) for k in ("path", "line", "diff_hunk") if comment.get(k) is not None} \
+        if kind == "review" else None
+    return Trigger(event, owner, repo, number, event == "pull_request_review_comment" or "pull_request" in thread,
+                   login, f"{kind}-comment-{comment['id']}", body[start:].strip(), str(thread.get("title") or ""),
+                   str(thread.get("body") or ""), comment["id"], review)
+
+
+def _from_fork(pr: Mapping[str, Any]) -> bool:
+    head = ((pr.get("head") or {}).get("repo") or {})
+    base = ((pr.get("base") or {}).get("repo") or {})
+    # Not `head.repo.fork`: that is also true of a branch in this repository when it is itself a fork.
+    return head.get("full_name") != base.get("full_name")
+
+
+def _login(user: Any) -> str:
+    return str((user or {}).get("login") or "") if isinstance(user, Mapping) else ""
+
+
+def _lower(names: Sequence[str]) -> set[str]:
+    return {n.strip().lower() for n in names if n.strip()}
+
+
+def parse_actors(text: str | None) -> tuple[str, ...]:
+    """`--allowed-actors a,b, c` as logins."""
+    return tuple(n.strip() for n in (text or "").split(",") if n.strip())

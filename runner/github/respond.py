@@ -1,0 +1,173 @@
+"""`agent-run github respond`: answer the event the job runs for, in the conversation it came from.
+
+Two steps, so that the CLI can end a skipped event before it starts any GitHub Actions reporting:
+`plan` reads the event and decides (trigger, gate) without running anything; `answer` keeps the sticky
+comment, builds the task (runner/github/conversation.py) and runs it through the one run path
+(`runner.run.assemble.execute`), so policy, sandbox, budgets and the exit code are exactly `agent-run run`'s.
+The token (GITHUB_TOKEN, the job's own environment) stays in the client: the task is built from the payload
+and the API's answers, and a command's environment never carries it (runner/tools/env.py); every body posted
+goes through the run's masking too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from runner.core.outcome import UsageError
+from runner.engine.recorder import RunOutcome
+from runner.github.client import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy
+from runner.github.conversation import Context, fetch_context, task_text
+from runner.github.event import Skip, Trigger, decide
+from runner.github.sticky import final_body, find_sticky, own_login, working_body
+from runner.record.mask import Masker
+from runner.report.markdown import md_text
+from runner.run.assemble import RunOptions, execute
+
+WRITERS = frozenset({"admin", "write"})
+MAX_EVENT_BYTES = 25 * 1024 * 1024  # GitHub's webhook payloads are capped at 25 MB
+
+
+@dataclass
+class Planned:
+    trigger: Trigger
+    gh: GitHub
+    run_url: str
+
+
+@dataclass
+class Answered:
+    outcome: RunOutcome
+    problems: list[str] = field(default_factory=list)  # what could not be posted or edited
+
+
+def read_event(environ: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """GITHUB_EVENT_NAME and the payload GITHUB_EVENT_PATH holds (UsageError when they are missing or broken)."""
+    name, path = environ.get("GITHUB_EVENT_NAME", ""), environ.get("GITHUB_EVENT_PATH", "")
+    if not name or not path:
+        raise UsageError("github respond needs GITHUB_EVENT_NAME and GITHUB_EVENT_PATH (a GitHub Actions job)")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_EVENT_BYTES + 1)
+        payload = json.loads(data) if len(data) <= MAX_EVENT_BYTES else None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the event payload GITHUB_EVENT_PATH={path}: {exc}") from None
+    if not isinstance(payload, dict):
+        raise UsageError(f"the event payload {path} is not a JSON object of at most 25 MB")
+    return name, payload
+
+
+def run_url(environ: Mapping[str, str], trigger: Trigger) -> str:
+    server = (environ.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
+    repo = environ.get("GITHUB_REPOSITORY") or f"{trigger.owner}/{trigger.repo}"
+    run_id = environ.get("GITHUB_RUN_ID")
+    return f"{server}/{repo}/actions/runs/{run_id}" if run_id else f"{server}/{repo}/actions"
+
+
+def plan(environ: Mapping[str, str], phrase: str, allowed: Sequence[str],
+         say: Callable[[str], None]) -> Planned | Skip:
+    """The trigger and an open client, or why the event is skipped. UsageError: no event or no token;
+    GitHubError: the permission could not be learned (the API kept failing)."""
+    name, payload = read_event(environ)
+    decision = decide(name, payload, phrase, allowed)
+    if isinstance(decision, Skip):
+        return decision
+    token = environ.get("GITHUB_TOKEN") or ""
+    if not token:
+        raise UsageError("github respond needs the job's token in GITHUB_TOKEN (env: GITHUB_TOKEN: "
+                         "${{ github.token }})")
+    gh = GitHub(environ.get("GITHUB_API_URL") or DEFAULT_API_URL, token, retry=RetryPolicy.from_environ(environ),
+                on_retry=lambda message: say(f"agent-run: github: {message}"))
+    try:
+        refused = gate(gh, decision, allowed)
+    except BaseException:
+        gh.close()
+        raise
+    if refused:
+        gh.close()
+        return Skip(refused)
+    return Planned(decision, gh, run_url(environ, decision))
+
+
+def gate(gh: GitHub, trigger: Trigger, allowed: Sequence[str]) -> str | None:
+    """None when the actor may ask (listed, or admin/write on the repository), else why not."""
+    actor = trigger.actor
+    if not actor:
+        return "the event names no actor"
+    if actor.lower() in {a.lower() for a in allowed}:
+        return None
+    try:
+        answer = gh.request("GET", f"repos/{trigger.owner}/{trigger.repo}/collaborators/{actor}/permission")
+    except GitHubError as exc:
+        if exc.status == 404:
+            return f"{actor} is not a collaborator of {trigger.owner}/{trigger.repo} (the permission check said 404)"
+        raise
+    permission = str(answer.get("permission") if isinstance(answer, dict) else "")
+    if permission in WRITERS:
+        return None
+    return f"{actor} has {permission or 'no'} permission on {trigger.owner}/{trigger.repo}; write or admin may ask " \
+           "(or list them in --allowed-actors)"
+
+
+def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None]) -> Answered:
+    """Post (or take over) the sticky comment, run the task, edit the comment with the outcome."""
+    trigger, gh = planned.trigger, planned.gh
+    problems: list[str] = []
+    masker = Masker(os.environ)
+    context, comment_id = Context(), None
+    try:
+        context = fetch_context(gh, trigger)
+        comment_id = find_sticky(context.comments, trigger.marker, own_login(gh))
+    except GitHubError as exc:
+        _problem(problems, say, f"could not read the conversation: {exc}")
+    comment_id = _post(gh, trigger, comment_id, working_body(trigger.marker, trigger.actor, planned.run_url),
+                       problems, say)
+    outcome = execute(replace(opts, task="-", task_text=task_text(trigger, context)))
+    body = masker.mask(final_body(trigger.marker, outcome.summary, planned.run_url, problems))[0]
+    _post(gh, trigger, comment_id, body, problems, say)
+    gh.close()
+    return Answered(outcome, problems)
+
+
+def _post(gh: GitHub, trigger: Trigger, comment_id: int | None, body: str, problems: list[str],
+          say: Callable[[str], None]) -> int | None:
+    """Edit the sticky comment, or create it (also when the one to edit was deleted: 404); its id, or None."""
+    base = f"repos/{trigger.owner}/{trigger.repo}/issues"
+    if comment_id is not None:
+        try:
+            gh.request("PATCH", f"{base}/comments/{comment_id}", json={"body": body})
+            return comment_id
+        except GitHubError as exc:
+            if exc.status != 404:
+                _problem(problems, say, f"could not edit comment {comment_id}: {exc}")
+                return comment_id
+            say(f"agent-run: github: comment {comment_id} is gone (404); posting a new one")
+    try:
+        created = gh.request("POST", f"{base}/{trigger.number}/comments", json={"body": body})
+    except GitHubError as exc:
+        _problem(problems, say, f"could not post a comment on #{trigger.number}: {exc}")
+        return None
+    return int(created["id"]) if isinstance(created, dict) and isinstance(created.get("id"), int) else None
+
+
+def _problem(problems: list[str], say: Callable[[str], None], message: str) -> None:
+    problems.append(message)
+    say(f"agent-run: github: {message}")
+
+
+def summary_note(problems: Sequence[str]) -> str:
+    """Markdown for the step summary: what could not be posted or edited in the conversation."""
+    lines = ["### ⚠️ agent-run could not update the conversation", ""]
+    lines += [f"- {md_text(p)}" for p in problems]
+    return "\n".join(lines) + "\n\n"
+
+
+def append_step_summary(environ: Mapping[str, str], text: str) -> None:
+    path = environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with Path(path).open("a", encoding="utf-8") as f:
+            f.write(text)

@@ -1,0 +1,220 @@
+"""`agent-run github respond` (issue 31): the real CLI against the scripted model server and a scripted GitHub
+REST API on loopback (tests/fakes/github_server.py), with webhook payloads shaped like GitHub's."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.fakes.github_server import BOT, TOKEN, FakeGitHub
+from tests.fakes.openai_server import reply
+from tests.github import payloads
+
+MARK = "<!-- agent-run:"
+
+
+@pytest.fixture
+def gh() -> Iterator[FakeGitHub]:
+    with FakeGitHub(permissions={"alice": "admin", "bob": "read", "carol": "maintain"}) as server:
+        yield server
+
+
+@pytest.fixture
+def respond(agent_run, gh, tmp_path) -> Callable[..., Any]:
+    """`agent-run github respond ARGS` for EVENT with PAYLOAD, as a GitHub Actions job would run it."""
+
+    def run(event: str, payload: dict[str, Any], *args: str, env: dict[str, str] | None = None) -> Any:
+        path = tmp_path / "event.json"
+        path.write_text(json.dumps(payload), encoding="utf-8")
+        return agent_run("github", "respond", *args, env={
+            "GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(path), "GITHUB_REPOSITORY": "octo/hello",
+            "GITHUB_RUN_ID": "4242", "GITHUB_SERVER_URL": "https://github.example", "GITHUB_API_URL": gh.url,
+            "GITHUB_TOKEN": TOKEN, **(env or {})})
+
+    return run
+
+
+def stickies(gh: FakeGitHub, number: int) -> list[dict[str, Any]]:
+    return [c for c in gh.on(number) if MARK in c["body"]]
+
+
+def assert_no_token_anywhere(r: Any, fake: Any) -> None:
+    assert all(TOKEN.encode() not in raw for raw in fake.raw_requests)  # never to the model
+    for path in r.run_dir.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+    assert TOKEN not in r.stdout + r.stderr
+
+
+def test_a_writers_mention_creates_then_edits_one_comment_and_runs_the_task(fake, gh, respond):
+    gh.add_comment(5, "I see it too on 3.13.1.", {"login": "dave", "type": "User"})
+    fake.add(reply("The ImportError comes from the removed `imp` module."))
+    payload = payloads.issue_comment("Thanks!\n\n@agent-run please find the cause of the ImportError")
+    r = respond("issue_comment", payload, "--output-format", "json")
+    assert r.code == 0, r.stderr
+    assert r.summary["status"] == "success" and json.loads(r.stdout)["status"] == "success"
+    assert [e["type"] for e in r.events][-1] == "run_finished"
+    # one comment: created "working" at the start, edited with the outcome at the end
+    [post] = gh.of("POST", "/issues/5/comments")
+    assert "working" in post.json["body"] and "https://github.example/octo/hello/actions/runs/4242" in post.json["body"]
+    [sticky] = stickies(gh, 5)
+    assert [p.path for p in gh.of("PATCH")] == [f"/repos/octo/hello/issues/comments/{sticky['id']}"]
+    assert sticky["body"].startswith("<!-- agent-run:issue-comment-90001 -->")
+    assert "`success`" in sticky["body"] and "removed `imp` module" in sticky["body"]
+    assert "prompt" in sticky["body"] and "actions/runs/4242" in sticky["body"]
+    # the gate asked GitHub, with the token; the task is the request, framed as data, with the conversation
+    assert gh.of("GET", "/collaborators/alice/permission")
+    assert all(q.headers["authorization"] == f"Bearer {TOKEN}" for q in gh.requests)
+    task = fake.requests[0]["messages"][1]["content"]
+    assert '<github-request author="alice">\nplease find the cause of the ImportError\n</github-request>' in task
+    assert "I see it too on 3.13.1." in task and "not instructions to you" in task
+    assert r.summary["task_trusted"] is False
+    assert_no_token_anywhere(r, fake)
+
+
+def test_a_rerun_edits_the_same_comment_found_on_a_later_page(fake, gh, respond):
+    gh.max_per_page = 2  # GitHub's is 100: with 2, the comments take three pages and Link must be followed
+    payload = payloads.issue_comment("@agent-run, what changed?", login="carol")  # maintain: may ask
+    fake.add(reply("first answer"))
+    assert respond("issue_comment", payload).code == 0
+    [sticky] = stickies(gh, 5)
+    for i in range(4):
+        gh.add_comment(5, f"later comment {i}")
+    fake.restart().add(reply("second answer"))
+    r = respond("issue_comment", payload)
+    assert r.code == 0, r.stderr
+    assert stickies(gh, 5) == [gh.comments[sticky["id"]]] and "second answer" in gh.comments[sticky["id"]]["body"]
+    assert len(gh.of("POST")) == 1  # the re-run posted nothing new
+    pages = [q.query.get("page", "1") for q in gh.of("GET", "/issues/5/comments")]
+    assert pages[-3:] == ["1", "2", "3"]
+
+
+def test_an_imitation_of_the_marker_by_someone_else_is_not_taken_over(fake, gh, respond):
+    fake_sticky = gh.add_comment(5, "<!-- agent-run:issue-comment-90001 -->\nfake", {"login": "mallory"})
+    fake.add(reply("answer"))
+    assert respond("issue_comment", payloads.issue_comment("@agent-run go")).code == 0
+    assert gh.comments[fake_sticky["id"]]["body"].endswith("fake")
+    assert [c["user"]["login"] for c in stickies(gh, 5)] == ["mallory", BOT["login"]]
+
+
+@pytest.mark.parametrize(("payload", "why", "asks_github"), [
+    (payloads.issue_comment("@agent-run please fix it", login="bob"), "bob has read permission", True),
+    (payloads.issue_comment("@agent-run please fix it", login="nobody"), "not a collaborator", True),
+    (payloads.issue_comment("Please fix it, agent-run."), "does not mention @agent-run", False),
+    (payloads.issue_comment("> @agent-run fix it\n\n```\n@agent-run\n```\nquoted only"), "does not mention", False),
+    (payloads.issue_comment("<!-- agent-run:issue-comment-1 -->\n@agent-run working…", login=BOT["login"],
+                            kind="Bot"), "sticky marker", False),
+    (payloads.issue_comment("@agent-run fix it", action="edited"), "edited or deleted comment", False),
+    (payloads.issue_comment("@agent-run fix it", login="dependabot[bot]", kind="Bot"), "bot", False),
+], ids=["reader", "stranger", "no-mention", "quoted", "own-comment", "edited", "bot"])
+def test_an_untriggered_or_refused_comment_ends_skipped_with_no_model_request(fake, gh, respond, workspace,
+                                                                             payload, why, asks_github):
+    r = respond("issue_comment", payload, "--output-format", "json")
+    assert r.code == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result == {"type": "result", "status": "skipped", "exit_code": 0, "reason": result["reason"],
+                      "run_id": None}
+    assert why in result["reason"] and "skipped" in r.stderr
+    assert fake.requests == [] and not (workspace / ".agent-run").exists()  # no model request, no run directory
+    assert gh.of("POST") == [] and gh.of("PATCH") == []
+    assert bool(gh.requests) == asks_github
+
+
+def test_skipped_on_github_actions_is_a_notice_and_the_status_output(fake, gh, respond, tmp_path):
+    out, summary = tmp_path / "out", tmp_path / "summary.md"
+    r = respond("issue_comment", payloads.issue_comment("no mention here"), env={
+        "GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)})
+    assert r.code == 0 and fake.requests == []
+    assert "::notice title=agent-run%3A skipped::the comment does not mention @agent-run" in r.stderr
+    text = out.read_text()
+    assert "status<<" in text and "\nskipped\n" in text and "skipped" in summary.read_text()
+
+
+def test_an_allowed_actor_needs_no_write_access_and_a_listed_bot_may_ask(fake, gh, respond):
+    fake.add(reply("ok"))
+    payload = payloads.issue_comment("@Agent-Run: triage this", login="renovate[bot]", kind="Bot")
+    r = respond("issue_comment", payload, "--allowed-actors", "someone, renovate[bot]")
+    assert r.code == 0, r.stderr
+    assert not gh.of("GET", "/permission") and len(stickies(gh, 5)) == 1
+
+
+def test_a_custom_trigger_phrase(fake, gh, respond):
+    fake.add(reply("ok"))
+    r = respond("issue_comment", payloads.issue_comment("/oc look at this"), "--trigger-phrase", "/oc")
+    assert r.code == 0 and "look at this" in fake.requests[0]["messages"][1]["content"]
+
+
+def test_a_pull_request_gets_its_files_and_diff_and_a_fork_is_skipped(fake, gh, respond, workspace):
+    gh.files[7] = [{"sha": "c" * 40, "filename": "src/fetch.py", "status": "modified", "additions": 1,
+                    "deletions": 0, "changes": 1, "patch": "@@ -10,3 +10,4 @@\n+    retries = 3"}]
+    fake.add(reply("Looks right."))
+    r = respond("pull_request", payloads.pull_request("opened"))
+    assert r.code == 0, r.stderr
+    task = fake.requests[0]["messages"][1]["content"]
+    assert "- modified src/fetch.py (+1 -0)" in task and "+    retries = 3" in task and "Adds a retry." in task
+    assert stickies(gh, 7)[0]["body"].startswith("<!-- agent-run:pr-7 -->")
+    fork = respond("pull_request", payloads.pull_request("synchronize", head_repo="mallory/hello"))
+    assert fork.code == 0 and "comes from a fork" in fork.stderr and len(fake.requests) == 1
+    target = respond("pull_request_target", payloads.pull_request("opened"))
+    assert target.code == 0 and "pull_request_target is refused" in target.stderr and len(fake.requests) == 1
+
+
+def test_server_errors_and_a_secondary_rate_limit_are_retried(fake, gh, respond):
+    gh.fail("GET", "/permission$", (500, {}, {"message": "Server Error"}), (502, {}, {"message": "Bad Gateway"}))
+    gh.fail("POST", "/issues/5/comments$", (503, {}, {"message": "Service Unavailable"}))
+    gh.fail("PATCH", "/issues/comments/", (403, {"retry-after": "0"}, {
+        "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+        "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}))
+    fake.add(reply("answer"))
+    r = respond("issue_comment", payloads.issue_comment("@agent-run go"))
+    assert r.code == 0, r.stderr
+    assert len(gh.of("GET", "/permission$")) == 3 and len(gh.of("POST")) == 2 and len(gh.of("PATCH")) == 2
+    assert "secondary rate limit" in r.stderr and "retry 1 of 4" in r.stderr
+    [sticky] = stickies(gh, 5)
+    assert "answer" in sticky["body"]
+
+
+def test_a_deleted_comment_answering_404_gets_a_new_one(fake, gh, respond):
+    fake.add(reply("first"))
+    payload = payloads.issue_comment("@agent-run go")
+    assert respond("issue_comment", payload).code == 0
+    [old] = stickies(gh, 5)
+    gh.fail("PATCH", f"/issues/comments/{old['id']}$", (404, {}, {"message": "Not Found"}))  # deleted meanwhile
+    fake.restart().add(reply("second"))
+    r = respond("issue_comment", payload)
+    assert r.code == 0, r.stderr
+    assert "is gone (404)" in r.stderr
+    assert [c["id"] for c in stickies(gh, 5) if "second" in c["body"]] != [old["id"]]
+    assert any("second" in c["body"] for c in stickies(gh, 5))
+
+
+def test_a_comment_that_cannot_be_posted_is_reported_and_the_exit_code_stays_the_runs(fake, gh, respond, tmp_path):
+    summary = tmp_path / "summary.md"
+    # A rate limit that asks for longer than AGENT_RUN_MAX_RETRY_WAIT_S gives up at once; then 500s to the end.
+    gh.fail("POST", "/issues/5/comments$", (403, {"retry-after": "600"}, {"message": "secondary rate limit"}),
+            *[(500, {}, {"message": "Server Error"})] * 5)
+    fake.add(reply("done"))
+    r = respond("issue_comment", payloads.issue_comment("@agent-run go"), env={
+        "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary), "AGENT_RUN_MAX_RETRY_WAIT_S": "30"})
+    assert r.code == 0 and r.summary["status"] == "success"
+    assert "more than the 30 s agent-run waits for" in r.stderr and "after 5 attempts" in r.stderr
+    assert "could not update the conversation" in summary.read_text() and "could not post" in summary.read_text()
+    assert len(gh.of("POST")) == 6 and stickies(gh, 5) == []
+
+
+def test_the_exit_code_is_the_runs(fake, gh, respond):
+    fake.add(reply(calls=[("bash", {"command": "rm -rf build"})]), reply("could not"))
+    r = respond("issue_comment", payloads.issue_comment("@agent-run clean the build"), "--policy", "strict",
+                "--sandbox", "off")
+    assert r.code == 3 and r.summary["status"] == "denied"
+    [sticky] = stickies(gh, 5)
+    assert "`denied`" in sticky["body"] and "agent-run replay" in sticky["body"]
+
+
+def test_no_token_is_a_usage_error_but_only_when_the_event_triggers(fake, gh, respond):
+    r = respond("issue_comment", payloads.issue_comment("@agent-run go"), env={"GITHUB_TOKEN": ""})
+    assert r.code == 2 and "GITHUB_TOKEN" in r.stderr and fake.requests == []
+    assert respond("issue_comment", payloads.issue_comment("hello"), env={"GITHUB_TOKEN": ""}).code == 0

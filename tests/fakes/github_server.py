@@ -1,0 +1,206 @@
+"""A scripted GitHub REST API on 127.0.0.1, answering as the documented API does, for `agent-run github`.
+
+It keeps issue comments (per issue number), pull request files and collaborator permissions, and answers:
+- `GET /repos/{o}/{r}/collaborators/{login}/permission`: 200 `{"permission": …, "role_name": …, "user": …}` for a
+  login in `permissions`, else 404 `{"message": "Not Found"}`;
+- `GET /user`: 403 "Resource not accessible by integration" (what GITHUB_TOKEN, an installation token, gets),
+  or 200 with `user_login` when a test sets it (a user's token);
+- `GET /repos/{o}/{r}/issues/{n}/comments`, `GET /repos/{o}/{r}/pulls/{n}/files`: pages of `per_page` (default 30,
+  at most `max_per_page`, 100 as GitHub) by `page`, with a `Link` header (`rel="next"`, `rel="last"`, …);
+- `POST /repos/{o}/{r}/issues/{n}/comments` (201, the comment, written as `login`) and
+  `PATCH /repos/{o}/{r}/issues/comments/{id}` (200; 404 for a deleted comment); a body that is not
+  `{"body": string}` is 422;
+- a missing or wrong `Authorization` (`Bearer TOKEN` or `token TOKEN`) is 401 "Bad credentials".
+`fail(method, path_regex, *responses)` answers the next matching requests with `(status, headers, body)`
+tuples first (a 500, a secondary rate limit: 403 with `retry-after`). Every request is recorded in `requests`
+(method, path, query, headers, json).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+TOKEN = "ghs_fakeInstallationToken0123456789abcdefABCDEF"
+BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    json: Any
+
+
+@dataclass
+class FakeGitHub:
+    owner: str = "octo"
+    repo: str = "hello"
+    token: str = TOKEN
+    permissions: dict[str, str] = field(default_factory=dict)  # login -> admin | maintain | write | triage | read
+    user_login: str | None = None  # GET /user: None answers 403 as for an installation token
+    max_per_page: int = 100
+    comments: dict[int, dict[str, Any]] = field(default_factory=dict)  # id -> comment (with issue number)
+    files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # pull number -> files
+    requests: list[Request] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next_id = 1000
+        self._faults: list[tuple[str, re.Pattern[str], list[tuple[int, dict[str, str], Any]]]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _any(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                fake._handle(self, raw)
+
+            do_GET = do_POST = do_PATCH = do_DELETE = _any
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeGitHub:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    # -- the test's side --------------------------------------------------------------------------------
+
+    def add_comment(self, number: int, body: str, user: dict[str, Any] | None = None) -> dict[str, Any]:
+        with self._lock:
+            return self._new_comment(number, body, user or {"login": "someone", "id": 7, "type": "User"})
+
+    def delete_comment(self, comment_id: int) -> None:
+        with self._lock:
+            self.comments.pop(comment_id, None)
+
+    def fail(self, method: str, path: str, *responses: tuple[int, dict[str, str], Any]) -> None:
+        self._faults.append((method, re.compile(path), list(responses)))
+
+    def of(self, method: str, path: str = "") -> list[Request]:
+        return [r for r in self.requests if r.method == method and re.search(path, r.path)]
+
+    def on(self, number: int) -> list[dict[str, Any]]:
+        return [c for c in self.comments.values() if c["issue_number"] == number]
+
+    # -- the server's side ------------------------------------------------------------------------------
+
+    def _new_comment(self, number: int, body: str, user: dict[str, Any]) -> dict[str, Any]:
+        self._next_id += 1
+        cid = self._next_id
+        comment = {"id": cid, "node_id": f"IC_{cid}", "body": body, "user": user, "issue_number": number,
+                   "url": f"{self.url}/repos/{self.owner}/{self.repo}/issues/comments/{cid}",
+                   "html_url": f"https://github.com/{self.owner}/{self.repo}/issues/{number}#issuecomment-{cid}",
+                   "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+                   "author_association": "NONE"}
+        self.comments[cid] = comment
+        return comment
+
+    def _handle(self, h: BaseHTTPRequestHandler, raw: bytes) -> None:
+        parts = urlsplit(h.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            return _send(h, 400, {"message": "Problems parsing JSON"})
+        with self._lock:
+            self.requests.append(Request(h.command, parts.path, query, {k.lower(): v for k, v in h.headers.items()},
+                                         body))
+            for method, pattern, responses in self._faults:
+                if method == h.command and pattern.search(parts.path) and responses:
+                    status, headers, payload = responses.pop(0)
+                    return _send(h, status, payload, headers)
+            auth = h.headers.get("authorization") or ""
+            if auth not in (f"Bearer {self.token}", f"token {self.token}"):
+                return _send(h, 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
+            status, payload, headers = self._route(h.command, parts.path, query, body)
+        return _send(h, status, payload, headers)
+
+    def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any, dict[str, str]]:
+        base = f"/repos/{self.owner}/{self.repo}"
+        not_found = (404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}, {})
+        if method == "GET" and path == "/user":
+            if self.user_login is None:
+                return 403, {"message": "Resource not accessible by integration"}, {}
+            return 200, {"login": self.user_login, "id": 1, "type": "User"}, {}
+        if not path.startswith(base + "/"):
+            return not_found
+        rest = path[len(base):]
+        if method == "GET" and (m := re.fullmatch(r"/collaborators/([^/]+)/permission", rest)):
+            permission = self.permissions.get(m.group(1))
+            if permission is None:
+                return not_found
+            legacy = {"maintain": "write", "triage": "read"}.get(permission, permission)
+            return 200, {"permission": legacy, "role_name": permission,
+                         "user": {"login": m.group(1), "type": "User"}}, {}
+        if m := re.fullmatch(r"/issues/(\d+)/comments", rest):
+            number = int(m.group(1))
+            if method == "GET":
+                return self._page(path, query, [_public(c) for c in self.comments.values()
+                                                if c["issue_number"] == number])
+            if method == "POST":
+                if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+                    return 422, {"message": "Invalid request.\n\n\"body\" wasn't supplied."}, {}
+                return 201, _public(self._new_comment(number, body["body"], BOT)), {}
+        if method == "PATCH" and (m := re.fullmatch(r"/issues/comments/(\d+)", rest)):
+            comment = self.comments.get(int(m.group(1)))
+            if comment is None:
+                return not_found
+            if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+                return 422, {"message": "Invalid request.\n\n\"body\" wasn't supplied."}, {}
+            comment.update(body=body["body"], updated_at="2026-01-01T00:01:00Z")
+            return 200, _public(comment), {}
+        if method == "GET" and (m := re.fullmatch(r"/pulls/(\d+)/files", rest)):
+            return self._page(path, query, self.files.get(int(m.group(1)), []))
+        return not_found
+
+    def _page(self, path: str, query: dict[str, str], items: list[Any]) -> tuple[int, Any, dict[str, str]]:
+        per_page = max(1, min(int(query.get("per_page", 30)), self.max_per_page))
+        page = max(1, int(query.get("page", 1)))
+        last = max(1, -(-len(items) // per_page))
+        links = []
+
+        def link(n: int, rel: str) -> str:
+            return f'<{self.url}{path}?per_page={per_page}&page={n}>; rel="{rel}"'
+
+        if page < last:
+            links += [link(page + 1, "next"), link(last, "last")]
+        if page > 1:
+            links += [link(1, "first"), link(page - 1, "prev")]
+        headers = {"link": ", ".join(links)} if links else {}
+        return 200, items[(page - 1) * per_page: page * per_page], headers
+
+
+def _public(comment: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in comment.items() if k != "issue_number"}
+
+
+def _send(h: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+    data = json.dumps(payload).encode()
+    h.send_response(status)
+    h.send_header("content-type", "application/json; charset=utf-8")
+    h.send_header("content-length", str(len(data)))
+    h.send_header("x-ratelimit-limit", "1000")
+    for k, v in (headers or {}).items():
+        h.send_header(k, v)
+    h.end_headers()
+    h.wfile.write(data)

@@ -1,0 +1,60 @@
+"""Which events trigger and what they ask (runner/github/event.py): pure functions of the payload."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.github.event import Skip, Trigger, decide, find_phrase, parse_actors
+from tests.github import payloads
+
+
+@pytest.mark.parametrize(("body", "request_"), [
+    ("@agent-run fix it", "fix it"),
+    ("Hey @AGENT-RUN, fix it", "fix it"),
+    ("(@agent-run) fix it", ") fix it"),
+    ("first line\n@agent-run\nsecond", "second"),
+    ("> @agent-run quoted\n\n@agent-run real one", "real one"),
+    ("```\n@agent-run in code\n```\n@agent-run after", "after"),
+    ("`@agent-run` inline, then @agent-run this", "this"),
+])
+def test_the_phrase_starts_the_request(body, request_):
+    start = find_phrase(body, "@agent-run")
+    assert start is not None and body[start:].strip().lstrip(",").strip() == request_
+
+
+@pytest.mark.parametrize("body", [
+    "@agent-runner do it", "@agent-run-bot do it", "me@agent-run.dev", "> @agent-run quoted only",
+    "```\n@agent-run\n```", "~~~~\n@agent-run\n~~~\nstill code\n~~~~", "    text `@agent-run` in code", "",
+])
+def test_no_phrase(body):
+    assert find_phrase(body, "@agent-run") is None
+
+
+def test_issues_and_pull_requests_need_no_phrase_and_have_their_keys():
+    issue = {"action": "labeled", "issue": payloads.issue(9, body="Please triage"),
+             "repository": payloads.repository(), "sender": {"login": "alice"}}
+    got = decide("issues", issue)
+    assert isinstance(got, Trigger) and (got.key, got.request, got.actor, got.is_pr) == \
+        ("issue-9", "Please triage", "alice", False)
+    pr = decide("pull_request", payloads.pull_request("ready_for_review"))
+    assert isinstance(pr, Trigger) and (pr.key, pr.is_pr, pr.number) == ("pr-7", True, 7)
+    assert isinstance(decide("pull_request", payloads.pull_request("closed")), Skip)
+    assert isinstance(decide("issues", {**issue, "action": "edited"}), Skip)
+
+
+def test_a_review_comment_carries_its_hunk_and_an_issue_comment_on_a_pr_is_a_pr():
+    review = decide("pull_request_review_comment", payloads.review_comment("@agent-run why?"))
+    assert isinstance(review, Trigger) and review.key == "review-comment-70001" and review.is_pr
+    assert review.review == {"path": "src/fetch.py", "line": 12, "diff_hunk": "@@ -10,3 +10,4 @@ def fetch(url):\n+"
+                                                                              "    retries = 3"}
+    on_pr = decide("issue_comment", payloads.issue_comment("@agent-run go", pr=True))
+    assert isinstance(on_pr, Trigger) and on_pr.is_pr and on_pr.key == "issue-comment-90001"
+
+
+def test_other_events_are_skipped():
+    assert "not one github respond answers" in decide("push", {"action": None}).reason  # type: ignore[union-attr]
+    assert "refused" in decide("pull_request_target", payloads.pull_request()).reason  # type: ignore[union-attr]
+
+
+def test_allowed_actors_are_a_comma_separated_list():
+    assert parse_actors(" a, b ,,renovate[bot] ") == ("a", "b", "renovate[bot]")
