@@ -16,6 +16,10 @@ still writes its own step summary, but the step's outputs and annotations are th
 annotations would die with its stderr (captured here), so the batch writes every task's, titled with
 the task; and its tasks do not get GITHUB_OUTPUT (each would overwrite the last one's outputs): the
 batch writes one output, `results`, batch.json on one line.
+
+With `--shard I/N` the batch runs only its slice of the task list (runner/batch/shard.py), for a CI
+matrix to spread a batch over machines; `batch-merge` (cli/batch_merge.py) makes the shards' outputs one
+result, written by the same code as this command's (cli/batch_output.py).
 """
 
 from __future__ import annotations
@@ -34,22 +38,14 @@ from typing import Any
 
 import click
 
-from runner.cli.output import case_of, secrets_to_mask
-from runner.core.outcome import EXIT_CODES, INTERRUPT_SIGNALS, Status
+from runner.batch.result import entry, worst
+from runner.batch.shard import SHARD_ENV, ShardError, cut, resolve, tasks_sha256
+from runner.cli.batch_output import USAGE_ERROR, format_of, refuse, report
+from runner.cli.output import secrets_to_mask
+from runner.core.outcome import INTERRUPT_SIGNALS
 from runner.record.announce import RUN_DIR_FILE_ENV, read_announced
-from runner.record.rundir import runs_dir_for, write_json
-from runner.report.github import (
-    annotations,
-    command,
-    compact_results_json,
-    escape_property,
-    mask,
-    outputs_block,
-    stop_commands,
-)
-from runner.report.junit import write_junit
-
-USAGE_ERROR = EXIT_CODES[Status.USAGE_ERROR]  # a refusal is one
+from runner.record.rundir import runs_dir_for
+from runner.report.github import mask
 
 
 @click.command("batch")
@@ -60,6 +56,10 @@ USAGE_ERROR = EXIT_CODES[Status.USAGE_ERROR]  # a refusal is one
 @click.option("--batch-json", metavar="PATH",
               help="Where to write the batch's result (every task's run dir, status, exit code). "
                    "[default: RUNS_DIR/batch.json]")
+@click.option("--shard", metavar="I/N|auto", envvar=SHARD_ENV,
+              help="Run only shard I of N (1-based): task k of the task paths sorted by code point runs in shard "
+                   "k mod N + 1. auto: CI_NODE_INDEX/CI_NODE_TOTAL (GitLab parallel:), else AGENT_RUN_SHARD. "
+                   "[env: AGENT_RUN_SHARD] Merge the shards' outputs with `agent-run batch-merge`.")
 @click.option("--output-format", type=click.Choice(["text", "json"]),
               help="stdout: a table, or the batch.json object. [default: text]")
 @click.option("--policy", metavar="PATH|NAME")
@@ -83,7 +83,8 @@ USAGE_ERROR = EXIT_CODES[Status.USAGE_ERROR]  # a refusal is one
 @click.option("--shared-workspace", is_flag=True,
               help="Run parallel tasks in the workspace itself, sharing it (each sees the others' changes); "
                    "needed for -j above 1 outside git.")
-def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str | None, output_format: str | None,
+def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str | None, shard: str | None,
+          output_format: str | None,
           policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
           max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
           approvals: tuple[str, ...], mode: str | None, sandbox: str | None, env_files: tuple[str, ...],
@@ -99,8 +100,7 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
     {exit_code, tasks: [{task, run_dir, status, exit_code, duration_s, worktree, ...}]}.
     See docs/batch.md.
     """
-    env_format = os.environ.get("AGENT_RUN_OUTPUT_FORMAT")
-    fmt = output_format or (env_format if env_format in ("text", "json") else "text")
+    fmt = format_of(output_format)
     on_github = os.environ.get("GITHUB_ACTIONS") == "true"
     if on_github:  # before anything is printed: the runner hides these values in the whole log from here on
         for line in mask(secrets_to_mask()):
@@ -108,8 +108,17 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
     home = Path(workspace or os.getcwd()).expanduser().resolve()
     isolation = _isolation(home, jobs, isolate, shared_workspace)
     if isinstance(isolation, _Refusal):
-        _refuse(str(isolation), fmt, on_github)
+        refuse(str(isolation), fmt, on_github)
         return
+    cut_of: dict[str, Any] | None = None
+    if shard is not None:
+        try:
+            which = resolve(shard, os.environ)
+        except ShardError as exc:
+            refuse(str(exc), fmt, on_github)
+            return
+        cut_of = {"index": which.index, "total": which.total, "tasks_sha256": tasks_sha256(tasks)}
+        tasks = tuple(cut(tasks, which))
 
     common: list[str] = []
     for flag, value in (("--policy", policy), ("--workspace", workspace), ("--runs-dir", runs_dir),
@@ -130,32 +139,13 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
         common += ["--shared-workspace"]
 
     summaries = _run_all(tasks, jobs, common)
-    worst = max(int(s.get("exit_code") or 0) for s in summaries)
-    result = {"exit_code": worst, "jobs": jobs, "isolation": isolation, "workspace": str(home),
-              "tasks": [_entry(t, s) for t, s in zip(tasks, summaries, strict=True)]}
-    runs_root = runs_dir_for(runs_dir, home)
-    out = Path(batch_json).expanduser() if batch_json else runs_root / "batch.json"
-    _write_result(out, result)
-    printed = (json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) if fmt == "json"
-               else "\n".join(_table(tasks, summaries)))
-    told = "" if fmt == "json" else f"agent-run: batch result: {out}"
-    # A reason may carry an endpoint's or a check's words: no line of it may issue a workflow command.
-    before, after = stop_commands(f"{printed}\n{told}") if on_github else ("", "")
-    if before:
-        click.echo(before, err=True)
-    click.echo(printed)
-    sys.stdout.flush()
-    if told:
-        click.echo(told, err=True)
-    if after:
-        click.echo(after, err=True)
-        for task, summary in zip(tasks, summaries, strict=True):
-            for line in _task_annotations(task, summary):
-                click.echo(line, err=True)
-        _write_github_output(result)
-    if junit:
-        write_junit(junit, [case_of(s, t) for t, s in zip(tasks, summaries, strict=True)])
-    sys.exit(worst)
+    entries = [entry(t, s) for t, s in zip(tasks, summaries, strict=True)]
+    result = {"exit_code": worst(int(s.get("exit_code") or 0) for s in summaries), "jobs": jobs,
+              "isolation": isolation, "workspace": str(home), "tasks": entries,
+              **({"shard": cut_of} if cut_of is not None else {})}
+    out = Path(batch_json).expanduser() if batch_json else runs_dir_for(runs_dir, home) / "batch.json"
+    report(result, tasks, summaries, out=out, fmt=fmt, on_github=on_github, junit=junit)
+    sys.exit(result["exit_code"])
 
 
 class _Refusal(str):
@@ -198,42 +188,6 @@ def _worktree_problem(home: Path) -> str | None:
     finally:
         git.close()
     return None if head else f"{repo.top} has no commit yet (a worktree starts from HEAD)"
-
-
-def _refuse(reason: str, fmt: str, on_github: bool) -> None:
-    refusal = {"status": "usage_error", "exit_code": USAGE_ERROR, "reason": reason, "tasks": []}
-    if fmt == "json":  # a consumer of stdout gets an object either way, shaped like `run`'s usage error
-        click.echo(json.dumps(refusal, indent=2, sort_keys=True, ensure_ascii=False))
-    click.echo(f"agent-run: usage_error (exit {USAGE_ERROR}): {reason}", err=True)
-    if on_github:
-        click.echo(command("error", reason, title="agent-run batch: usage error"), err=True)
-        _write_github_output(refusal)
-    sys.exit(USAGE_ERROR)
-
-
-def _task_annotations(task: str, summary: dict[str, Any]) -> list[str]:
-    """The annotations `run` would have written for this task (from its masked summary), each title
-    naming the task: in a batch, "denied bash" alone does not say which task."""
-    lines = []
-    for line in annotations(summary, summary.get("loop_warnings") or []):
-        # `command` escapes `:` and `,` in property values, so the title ends at the first `::` or `,`.
-        head, sep, tail = line.partition(" title=")
-        end = min(i for i in (tail.find("::"), tail.find(","), len(tail)) if i >= 0)
-        lines.append(f"{head}{sep}{tail[:end]}{escape_property(f' ({task})')}{tail[end:]}" if sep else line)
-    return lines
-
-
-def _write_github_output(result: dict[str, Any]) -> None:
-    """The step's output `results`: batch.json on one line (fromJSON() in a later step)."""
-    path = os.environ.get("GITHUB_OUTPUT")
-    if not path:
-        return
-    text = compact_results_json(result)  # a job's outputs share 1 MB
-    try:
-        with open(path, "a", encoding="utf-8", newline="\n") as f:
-            f.write(outputs_block({"results": text}))
-    except OSError as exc:  # as for batch.json: the tasks' outcome (the exit code) matters more
-        click.echo(f"agent-run: warning: could not write the step output results: {exc}", err=True)
 
 
 def _run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[str, Any]]:
@@ -314,32 +268,6 @@ def _add_announced(summary: dict[str, Any], announced: Path) -> None:
     run_dir = read_announced(announced)
     if run_dir is not None:
         summary.update(run_dir=run_dir, run_id=Path(run_dir).name)
-
-
-def _entry(task: str, summary: dict[str, Any]) -> dict[str, Any]:
-    worktree = summary.get("worktree")
-    return {"task": task, "run_dir": summary.get("run_dir"), "run_id": summary.get("run_id"),
-            "status": summary.get("status"), "exit_code": summary.get("exit_code"),
-            "duration_s": summary.get("duration_s"), "turns": summary.get("turns"), "reason": summary.get("reason"),
-            "worktree": worktree.get("path") if isinstance(worktree, dict) else None}
-
-
-def _write_result(path: Path, result: dict[str, Any]) -> None:
-    try:  # atomically: a CI step reading it never sees half a file
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, result)
-    except OSError as exc:  # the tasks have run: their outcome (the exit code) matters more than this file
-        click.echo(f"agent-run: warning: could not write {path}: {exc}", err=True)
-
-
-def _table(tasks: tuple[str, ...], summaries: list[dict[str, Any]]) -> list[str]:
-    rows = [(t, s.get("status", "?"), str(s.get("exit_code")), str(s.get("turns", "")),
-             f"{s.get('duration_s', 0) or 0:.1f}s", s.get("run_dir") or s.get("reason") or "")
-            for t, s in zip(tasks, summaries, strict=True)]
-    header = ("task", "status", "exit", "turns", "time", "run dir")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
-    return ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:5])) + "  " + row[5]
-            for row in [header, *rows]]
 
 
 def _self_argv() -> list[str]:

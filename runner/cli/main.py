@@ -19,6 +19,8 @@ import click
 COMMANDS = {
     "batch": ("runner.cli.batch", "batch", "Run TASK... (each in its own run directory), print a table, exit with the "
               "worst code."),
+    "batch-merge": ("runner.cli.batch_merge", "batch_merge", "Merge a batch's shards (each DIR one shard's output) "
+                    "into one batch.json, JUnit file and step summary."),
     "cleanup": ("runner.cli.cleanup", "cleanup", "Remove run directories (and spill files) older than AGE."),
     "fork": ("runner.cli.resume", "fork", "Start a new run from RUN_DIR's conversation as it was at a turn, leaving "
              "RUN_DIR untouched: to try a different instruction (MESSAGE) from the same point."),

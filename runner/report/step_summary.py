@@ -18,7 +18,7 @@ MAX_DENIAL_ROWS = 100
 MAX_CHANGED_FILES = 300
 MAX_ANSWER_CHARS = 20_000
 
-_STATUS_ICON = {
+STATUS_ICON = {
     "success": "✅", "failed": "❌", "usage_error": "⚠️", "denied": "⛔", "doom_loop": "🔁",
     "budget_exhausted": "⏱️", "model_error": "💥", "interrupted": "🛑",
 }
@@ -39,7 +39,7 @@ def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT, *, rece
     status = str(summary.get("status", "?"))
     exit_code = summary.get("exit_code")
     usage = summary.get("usage") or {}
-    icon = _STATUS_ICON.get(status)
+    icon = STATUS_ICON.get(status)
     out: list[str] = [f"## {icon + ' ' if icon else ''}agent-run: {md_text(status)} (exit {exit_code})", ""]
     if summary.get("reason"):
         out += [f"**Reason:** {md_text(clip(summary['reason'], 2000))}", ""]
