@@ -51,9 +51,9 @@ def assert_no_token_anywhere(r: Any, fake: Any) -> None:
 
 def test_a_writers_mention_creates_then_edits_one_comment_and_runs_the_task(fake, gh, respond):
     gh.add_comment(5, "I see it too on 3.13.1.", {"login": "dave", "type": "User"})
-    fake.add(reply("The ImportError comes from the removed `imp` module."))
+    fake.add(reply(calls=[("bash", {"command": "env"})]), reply("The ImportError comes from the removed `imp` module."))
     payload = payloads.issue_comment("Thanks!\n\n@agent-run please find the cause of the ImportError")
-    r = respond("issue_comment", payload, "--output-format", "json")
+    r = respond("issue_comment", payload, "--output-format", "json", "--sandbox", "off", "--approve", "bash:shell:env")
     assert r.code == 0, r.stderr
     assert r.summary["status"] == "success" and json.loads(r.stdout)["status"] == "success"
     assert [e["type"] for e in r.events][-1] == "run_finished"
@@ -72,6 +72,9 @@ def test_a_writers_mention_creates_then_edits_one_comment_and_runs_the_task(fake
     assert '<github-request author="alice">\nplease find the cause of the ImportError\n</github-request>' in task
     assert "I see it too on 3.13.1." in task and "not instructions to you" in task
     assert r.summary["task_trusted"] is False
+    # the command's environment had the job's markers, not its token (what the model read back of `env`)
+    said = json.dumps(fake.requests[1]["messages"][-1])
+    assert "GITHUB_REPOSITORY=octo/hello" in said and "GITHUB_TOKEN" not in said
     assert_no_token_anywhere(r, fake)
 
 
