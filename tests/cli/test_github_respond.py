@@ -185,13 +185,15 @@ def test_a_deleted_comment_answering_404_gets_a_new_one(fake, gh, respond):
     payload = payloads.issue_comment("@agent-run go")
     assert respond("issue_comment", payload).code == 0
     [old] = stickies(gh, 5)
-    gh.fail("PATCH", f"/issues/comments/{old['id']}$", (404, {}, {"message": "Not Found"}))  # deleted meanwhile
+    # Someone deletes it after the re-run has found it, before the re-run edits it: that edit answers 404.
+    gh.before("PATCH", "/issues/comments/", lambda server: server.comments.pop(old["id"]))
     fake.restart().add(reply("second"))
     r = respond("issue_comment", payload)
     assert r.code == 0, r.stderr
-    assert "is gone (404)" in r.stderr
-    assert [c["id"] for c in stickies(gh, 5) if "second" in c["body"]] != [old["id"]]
-    assert any("second" in c["body"] for c in stickies(gh, 5))
+    assert f"comment {old['id']} is gone (404)" in r.stderr
+    [new] = stickies(gh, 5)
+    assert new["id"] != old["id"] and "second" in new["body"]
+    assert [p.path.rsplit("/", 1)[1] for p in gh.of("PATCH")] == [str(old["id"]), str(old["id"]), str(new["id"])]
 
 
 def test_a_comment_that_cannot_be_posted_is_reported_and_the_exit_code_stays_the_runs(fake, gh, respond, tmp_path):

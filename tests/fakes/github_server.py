@@ -12,8 +12,9 @@ It keeps issue comments (per issue number), pull request files and collaborator 
   `{"body": string}` is 422;
 - a missing or wrong `Authorization` (`Bearer TOKEN` or `token TOKEN`) is 401 "Bad credentials".
 `fail(method, path_regex, *responses)` answers the next matching requests with `(status, headers, body)`
-tuples first (a 500, a secondary rate limit: 403 with `retry-after`). Every request is recorded in `requests`
-(method, path, query, headers, json).
+tuples first (a 500, a secondary rate limit: 403 with `retry-after`); `before(method, path_regex, fn)` runs
+`fn(server)` once, just before the next matching request is answered (someone deletes a comment meanwhile).
+Every request is recorded in `requests` (method, path, query, headers, json).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -55,6 +57,7 @@ class FakeGitHub:
         self._lock = threading.Lock()
         self._next_id = 1000
         self._faults: list[tuple[str, re.Pattern[str], list[tuple[int, dict[str, str], Any]]]] = []
+        self._hooks: list[tuple[str, re.Pattern[str], Callable[[FakeGitHub], None]]] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -97,6 +100,9 @@ class FakeGitHub:
     def fail(self, method: str, path: str, *responses: tuple[int, dict[str, str], Any]) -> None:
         self._faults.append((method, re.compile(path), list(responses)))
 
+    def before(self, method: str, path: str, fn: Callable[[FakeGitHub], None]) -> None:
+        self._hooks.append((method, re.compile(path), fn))
+
     def of(self, method: str, path: str = "") -> list[Request]:
         return [r for r in self.requests if r.method == method and re.search(path, r.path)]
 
@@ -126,6 +132,10 @@ class FakeGitHub:
         with self._lock:
             self.requests.append(Request(h.command, parts.path, query, {k.lower(): v for k, v in h.headers.items()},
                                          body))
+            for hook in list(self._hooks):
+                if hook[0] == h.command and hook[1].search(parts.path):
+                    self._hooks.remove(hook)
+                    hook[2](self)
             for method, pattern, responses in self._faults:
                 if method == h.command and pattern.search(parts.path) and responses:
                     status, headers, payload = responses.pop(0)
