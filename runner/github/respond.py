@@ -128,7 +128,12 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None]) -> An
                        problems, say)
     outcome = execute(replace(opts, task="-", task_text=task_text(trigger, context)))
     body = masker.mask(final_body(trigger.marker, outcome.summary, planned.run_url, problems))[0]
-    _post(gh, trigger, comment_id, body, problems, say)
+    if outcome.summary.get("status") == "interrupted":  # a cancelled job is killed ~7.5 s after SIGINT: no waiting
+        gh.retry = replace(gh.retry, retries=0)
+    try:
+        _post(gh, trigger, comment_id, body, problems, say)
+    except KeyboardInterrupt:  # a signal after the run: the run's outcome stands, the comment says "working"
+        _problem(problems, say, "interrupted while editing the comment")
     gh.close()
     return Answered(outcome, problems)
 

@@ -4,13 +4,17 @@ REST API on loopback (tests/fakes/github_server.py), with webhook payloads shape
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.github_server import BOT, TOKEN, FakeGitHub
-from tests.fakes.openai_server import reply
+from tests.fakes.openai_server import hang, reply
+from tests.fakes.wait import HANG_S, until
 from tests.github import payloads
 
 MARK = "<!-- agent-run:"
@@ -27,14 +31,18 @@ def respond(agent_run, gh, tmp_path) -> Callable[..., Any]:
     """`agent-run github respond ARGS` for EVENT with PAYLOAD, as a GitHub Actions job would run it."""
 
     def run(event: str, payload: dict[str, Any], *args: str, env: dict[str, str] | None = None) -> Any:
-        path = tmp_path / "event.json"
-        path.write_text(json.dumps(payload), encoding="utf-8")
-        return agent_run("github", "respond", *args, env={
-            "GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(path), "GITHUB_REPOSITORY": "octo/hello",
-            "GITHUB_RUN_ID": "4242", "GITHUB_SERVER_URL": "https://github.example", "GITHUB_API_URL": gh.url,
-            "GITHUB_TOKEN": TOKEN, **(env or {})})
+        return agent_run("github", "respond", *args, env={**job_env(gh, tmp_path, event, payload), **(env or {})})
 
     return run
+
+
+def job_env(gh: FakeGitHub, tmp_path: Any, event: str, payload: dict[str, Any]) -> dict[str, str]:
+    """What a GitHub Actions job's environment says about its event (the payload in a file outside the workspace)."""
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return {"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(path), "GITHUB_REPOSITORY": "octo/hello",
+            "GITHUB_RUN_ID": "4242", "GITHUB_SERVER_URL": "https://github.example", "GITHUB_API_URL": gh.url,
+            "GITHUB_TOKEN": TOKEN}
 
 
 def stickies(gh: FakeGitHub, number: int) -> list[dict[str, Any]]:
@@ -223,3 +231,19 @@ def test_no_token_is_a_usage_error_but_only_when_the_event_triggers(fake, gh, re
     r = respond("issue_comment", payloads.issue_comment("@agent-run go"), env={"GITHUB_TOKEN": ""})
     assert r.code == 2 and "GITHUB_TOKEN" in r.stderr and fake.requests == []
     assert respond("issue_comment", payloads.issue_comment("hello"), env={"GITHUB_TOKEN": ""}).code == 0
+
+
+def test_a_cancelled_job_still_edits_the_comment_and_exits_130(fake, gh, workspace, tmp_path):
+    fake.add(hang(600), reply("too late"))  # answered only once the test is over: the run ends by the signal
+    env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", AGENT_RUN_RETRY_BASE_S="0.01",
+                    **job_env(gh, tmp_path, "issue_comment", payloads.issue_comment("@agent-run go")))
+    proc = subprocess.Popen([*agent_run_argv(), "github", "respond"], cwd=workspace, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    until(lambda: fake.requests, "the model request to reach the server")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=HANG_S)
+    assert proc.returncode == 130, err
+    [run_dir] = (workspace / ".agent-run" / "runs").iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "interrupted"
+    [sticky] = stickies(gh, 5)
+    assert "`interrupted` (exit 130)" in sticky["body"]
