@@ -247,3 +247,16 @@ def test_a_cancelled_job_still_edits_the_comment_and_exits_130(fake, gh, workspa
     assert json.loads((run_dir / "summary.json").read_text())["status"] == "interrupted"
     [sticky] = stickies(gh, 5)
     assert "`interrupted` (exit 130)" in sticky["body"]
+
+
+def test_a_skipped_stream_json_line_matches_the_result_schema(fake, gh, respond):
+    from importlib import resources
+
+    import jsonschema
+
+    r = respond("issue_comment", payloads.issue_comment("no mention"), "--output-format", "stream-json")
+    assert r.code == 0 and fake.requests == []
+    schema = json.loads((resources.files("runner.schemas") / "result.schema.json").read_text(encoding="utf-8"))
+    line = json.loads(r.stdout.splitlines()[-1])
+    jsonschema.validate(line, schema)
+    assert (line["status"], line["exit_code"], line["run_id"]) == ("skipped", 0, None)
