@@ -7,8 +7,10 @@ import json
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
+from importlib import resources
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests.conftest import agent_run_argv, clean_env
@@ -250,10 +252,6 @@ def test_a_cancelled_job_still_edits_the_comment_and_exits_130(fake, gh, workspa
 
 
 def test_a_skipped_stream_json_line_matches_the_result_schema(fake, gh, respond):
-    from importlib import resources
-
-    import jsonschema
-
     r = respond("issue_comment", payloads.issue_comment("no mention"), "--output-format", "stream-json")
     assert r.code == 0 and fake.requests == []
     schema = json.loads((resources.files("runner.schemas") / "result.schema.json").read_text(encoding="utf-8"))
