@@ -175,6 +175,16 @@ def test_a_pull_request_gets_its_files_and_diff_and_a_fork_is_skipped(fake, gh, 
     assert target.code == 0 and "pull_request_target is refused" in target.stderr and len(fake.requests) == 1
 
 
+def test_a_review_comment_is_answered_in_the_pull_requests_conversation(fake, gh, respond):
+    fake.add(reply("Three retries are enough here."))
+    r = respond("pull_request_review_comment", payloads.review_comment("@agent-run is 3 enough?"))
+    assert r.code == 0, r.stderr
+    task = fake.requests[0]["messages"][1]["content"]
+    assert '<github-review-comment path="src/fetch.py" line="12">' in task and "+    retries = 3" in task
+    [sticky] = stickies(gh, 7)  # an issue comment on the pull request
+    assert sticky["body"].startswith("<!-- agent-run:review-comment-70001 -->") and "Three retries" in sticky["body"]
+
+
 def test_server_errors_and_a_secondary_rate_limit_are_retried(fake, gh, respond):
     gh.fail("GET", "/permission$", (500, {}, {"message": "Server Error"}), (502, {}, {"message": "Bad Gateway"}))
     gh.fail("POST", "/issues/5/comments$", (503, {}, {"message": "Service Unavailable"}))
