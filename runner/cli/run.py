@@ -117,12 +117,19 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
 @click.option("--output-schema", metavar="FILE",
               help="The final answer must be a JSON value valid against this JSON Schema (repaired up to twice, "
                    "else exit 1); it is printed on stdout, in summary.json `output` and output.json.")
+@click.option("--findings", is_flag=True,
+              help="The final answer is review findings (a built-in schema: summary, findings with path, line, "
+                   "severity, title, message, rule, suggestion): findings.json, findings.sarif (SARIF 2.1.0) and "
+                   "job annotations. Not with --output-schema.")
+@click.option("--sarif-denials", is_flag=True,
+              help="Also write the run's denials as SARIF results in findings.sarif (for a gate on them).")
 @click.option("--isolate", type=click.Choice(["worktree"]),
               help="Run in a private copy of the (git) workspace under WORKSPACE/.agent-run/worktrees/.")
 @click.option("--tools", metavar="LIST",
               help="Offer only these tools, comma-separated: built-in names (read,edit,bash,task,skill,…) or "
                    "mcp__SERVER__TOOL; the policy still decides each call (also AGENT_RUN_TOOLS). [default: all]")
-def run(task: str, output_schema: str | None, isolate: str | None, tools: str | None, **kw: Any) -> None:
+def run(task: str, output_schema: str | None, findings: bool, sarif_denials: bool, isolate: str | None,
+        tools: str | None, **kw: Any) -> None:
     """Run TASK (a Markdown file, or - for stdin) headless.
 
     \b
@@ -130,7 +137,8 @@ def run(task: str, output_schema: str | None, isolate: str | None, tools: str | 
     4 doom_loop, 5 budget_exhausted, 6 model_error,
     130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP).
     """
-    opts, fmt = options_from(task, kw, isolate=isolate, output_schema=output_schema,
+    opts, fmt = options_from(task, kw, isolate=isolate, output_schema=output_schema, findings=findings,
+                             sarif_denials=sarif_denials,
                              tools=tools if tools is not None else os.environ.get("AGENT_RUN_TOOLS"))
     outcome, reporter = with_github(lambda: execute(opts))
     finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"], task_file=task)

@@ -33,7 +33,7 @@ from runner.record.jsonl import iter_events, iter_lines, whole_length
 
 GENESIS = "0" * 64
 SEALED_FILES = ("task.md", "policy.json", "changes.patch", "ignored.patch", "tools.json", "workspace.json",
-                "output.json")
+                "output.json", "findings.json", "findings.sarif")
 
 
 AUDIT_KEY_ENV = "AGENT_RUN_AUDIT_KEY"  # trusted (the job's own environment); never passed to a process

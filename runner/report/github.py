@@ -119,6 +119,7 @@ def annotations(summary: Mapping[str, Any], warnings: Iterable[str] = ()) -> lis
             more += f"\nApprove them all: {summary['replay']}"
         lines.append(command("error", more, title="agent-run: more denials"))
 
+    lines += _finding_annotations(summary)
     output = _output_json(summary)
     if output is not None and len(output.encode()) > MAX_OUTPUT_BYTES:
         lines.append(command("warning", f"The structured output is {len(output.encode()):,} bytes, over the "
@@ -140,6 +141,27 @@ def annotations(summary: Mapping[str, Any], warnings: Iterable[str] = ()) -> lis
     if isinstance(sandbox, Mapping) and not sandbox.get("active") and sandbox.get("mode") == "auto":
         lines.append(command("warning", f"commands ran WITHOUT a sandbox: {sandbox.get('reason')}",
                              title="agent-run: no sandbox"))
+    return lines
+
+
+# A finding's severity as the workflow command that shows it (SARIF's `note` is GitHub's `notice`).
+_FINDING_COMMANDS = {"error": "error", "warning": "warning", "note": "notice"}
+
+
+def _finding_annotations(summary: Mapping[str, Any]) -> list[str]:
+    """--findings: one annotation per finding at its file and lines, most severe first, at most
+    MAX_DENIAL_ANNOTATIONS of each type (what GitHub shows per step)."""
+    findings = summary.get("findings")
+    items = findings.get("items") if isinstance(findings, Mapping) else None
+    lines: list[str] = []
+    shown: dict[str, int] = {}
+    for f in items if isinstance(items, list) else []:
+        name = _FINDING_COMMANDS.get(str(f.get("severity")), "notice")
+        if shown.get(name, 0) >= MAX_DENIAL_ANNOTATIONS:
+            continue
+        shown[name] = shown.get(name, 0) + 1
+        lines.append(command(name, str(f.get("message") or f.get("title") or ""), file=f.get("path"),
+                             line=f.get("line"), endLine=f.get("end_line"), title=str(f.get("title") or "")[:200]))
     return lines
 
 

@@ -24,12 +24,11 @@ from runner.engine.call import CallEnv, bind_hooks
 from runner.engine.loop import Limits, LoopResult, run_loop
 from runner.engine.recorder import Recording, RunOutcome, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
-from runner.guards.budget import Budget
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
 from runner.mcp.setup import mcp_servers, start_mcp
 from runner.model.base import ChatModel
-from runner.model.catalog import price_for, window_for
+from runner.model.catalog import window_for
 from runner.model.replay import ReplayModel
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
@@ -40,6 +39,8 @@ from runner.policy.targets import path_target
 from runner.record.rundir import new_run_id, portable, runs_dir_for, write_atomic, write_json
 from runner.report.changes import ChangeTracker
 from runner.report.deltas import TextDeltas
+from runner.report.findings import keep_findings, record_findings
+from runner.run.budgets import budget_for
 from runner.run.changes import ChangeRecord
 from runner.run.check import run_check
 from runner.run.inputs import run_inputs, summary_copies
@@ -60,8 +61,6 @@ from runner.workspace.trust import EnvFiles, load_env_files, narrow, task_is_tru
 from runner.workspace.worktree import WorktreeError, create_worktree
 
 OWN_OUTPUTS = "<run outputs>"
-MIN_CONTEXT_WINDOW = 16_384
-WARN_CONTEXT_WINDOW = 32_768
 
 
 @dataclass
@@ -83,6 +82,8 @@ class RunOptions:
     instructions: list[str] = field(default_factory=list)  # --instructions FILE, in order
     append_system_prompt: list[str] = field(default_factory=list)  # --append-system-prompt TEXT, in order
     output_schema: str | None = None  # --output-schema FILE
+    findings: bool = False  # --findings: the built-in findings schema; findings.json, findings.sarif, annotations
+    sarif_denials: bool = False  # --sarif-denials: the run's denials as SARIF results in findings.sarif too
     skills: list[str] = field(default_factory=list)  # --skills DIR, in order
     agents: list[str] = field(default_factory=list)  # --agents DIR: trusted subagent profiles, in order
     tools: str | None = None  # --tools LIST (runner/run/toolset.py); None: every tool the run has
@@ -128,10 +129,10 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
         instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt)
     except InstructionsError as exc:
         raise UsageError(str(exc)) from None
-    schema = None
-    if opts.output_schema:
-        schema = OutputSchema(opts.output_schema)
-        instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema)
+    schema = OutputSchema.given(opts.output_schema, opts.findings)
+    if schema is not None:  # --findings too: the section a subagent's prompt leaves out
+        instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema, source=schema.source)
+    keep_findings(rec, opts.findings, opts.sarif_denials)
     skills = load_skills(rec, opts, instructions)
     agent = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md",
                     readable=tuple(Path(d).expanduser().resolve() for d in opts.skills), skills=skills or None,
@@ -261,6 +262,7 @@ def finish(rec: Recording, task: Task, agent: Agent, result: LoopResult | None,
     approved calls and asked no model (no answer, nothing to check)."""
     if schema is not None:
         schema.keep(rec)
+        record_findings(rec, schema)
     if result is None:
         return rec.finished_status()
     rec.answer = result.answer
@@ -331,49 +333,6 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     rec.ctx.decide = policy_decider(env.policy)
     rec.ctx.sandbox = start_sandbox(rec, env, sandbox_mode, environ)
     return env
-
-
-def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str, Any] | None = None) -> Budget:
-    """Token and cost budgets, and the context floor: refused before any request. `cli` (the flags
-    given) lets the warning say where the context window came from."""
-    replaying = settings.model.startswith("replay:")
-    window = None if replaying else window_for(settings.model, settings.context_window)
-    if window is not None and window < MIN_CONTEXT_WINDOW:
-        raise UsageError(f"model {settings.model} has a {window}-token context window (from "
-                         f"{window_source(settings, policy, cli or {})}); agent-run needs at least "
-                         f"{MIN_CONTEXT_WINDOW} (override with --context-window if that is wrong)")
-    if window is not None and window < WARN_CONTEXT_WINDOW:
-        print(f"agent-run: warning: {settings.model} has a small context window ({window} tokens, from "
-              f"{window_source(settings, policy, cli or {})}); long tasks may not fit", file=sys.stderr)
-    price, source = price_for(settings.model, policy.sections.get("budget", {}).get("prices"))
-    if settings.max_cost_usd is not None and price is None and not replaying:
-        raise UsageError(f"--max-cost-usd needs a price for model {settings.model}: add it to the policy's "
-                         "budget.prices")
-    budget = Budget.over([settings.model, *([] if replaying else settings.fallback_models)], settings.max_tokens,
-                         settings.max_cost_usd, price, policy.sections.get("budget", {}).get("prices"))
-    rec.consumers.append(budget.on_event)
-
-    def figures(data: dict[str, Any]) -> None:
-        data["usage"]["total_tokens"] = budget.tokens
-        data["usage"]["cost_usd"] = round(budget.cost_usd, 6) if price and budget.all_priced else None
-        data["usage"]["price_source"] = source  # "policy", "genai-prices <version>", or None: no price
-        budget.figures(data)
-
-    rec.finishers.append(figures)
-    return budget
-
-
-def window_source(settings: Settings, policy: Policy, cli: dict[str, Any]) -> str:
-    """Where the context window in use was set, as a person would look for it."""
-    if settings.context_window is None:
-        return "genai-prices' model database"
-    if cli.get("context_window") is not None:
-        return "--context-window"
-    if any(name.upper() == "AGENT_RUN_CONTEXT_WINDOW" for name in os.environ):
-        return "AGENT_RUN_CONTEXT_WINDOW"
-    if policy.sections.get("compaction", {}).get("contextWindow") == settings.context_window:
-        return f"the policy's compaction.contextWindow ({policy.path})"
-    return "the task's front matter or an --env-file"
 
 
 def _read_task(spec: str, run_dir: Path, given: str | None = None) -> tuple[Task, Path | None]:
@@ -489,6 +448,7 @@ def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Pa
                         ("--output-schema", [opts.output_schema] if opts.output_schema else [])):
         for path in paths:
             words += [flag, portable(path, workspace)]
+    words += [flag for flag, on in (("--findings", opts.findings), ("--sarif-denials", opts.sarif_denials)) if on]
     for text in opts.append_system_prompt:
         words += ["--append-system-prompt", text]
     for approval in opts.approvals:

@@ -1,4 +1,5 @@
-"""`--output-schema FILE`: a final answer that is a JSON object valid against a JSON Schema.
+"""`--output-schema FILE`: a final answer that is a JSON object valid against a JSON Schema (`--findings`: the
+built-in FINDINGS_SCHEMA, review findings).
 
 The schema is the workflow's (trusted): its text goes into the system prompt once, as an
 instruction (the prefix stays fixed). The final answer is parsed (a ```json fence around it is
@@ -25,12 +26,38 @@ MAX_ERRORS_SHOWN = 5
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.S)
 
 
+# `--findings`: review findings (runner/report/findings.py turns them into findings.json, SARIF and annotations).
+FINDINGS_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["summary", "findings"],
+    "properties": {
+        "summary": {"type": "string"},
+        "findings": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False,
+            "required": ["path", "line", "severity", "title", "message"],
+            "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "relative to the repository root"},
+                "line": {"type": "integer", "minimum": 1},
+                "end_line": {"type": "integer", "minimum": 1},
+                "severity": {"enum": ["error", "warning", "note"]},
+                "title": {"type": "string", "minLength": 1},
+                "message": {"type": "string"},
+                "rule": {"type": "string", "description": "an id for the kind of problem"},
+                "suggestion": {"type": "string", "description": "replacement text for lines line..end_line"},
+            }}},
+    },
+}
+FINDINGS = "--findings"
+
+
 class OutputSchema:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str | None, *, builtin: dict[str, Any] | None = None) -> None:
+        """The schema in the file at `path`, or a `builtin` one (--findings: `path` None)."""
         import jsonschema  # only runs that ask for it
 
+        self.source = "--output-schema" if builtin is None else FINDINGS
         try:
-            self.text = read_input_text(Path(path).expanduser(), "--output-schema")
+            self.text = (json.dumps(builtin, indent=2) if builtin is not None
+                         else read_input_text(Path(str(path)).expanduser(), "--output-schema"))
             self.schema = json.loads(self.text)
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read --output-schema {path}: {getattr(exc, 'strerror', None) or exc}") from None
@@ -49,6 +76,17 @@ class OutputSchema:
         self.repairs = 0
         self.value: Any = None
         self.path = path
+
+    @classmethod
+    def findings(cls) -> OutputSchema:
+        return cls(None, builtin=FINDINGS_SCHEMA)
+
+    @classmethod
+    def given(cls, path: str | None, findings: bool) -> OutputSchema | None:
+        """The run's schema: --output-schema FILE, --findings (not both: exit 2), or none."""
+        if findings and path:
+            raise UsageError("--findings is an output schema of its own: it cannot be used with --output-schema")
+        return cls.findings() if findings else cls(path) if path else None
 
     def keep(self, rec: Any) -> None:
         """The validated value: summary `output`, output.json (sealed), stdout in text mode."""
@@ -69,7 +107,7 @@ class OutputSchema:
         if not errors:
             return None
         if self.repairs >= MAX_REPAIRS:
-            raise Failed(f"the final answer does not match --output-schema after {MAX_REPAIRS} repairs: "
+            raise Failed(f"the final answer does not match {self.source} after {MAX_REPAIRS} repairs: "
                          + "; ".join(errors[:MAX_ERRORS_SHOWN]), output_errors=errors[:MAX_ERRORS_SHOWN])
         self.repairs += 1
         return ("[agent-run: your final answer does not match the required JSON Schema:\n"
@@ -94,10 +132,18 @@ def recorded(started: dict[str, Any], home: Path) -> OutputSchema | None:
     """The --output-schema a run was given, for its resume or replay: the same file, unchanged (its text
     as sent is hashed in run_started.instructions). None when the run had none; UsageError when the file is
     gone or changed — the continued run could not check the answer it exists to produce."""
-    entry = next((i for i in started.get("instructions") or [] if i.get("source") == "--output-schema"), None)
+    entry = next((i for i in started.get("instructions") or [] if i.get("source") in ("--output-schema", FINDINGS)),
+                 None)
     if entry is None:
         return None
     import hashlib
+
+    if entry.get("source") == FINDINGS:  # built in: the same unless this version's differs from the recorded one
+        schema = OutputSchema.findings()
+        if hashlib.sha256(schema.instructions().encode("utf-8")).hexdigest() == entry.get("sha256"):
+            return schema
+        raise UsageError("the run was given --findings by a version of agent-run whose findings schema differs from "
+                         "this one's: the answer of the continued run could not be checked (start a new run)")
 
     given = str(entry.get("path") or "")
     for candidate in (Path(given).expanduser(), home / given):
