@@ -98,7 +98,7 @@ def test_a_rerun_edits_the_same_comment_found_on_a_later_page(fake, gh, respond)
         gh.add_comment(5, f"later comment {i}")
     fake.restart().add(reply("second answer"))
     r = respond("issue_comment", payload)
-    assert r.code == 0, r.stderr
+    assert r.code == 0 and r.summary["status"] == "success" and r.events[-1]["type"] == "run_finished", r.stderr
     assert stickies(gh, 5) == [gh.comments[sticky["id"]]] and "second answer" in gh.comments[sticky["id"]]["body"]
     assert len(gh.of("POST")) == 1  # the re-run posted nothing new
     pages = [q.query.get("page", "1") for q in gh.of("GET", "/issues/5/comments")]
@@ -150,7 +150,7 @@ def test_an_allowed_actor_needs_no_write_access_and_a_listed_bot_may_ask(fake, g
     fake.add(reply("ok"))
     payload = payloads.issue_comment("@Agent-Run: triage this", login="renovate[bot]", kind="Bot")
     r = respond("issue_comment", payload, "--allowed-actors", "someone, renovate[bot]")
-    assert r.code == 0, r.stderr
+    assert r.code == 0 and r.summary["status"] == "success" and r.events[-1]["type"] == "run_finished", r.stderr
     assert not gh.of("GET", "/permission") and len(stickies(gh, 5)) == 1
 
 
@@ -165,7 +165,7 @@ def test_a_pull_request_gets_its_files_and_diff_and_a_fork_is_skipped(fake, gh, 
                     "deletions": 0, "changes": 1, "patch": "@@ -10,3 +10,4 @@\n+    retries = 3"}]
     fake.add(reply("Looks right."))
     r = respond("pull_request", payloads.pull_request("opened"))
-    assert r.code == 0, r.stderr
+    assert r.code == 0 and r.summary["status"] == "success" and r.events[-1]["type"] == "run_finished", r.stderr
     task = fake.requests[0]["messages"][1]["content"]
     assert "- modified src/fetch.py (+1 -0)" in task and "+    retries = 3" in task and "Adds a retry." in task
     assert stickies(gh, 7)[0]["body"].startswith("<!-- agent-run:pr-7 -->")
@@ -178,7 +178,7 @@ def test_a_pull_request_gets_its_files_and_diff_and_a_fork_is_skipped(fake, gh, 
 def test_a_review_comment_is_answered_in_the_pull_requests_conversation(fake, gh, respond):
     fake.add(reply("Three retries are enough here."))
     r = respond("pull_request_review_comment", payloads.review_comment("@agent-run is 3 enough?"))
-    assert r.code == 0, r.stderr
+    assert r.code == 0 and r.summary["status"] == "success" and r.events[-1]["type"] == "run_finished", r.stderr
     task = fake.requests[0]["messages"][1]["content"]
     assert '<github-review-comment path="src/fetch.py" line="12">' in task and "+    retries = 3" in task
     [sticky] = stickies(gh, 7)  # an issue comment on the pull request
@@ -193,7 +193,7 @@ def test_server_errors_and_a_secondary_rate_limit_are_retried(fake, gh, respond)
         "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}))
     fake.add(reply("answer"))
     r = respond("issue_comment", payloads.issue_comment("@agent-run go"))
-    assert r.code == 0, r.stderr
+    assert r.code == 0 and r.summary["status"] == "success" and r.events[-1]["type"] == "run_finished", r.stderr
     assert len(gh.of("GET", "/permission$")) == 3 and len(gh.of("POST")) == 2 and len(gh.of("PATCH")) == 2
     assert "secondary rate limit" in r.stderr and "retry 1 of 4" in r.stderr
     [sticky] = stickies(gh, 5)
@@ -209,7 +209,7 @@ def test_a_deleted_comment_answering_404_gets_a_new_one(fake, gh, respond):
     gh.before("PATCH", "/issues/comments/", lambda server: server.comments.pop(old["id"]))
     fake.restart().add(reply("second"))
     r = respond("issue_comment", payload)
-    assert r.code == 0, r.stderr
+    assert r.code == 0 and r.summary["status"] == "success" and r.events[-1]["type"] == "run_finished", r.stderr
     assert f"comment {old['id']} is gone (404)" in r.stderr
     [new] = stickies(gh, 5)
     assert new["id"] != old["id"] and "second" in new["body"]
