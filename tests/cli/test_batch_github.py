@@ -52,9 +52,12 @@ def test_batch_on_github_annotates_every_task_and_outputs_the_batch_result(fake,
     assert json.loads(values["results"]) == batch_json
     assert [(t["task"], t["status"], t["exit_code"]) for t in batch_json["tasks"]] == [
         ("denied.md", "denied", 3), ("budget.md", "budget_exhausted", 5)]
-    # Each task still wrote its own step summary.
+    # Each task still wrote its own step summary; the batch's table of all its tasks comes after them.
     summary = step_summary.read_text()
     assert all(t["run_id"] in summary for t in batch_json["tasks"])
+    overview = summary.index("## ❌ agent-run batch: 2 tasks (exit 5)")
+    assert all(summary.index(t["run_id"]) < overview for t in batch_json["tasks"])
+    assert "| `denied.md` | ⛔ `denied` | 3 |" in summary[overview:]
 
 
 def test_a_refused_batch_on_github_says_why_and_outputs_it(fake, workspace, agent_run, tmp_path):
