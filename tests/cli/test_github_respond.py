@@ -239,6 +239,14 @@ def test_the_exit_code_is_the_runs(fake, gh, respond):
     assert "`denied`" in sticky["body"] and "agent-run replay" in sticky["body"]
 
 
+def test_a_permission_check_that_keeps_failing_is_exit_1_not_a_refusal(fake, gh, respond, workspace):
+    gh.fail("GET", "/permission$", *[(502, {}, {"message": "Bad Gateway"})] * 5)
+    r = respond("issue_comment", payloads.issue_comment("@agent-run go"), "--output-format", "json")
+    assert r.code == 1 and json.loads(r.stdout)["status"] == "failed"
+    assert "the permission check failed" in r.stderr and "after 5 attempts" in r.stderr
+    assert fake.requests == [] and gh.of("POST") == [] and not (workspace / ".agent-run").exists()
+
+
 def test_no_token_is_a_usage_error_but_only_when_the_event_triggers(fake, gh, respond):
     r = respond("issue_comment", payloads.issue_comment("@agent-run go"), env={"GITHUB_TOKEN": ""})
     assert r.code == 2 and "GITHUB_TOKEN" in r.stderr and fake.requests == []
