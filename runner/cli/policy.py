@@ -59,7 +59,8 @@ def _load(spec: str, approvals: tuple[str, ...] = ()):
 def explain_cmd(spec: str, workspace: str, mode: str | None, approvals: tuple[str, ...], as_json: bool,
                 domain: str, input_: str) -> None:
     """Print the decision for DOMAIN on INPUT (a path, a command line, a URL, a query): the call's
-    decision and deciding rule, then each target with its own. --json: the same as one JSON object."""
+    decision, deciding rule and risk (low, medium, high: by the domain's tools, as the policy's `risk` section
+    sets it), then each target with its own. --json: the same as one JSON object."""
     ws = Path(workspace).expanduser().resolve()
     data = explain(_load(spec, approvals), domain, input_, ws, default_runs_dir(ws), mode)
     click.echo(dumps(data) if as_json else explain_text(data))

@@ -82,7 +82,7 @@ def fork(run_dir: str, message: str | None, at: int | None, force: bool, apply_c
 # The shared options of `run` as a continued run reads them: a default the recorded run supplies is said so,
 # and what a continued run refuses (its system prompt is the recorded one) is kept, for the clear refusal
 # runner/sessions/resume.py gives, but not listed.
-REFUSED = ("instructions", "append_system_prompt")
+REFUSED = ("instructions", "append_system_prompt", "system_prompt")
 CONTINUED_HELP = {
     "policy": "Decide under this policy file, or shipped name, instead of the run's own (required for a killed "
               "run whose snapshot cannot be vouched for). [default: the run's policy snapshot]",

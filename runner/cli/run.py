@@ -62,6 +62,9 @@ _OPTIONS = [
     click.option("--env-file", "env_files", multiple=True, metavar="PATH",
                  help="Read settings (AGENT_RUN_*, OPENAI_*) from this dotenv file, below the environment "
                       "(repeatable; a later file wins). A workspace .env is never read by itself."),
+    click.option("--system-prompt", "system_prompt", metavar="FILE",
+                 help="Replace agent-run's own text in the system prompt with this file's (trusted); the runner's "
+                      "tool and policy contract and the framing of repository content stay."),
     click.option("--instructions", "instructions", multiple=True, metavar="FILE",
                  help="Add this file's text to the system prompt as the workflow's instructions (repeatable)."),
     click.option("--append-system-prompt", "append_system_prompt", multiple=True, metavar="TEXT",
@@ -106,6 +109,7 @@ def options_from(task: str, kw: dict[str, Any], **more: Any) -> tuple[RunOptions
                       verbosity=0 if kw["quiet"] else (2 if kw["verbose"] else 1), stream_events=fmt == "stream-json",
                       shared_workspace=kw["shared_workspace"], mcp_configs=list(kw["mcp_configs"]),
                       instructions=list(kw["instructions"]), append_system_prompt=list(kw["append_system_prompt"]),
+                      system_prompt=kw["system_prompt"],
                       skills=list(kw["skills"]), agents=list(kw["agents"]),
                       **more)
     return opts, fmt

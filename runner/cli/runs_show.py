@@ -10,6 +10,7 @@ from typing import IO, Any
 
 import click
 
+from runner.cli.runs_audit import audit_records, audit_table
 from runner.cli.runs_format import cell, changed, clip, cost, decision, duration, finding, table, total_tokens
 from runner.cli.runs_read import Spilled, Spool, account, origin, overview, runs_root
 from runner.core.events import MAIN
@@ -29,7 +30,11 @@ _ENVELOPE = ("seq", "ts", "run_id", "type", "agent")
 @click.option("--transcript", is_flag=True,
               help="The run as Markdown a person reads: the task, each turn (what the model said, every call "
                    "with its decision and output), the final answer, the check's output, denials, usage.")
-def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool, transcript: bool) -> None:
+@click.option("--audit", is_flag=True,
+              help="audit.jsonl as a table: one row per tool call (its risk, decision, approval scope, deciding "
+                   "rule, outcome, output); with --json, its records as a JSON array.")
+def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool, transcript: bool,
+             audit: bool) -> None:
     """What one run did: outcome, usage, denials with their replay commands, every model
     request, every tool call, compactions. RUN_DIR is a run directory or a run id."""
     path = Path(run_dir).expanduser()
@@ -39,6 +44,9 @@ def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool, 
         click.echo(f"agent-run: {run_dir} is not a run directory (no events.jsonl or summary.json)", err=True)
         sys.exit(USAGE)
     path = path.resolve()
+    if audit:
+        _show_audit(path, run_dir, as_json)
+        return
     summary = overview(path)
     if transcript:
         # Rendered afresh from the events and the summary, not read from transcript.md (which is not sealed).
@@ -55,6 +63,18 @@ def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool, 
         out.flush()
     finally:
         spool.close()
+
+
+def _show_audit(path: Path, run_dir: str, as_json: bool) -> None:
+    records = audit_records(path)
+    if records is None:
+        click.echo(f"agent-run: {run_dir} has no audit.jsonl (recorded by an agent-run before it had one)", err=True)
+        sys.exit(USAGE)
+    if as_json:
+        click.echo(json.dumps(records, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    for line in audit_table(records):
+        click.echo(line.rstrip())
 
 
 # --- JSON, written as it goes ------------------------------------------------------------------

@@ -150,6 +150,8 @@ class PermissionDecision(Event):
     replay: str | None = None
     approve: list[str] | None = None
     rerun: str | None = None
+    risk: str | None = None  # low | medium | high: the riskiest target's (runner/policy/risk.py)
+    approval_scope: str | None = None  # policy | run | call | mode (runner/policy/decide.py approval_scope)
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,12 @@ from runner.core.events import Emit, GuardWarning, NetworkRequest, PermissionDec
 from runner.core.jsonutil import canonical, sha256_text
 from runner.core.shown import shown, shown_obj
 from runner.guards.base import CallRecord, Guard
-from runner.policy.decide import CallDecision, decide
+from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.egress import Verdict, net_verdict
 from runner.policy.load import policy_ref
 from runner.policy.match import exact_pattern
 from runner.policy.model import Policy, Rule, Target
+from runner.policy.risk import tool_risk
 from runner.policy.sandbox_config import net_target
 from runner.policy.targets import target_path
 from runner.record.commands import command
@@ -109,7 +110,8 @@ def begin(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: 
         why = env.restrict.refuses(begun.name, targets) if env.restrict is not None else None
         if why is not None:  # a loaded skill's allowed-tools: narrows, before (never instead of) the policy
             raise ToolError("ToolNotAllowed", why, **env.restrict.fields())
-        decision, denial = decide_and_record(env, begun.call_id, begun.name, tool.domain, targets, emit)
+        decision, denial = decide_and_record(env, begun.call_id, begun.name, tool.domain, targets, emit,
+                                             tool.risk(args) or tool_risk(begun.name, tool.domain))
         if denial is not None:
             begun.denied = True
             raise _denial_error(decision, denial)
@@ -171,9 +173,10 @@ def finish(begun: Begun, result: ToolOutput | ToolError, env: CallEnv, emit: Emi
 
 
 def decide_and_record(env: CallEnv, call_id: str, tool: str, domain: str, targets: list[Target],
-                      emit: Emit) -> tuple[CallDecision, dict[str, Any] | None]:
-    """The policy decision, recorded as an audit event; with the approval request when denied."""
-    decision = decide(env.policy, domain, targets)
+                      emit: Emit, base_risk: str | None = None) -> tuple[CallDecision, dict[str, Any] | None]:
+    """The policy decision, recorded as an audit event; with the approval request when denied. `base_risk`:
+    the tool's own level (None: the domain's, for what a running tool meets)."""
+    decision = decide(env.policy, domain, targets, base_risk=base_risk)
     denial = None if decision.allowed else approval_request(env, call_id, decision)
     _emit_decision(emit, env, call_id, tool, decision, denial)
     return decision, denial
@@ -286,7 +289,7 @@ def _emit_decision(emit: Emit, env: CallEnv, call_id: str, tool: str, d: CallDec
         rulePattern=rule.pattern.raw if rule else None, timestamp=utc_now(), call_id=call_id, tool=tool,
         policy_decision=d.decision, rule=_described(rule, env) if rule else None,
         replay=denial["replay"] if denial else None, approve=denial["approve"] if denial else None,
-        rerun=denial["rerun"] if denial else None,
+        rerun=denial["rerun"] if denial else None, risk=d.risk, approval_scope=approval_scope(d),
     ))
 
 

@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runner.policy.decide import CallDecision, decide
+from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.model import Policy
+from runner.policy.risk import tool_risk
 from runner.policy.targets import targets_for
 
 
@@ -24,7 +25,7 @@ def describe(d: CallDecision) -> dict[str, Any]:
     return {
         "domain": d.domain, "mode": d.mode, "decision": d.decision, "headless_decision": d.effective,
         "targets": [t.describe() for t in d.targets],
-        "rule": rule.describe() if rule else None,
+        "rule": rule.describe() if rule else None, "risk": d.risk, "approval_scope": approval_scope(d),
     }
 
 
@@ -57,7 +58,7 @@ def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
         except ToolError:
             continue  # never reached the policy in the recorded run either
         calls += 1
-        now = decide(full, tool.domain, targets)
+        now = decide(full, tool.domain, targets, base_risk=tool.risk(args) or tool_risk(tool.name, tool.domain))
         old = before.get(call["call_id"])
         was = old["decision"] if old else None
         if was != now.effective:
@@ -81,7 +82,7 @@ def explain_text(data: dict[str, Any]) -> str:
     lines = [f"{data['domain']}: {_one_line(data['input'])}",
              f"decision: {data['decision']}" + ("" if headless == data["decision"] else f" (headless: {headless})")
              + f", mode {data['mode']}",
-             f"rule: {_rule(data['rule'])}", "", "targets:"]
+             f"rule: {_rule(data['rule'])}", f"risk: {data['risk']}", "", "targets:"]
     lines += _targets(data["targets"], data["domain"], "  ")
     return "\n".join(lines)
 

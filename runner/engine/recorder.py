@@ -23,6 +23,7 @@ from runner.core.events import Event, RunFinished, RunInterrupted, RunWarning
 from runner.core.outcome import INTERRUPT_SIGNALS, Interrupted, RunEnded, Status, UsageError, exit_code
 from runner.record.announce import announce_run_dir
 from runner.record.atomic import atomic_write
+from runner.record.audit import AUDIT_FILE, AuditLog
 from runner.record.commands import command
 from runner.record.integrity import AUDIT_KEY_ENV, audit_key, key_id, seal
 from runner.record.lock import Lock, LockHeld, LockUnusable, WorkspaceLock, acquire, lock_workspace
@@ -217,6 +218,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
     masker = Masker(os.environ)  # one per run: every surface below writes through it (the audit key too)
     key = audit_key(os.environ)  # keyed from the first line: events may come before the sandbox is known
     log = EventLog(run_dir / "events.jsonl", run_id, sys.stdout if stream_events else None, masker, key)
+    audit = AuditLog(run_dir / AUDIT_FILE, masker)  # one line per tool call (runner/record/audit.py)
     summary = SummaryBuilder(run_id, model="", policy="")
     last = ["start"]  # the type of the latest event, for the `interrupted` record
 
@@ -228,7 +230,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
 
     telemetry = start_telemetry(os.environ, masker, run_id)  # None unless the job asks for it (docs/telemetry.md)
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
-                    [log, summary, Progress(sys.stderr, verbosity, masker), track,
+                    [log, audit, summary, Progress(sys.stderr, verbosity, masker), track,
                      *([telemetry.consume] if telemetry else [])], summary,
                     ToolContext(workspace=workspace, masker=masker), home=home,
                     audit_key_id=key_id(key) if key else None)
@@ -257,6 +259,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
     finally:
         signals.cleaning = True
         rec.ctx.shield.kill_all()  # every tool call is over: a process group still tracked must not outlive the run
+        audit.close()  # the calls the run stopped under get their one line too, before the seal
         code = exit_code(status, signum)
         try:
             if telemetry is not None and (unreachable := telemetry.unreachable()):

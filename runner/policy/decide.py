@@ -1,4 +1,5 @@
-"""Decide a tool call: every target is decided; the strictest wins (deny > ask > allow)."""
+"""Decide a tool call: every target is decided; the strictest wins (deny > ask > allow). Each target also gets
+its risk (runner/policy/risk.py), and a target the policy allows at or above `risk.askAtOrAbove` is asked."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from typing import Any
 
 from runner.policy.index import RuleIndex
 from runner.policy.model import STRICTNESS, Decision, Policy, Rule, Target
+from runner.policy.risk import needs_asking, riskier, target_risk, tool_risk
+
+APPROVED = "--approve"  # the source of an approval's rule (runner/policy/load.py parse_approval)
 
 
 @dataclass(frozen=True)
@@ -15,12 +19,15 @@ class TargetDecision:
     target: Target
     decision: Decision
     rule: Rule | None  # None: nothing matched (the default `ask`), or only the floor applied
+    risk: str | None = None  # low | medium | high (runner/policy/risk.py)
 
     def describe(self) -> dict[str, Any]:
         out = {"domain": self.target.domain, "target": self.target.target, "decision": self.decision,
                "rule": self.rule.describe() if self.rule else None}
         if self.target.note:
             out["note"] = self.target.note
+        if self.risk is not None:
+            out["risk"] = self.risk
         return out
 
 
@@ -36,6 +43,14 @@ class CallDecision:
     def deciding(self) -> TargetDecision:
         """The target that made the call's decision (the first strictest)."""
         return next(t for t in self.targets if t.decision == self.decision)
+
+    @property
+    def risk(self) -> str:
+        """The call's risk: its riskiest target's."""
+        level = "low"
+        for t in self.targets:
+            level = riskier(level, t.risk or "low")
+        return level
 
     @property
     def allowed(self) -> bool:
@@ -84,11 +99,41 @@ def rule_index(policy: Policy) -> RuleIndex:
     return index
 
 
-def decide(policy: Policy, domain: str, targets: list[Target], mode: str | None = None) -> CallDecision:
+def decide(policy: Policy, domain: str, targets: list[Target], mode: str | None = None,
+           base_risk: str | None = None) -> CallDecision:
+    """`base_risk`: the tool's own level (runner/policy/risk.py tool_risk); None: the domain's."""
     mode = mode or policy.mode
-    decided = tuple(decide_target(policy, t) for t in targets)
+    base = base_risk or tool_risk("", domain)
+    decided = tuple(_at_risk(policy, decide_target(policy, t), base) for t in targets)
     decision = strictest([t.decision for t in decided])
     return CallDecision(domain, decision, headless(decision, mode), mode, decided)
+
+
+def _at_risk(policy: Policy, found: TargetDecision, base: str) -> TargetDecision:
+    """The target's risk recorded; a policy rule's `allow` at or above `risk.askAtOrAbove` turned into `ask`. An
+    approval (`--approve`, `replay --call`) is not turned: it is the answer to that ask."""
+    level = target_risk(policy, base, found.target)
+    if found.decision == "allow" and needs_asking(policy, level) and not (found.rule and found.rule.source == APPROVED):
+        threshold = policy.sections["risk"]["askAtOrAbove"]
+        note = f"risk {level}: the policy asks at or above {threshold} (risk.askAtOrAbove)"
+        asked = Target(found.target.domain, found.target.target, found.target.floor, note)
+        return TargetDecision(asked, "ask", None, level)
+    return TargetDecision(found.target, found.decision, found.rule, level)
+
+
+def approval_scope(d: CallDecision) -> str:
+    """Who let the call through, or stopped it (the audit record's approval_scope): `mode` (full_access's auto
+    approval, or a headless run denying what nobody could be asked), `call` (an approval of this call by `replay
+    --call`), `run` (an `--approve` given to the run), `policy` (the policy's own rules and risk section)."""
+    if d.effective == "auto_approved":
+        return "mode"
+    deciding = [t for t in d.targets if t.decision == d.decision]
+    approvals = [t.rule.scope for t in deciding if t.rule is not None and t.rule.source == APPROVED]
+    if d.allowed and approvals:
+        return "call" if "call" in approvals else "run"
+    if d.deciding.rule is None and not (d.deciding.target.note or "").startswith("risk "):
+        return "mode"
+    return "policy"
 
 
 def headless(decision: Decision, mode: str) -> str:

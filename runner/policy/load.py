@@ -144,15 +144,8 @@ def check_policy(spec: str) -> list[PolicyError]:
     if not isinstance(located.value, dict):
         return [PolicyError(str(path), 1, 1, "a policy must be a JSON object")]
     errors = schema_errors(located, str(path))
-    rules = located.value.get("permission", {}).get("rules", []) if isinstance(
-        located.value.get("permission"), dict) else []
-    for i, rule in enumerate(rules if isinstance(rules, list) else []):
-        if isinstance(rule, dict) and isinstance(rule.get("pattern"), str):
-            try:
-                compile_rule_pattern(rule["pattern"])
-            except ValueError as exc:
-                line, col = located.position(("permission", "rules", i, "pattern"))
-                errors.append(PolicyError(str(path), line, col, str(exc)))
+    for section in ("permission", "risk"):
+        errors += _pattern_errors(located, str(path), section)
     if errors:
         return sorted(errors, key=lambda e: (e.line, e.col))
     try:
@@ -160,6 +153,21 @@ def check_policy(spec: str) -> list[PolicyError]:
     except PolicyError as exc:
         return [exc]
     return []
+
+
+def _pattern_errors(located: Located, file: str, section: str) -> list[PolicyError]:
+    """The patterns of `section`'s rules (permission, risk) that do not compile, each located."""
+    value = located.value.get(section)
+    rules = value.get("rules", []) if isinstance(value, dict) else []
+    errors = []
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        if isinstance(rule, dict) and isinstance(rule.get("pattern"), str):
+            try:
+                compile_rule_pattern(rule["pattern"])
+            except ValueError as exc:
+                line, col = located.position((section, "rules", i, "pattern"))
+                errors.append(PolicyError(file, line, col, str(exc)))
+    return errors
 
 
 def policy_from_snapshot(data: dict[str, Any], path: str, base: Path | None = None) -> Policy:
@@ -251,8 +259,9 @@ def load_policy(spec: str, approvals: list[str] | None = None, *, option: str = 
     return policy
 
 
-def parse_approval(text: str, index: int) -> Rule:
-    """`DOMAIN:PATTERN` from --approve: an allow rule placed after all others."""
+def parse_approval(text: str, index: int, scope: str = "run") -> Rule:
+    """`DOMAIN:PATTERN` from --approve: an allow rule placed after all others. `scope`: `call` for what `replay
+    --call` approves (the audit record's approval_scope)."""
     domain, sep, pattern = text.partition(":")
     if not sep or not pattern or domain not in {"*", *DOMAINS}:
         raise PolicyError("--approve", 1, 1, "expected DOMAIN:PATTERN (e.g. bash:shell:npm test)",
@@ -261,7 +270,7 @@ def parse_approval(text: str, index: int) -> Rule:
         compiled = compile_rule_pattern(pattern)
     except ValueError as exc:
         raise PolicyError("--approve", 1, len(domain) + 2, str(exc), where=f"--approve {shlex.quote(text)}") from None
-    return Rule(domain, compiled, "allow", "--approve", index)
+    return Rule(domain, compiled, "allow", "--approve", index, scope=scope)
 
 
 def _load_chain(path: Path, seen: tuple[Path, ...], option: str = "--policy") -> Policy:
@@ -298,6 +307,13 @@ def _load_chain(path: Path, seen: tuple[Path, ...], option: str = "--policy") ->
     own_sections = {k: v for k, v in data.items() if k not in _NOT_SECTIONS}
     own_sections["permission"] = {k: v for k, v in data.get("permission", {}).items() if k != "rules"}
     sections = _merge(base.sections if base else {}, own_sections)
+    if (wrong := _pattern_errors(located, file, "risk")):
+        raise wrong[0]
+    base_risk = base.sections.get("risk") if base else None
+    own_risk = data.get("risk")
+    if isinstance(base_risk, dict) and isinstance(own_risk, dict) and "rules" in own_risk:
+        # As permission rules: the base's first, so this file's win (the last match decides).
+        sections["risk"] = {**sections["risk"], "rules": [*base_risk.get("rules", []), *own_risk["rules"]]}
     mode = data.get("mode") or (base.mode if base else "agent")
     all_rules = [*(base.rules if base else []), *rules]
     files = [*(base.files if base else []), file]

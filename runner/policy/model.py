@@ -30,6 +30,7 @@ class Rule:
     source: str  # the file it came from, or "--approve"
     index: int  # its index in that file's rules
     line: int = 0
+    scope: str = "run"  # an approval's: `run` (--approve, for the whole run), `call` (replay --call)
 
     def describe(self) -> dict[str, Any]:
         return {"file": self.source, "index": self.index, "line": self.line,

@@ -3,7 +3,7 @@
 Each `events.jsonl` record carries `prev`, the sha256 of the line before it (the first
 carries GENESIS), so no line can be changed, dropped or inserted without breaking every
 later link. At the end, `summary.json`'s `integrity` seals the chain's head together
-with the sha256 of `task.md`, `policy.json` and `changes.patch`:
+with the sha256 of `task.md`, `policy.json`, `changes.patch`, `audit.jsonl` and the other SEALED_FILES:
 
     {"events_head": H_events, "files": {"task.md": …}, "sha256": H}
 
@@ -33,7 +33,7 @@ from runner.record.jsonl import iter_events, iter_lines, whole_length
 
 GENESIS = "0" * 64
 SEALED_FILES = ("task.md", "policy.json", "changes.patch", "ignored.patch", "tools.json", "workspace.json",
-                "output.json", "findings.json", "findings.sarif")
+                "output.json", "findings.json", "findings.sarif", "audit.jsonl")
 
 
 AUDIT_KEY_ENV = "AGENT_RUN_AUDIT_KEY"  # trusted (the job's own environment); never passed to a process

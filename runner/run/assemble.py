@@ -81,6 +81,7 @@ class RunOptions:
     mcp_configs: list[str] = field(default_factory=list)  # --mcp-config, in order
     instructions: list[str] = field(default_factory=list)  # --instructions FILE, in order
     append_system_prompt: list[str] = field(default_factory=list)  # --append-system-prompt TEXT, in order
+    system_prompt: str | None = None  # --system-prompt FILE: replaces agent-run's own text
     output_schema: str | None = None  # --output-schema FILE
     findings: bool = False  # --findings: the built-in findings schema; findings.json, findings.sarif, annotations
     sarif_denials: bool = False  # --sarif-denials: the run's denials as SARIF results in findings.sarif too
@@ -126,7 +127,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     policy = _load_policy(opts, files, task.policy, trusted)
     settings = _settings(opts, files, policy, task.overrides, trusted, rec)
     try:
-        instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt)
+        instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt, opts.system_prompt)
     except InstructionsError as exc:
         raise UsageError(str(exc)) from None
     schema = OutputSchema.given(opts.output_schema, opts.findings)
@@ -227,7 +228,8 @@ def trusted_inputs(opts: RunOptions, environ: dict[str, str]) -> tuple[Path, ...
     profiles, the output schema, env files): the agent may not edit them (a replay reads the configs again)."""
     given = [*opts.mcp_configs, *(p for p in environ.get("AGENT_RUN_MCP_CONFIG", "").split(os.pathsep) if p),
              *opts.instructions, *opts.skills, *opts.agents, *opts.env_files,
-             *([opts.output_schema] if opts.output_schema else [])]
+             *([opts.output_schema] if opts.output_schema else []),
+             *([opts.system_prompt] if opts.system_prompt else [])]
     return tuple(Path(p).expanduser() for p in given)
 
 
@@ -443,7 +445,9 @@ def _rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Pa
     for flag, key in RERUN_SETTINGS:
         if key in opts.cli_settings:
             words += [flag, str(opts.cli_settings[key])]
-    for flag, paths in (("--env-file", opts.env_files), ("--instructions", opts.instructions),
+    system_prompt = [opts.system_prompt] if opts.system_prompt else []
+    for flag, paths in (("--env-file", opts.env_files), ("--system-prompt", system_prompt),
+                        ("--instructions", opts.instructions),
                         ("--skills", opts.skills), ("--agents", opts.agents), ("--mcp-config", opts.mcp_configs),
                         ("--output-schema", [opts.output_schema] if opts.output_schema else [])):
         for path in paths:

@@ -1,1 +1,1 @@
-"""JSON Schemas the docs publish (events.jsonl records, the result on stdout); data files, no code."""
+"""JSON Schemas the docs publish (events.jsonl and audit.jsonl records, the result on stdout); data files, no code."""

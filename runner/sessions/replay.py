@@ -165,8 +165,8 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     """The replay as a run: prepared like any (runner/run/assemble.py), the approved calls executed as
     recorded, then finished — or, with --continue, the conversation driven on from them."""
     run = replayed.run
-    approvals = [parse_approval(a, i) for i, a in enumerate(p for c in chosen
-                                                              for p in c["decision"].get("approve") or [])]
+    approved = [p for c in chosen for p in c["decision"].get("approve") or []]
+    approvals = [parse_approval(a, i, scope="call") for i, a in enumerate(approved)]
     policy = replayed.policy.with_rules(approvals)
     refs = [c["ref"] for c in chosen]
     rec.extra.update(replay_of=run.started["run_id"], approved_calls=refs)

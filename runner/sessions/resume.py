@@ -69,8 +69,8 @@ class ContinueOptions:
 
 
 def execute_continue(opts: ContinueOptions) -> RunOutcome:
-    if opts.run.instructions or opts.run.append_system_prompt:  # accepted by the shared options, never applied
-        return early_failure(f"{opts.kind} sends the recorded system prompt: --instructions and "
+    if opts.run.instructions or opts.run.append_system_prompt or opts.run.system_prompt:  # shared, never applied
+        return early_failure(f"{opts.kind} sends the recorded system prompt: --system-prompt, --instructions and "
                              "--append-system-prompt apply to a new run only")
     held = Held()
     try:

@@ -46,6 +46,16 @@ class TaskTool(Tool):
                             "subagent the essentials and the paths of files to read")
         return [Target("task", f"agent:{args.get('agent') or GENERAL}")]
 
+    def risk(self, args: dict[str, Any]) -> str | None:
+        """`high` for a child that can run commands (its profile offers `bash`, or every tool of a parent that
+        has it); `medium` for one that can only read and edit."""
+        profile = self.profiles.get(args.get("agent") or GENERAL)
+        if profile is None:
+            return None
+        names = ([name for name, _ in profile.tools] if profile.tools is not None
+                 else self.delegation.env.registry.names)
+        return "high" if "bash" in names else "medium"
+
     def reserve(self, args: dict[str, Any], call_id: str) -> None:
         self.delegation.reserve(call_id)
 

@@ -1,6 +1,7 @@
 """Project instructions: what the system prompt says beyond agent-run's own text.
 
-- Trusted (the workflow author's): `--instructions FILE` (repeatable, from anywhere) and
+- Trusted (the workflow author's): `--system-prompt FILE`, which replaces agent-run's own text (the runner's
+  contract stays: runner/workspace/prompt.py), `--instructions FILE` (repeatable, from anywhere) and
   `--append-system-prompt TEXT`. They read as instructions.
 - Repository content: `AGENTS.md` in each directory from the git root down to the workspace (root
   first, the Codex convention), or `CLAUDE.md` in a directory that has no `AGENTS.md`. They may
@@ -22,7 +23,7 @@ from typing import Any
 
 from runner.core.inputfile import read_input
 from runner.workspace.git import find_repo
-from runner.workspace.prompt import SYSTEM_PROMPT
+from runner.workspace.prompt import base_prompt
 from runner.workspace.repofile import read_capped
 
 _REPO_HEADING = "\n# Project instructions from the repository"
@@ -39,6 +40,7 @@ class Instructions:
     trusted: list[tuple[str, str]] = field(default_factory=list)  # (source label, text)
     repository: list[tuple[str, str]] = field(default_factory=list)  # (path relative to the workspace, text)
     records: list[dict[str, Any]] = field(default_factory=list)  # for run_started
+    base: str | None = None  # --system-prompt: the text in place of agent-run's own
 
     def add_trusted(self, label: str, text: str, path: str | None = None, source: str | None = None,
                     raw: bytes | None = None) -> None:
@@ -50,7 +52,7 @@ class Instructions:
 
     def system_prompt(self, leave_out: tuple[str, ...] = ()) -> str:
         """`leave_out`: trusted parts (by label) a subagent does not get, such as `--output-schema`."""
-        parts = [SYSTEM_PROMPT]
+        parts = [base_prompt(self.base)]
         for label, text in (t for t in self.trusted if t[0] not in leave_out):
             parts.append(f"\n# Instructions ({label})\n\n{text.strip()}\n")
         if self.repository:
@@ -64,8 +66,10 @@ class Instructions:
         return "".join(parts)
 
 
-def gather(workspace: Path, files: list[str], append: list[str]) -> Instructions:
+def gather(workspace: Path, files: list[str], append: list[str], system_prompt: str | None = None) -> Instructions:
     out = Instructions()
+    if system_prompt is not None:
+        out.base = _replacement(out, system_prompt)
     for spec in files:
         path = Path(spec).expanduser()
         try:
@@ -95,6 +99,21 @@ def gather(workspace: Path, files: list[str], append: list[str]) -> Instructions
         if left <= 0:
             break
     return out
+
+
+def _replacement(out: Instructions, spec: str) -> str:
+    """--system-prompt FILE read (a regular file, UTF-8, not blank) and recorded first in run_started.instructions."""
+    path = Path(spec).expanduser()
+    try:
+        raw = read_input(path, "--system-prompt")
+    except OSError as exc:
+        raise InstructionsError(f"cannot read --system-prompt {spec}: {exc.strerror or exc}") from None
+    text = _text(raw, spec)
+    if not text.strip():
+        raise InstructionsError(f"--system-prompt {spec} is empty")
+    out.records.append({"source": "--system-prompt", "path": str(path), "sha256": _sha(raw), "bytes": len(raw),
+                        "truncated": False})
+    return text
 
 
 def without_output_schema(prompt: str) -> str:

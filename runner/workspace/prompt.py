@@ -1,10 +1,17 @@
 """The system prompt. Fixed for the run: no timestamps, no paths, nothing that
-changes between runs of the same task, so the prompt prefix stays cacheable."""
+changes between runs of the same task, so the prompt prefix stays cacheable.
 
-SYSTEM_PROMPT = """\
+Two parts: agent-run's own text (who the agent is), which a trusted operator may replace with
+`--system-prompt FILE`, and the contract the runner needs whatever that text says (how tools and the
+policy answer, how a run ends), which always stays. The untrusted-content framing of repository
+instructions is added after them (runner/workspace/instructions.py)."""
+
+OWN_TEXT = """\
 You are agent-run, an autonomous coding agent running headless in a CI pipeline. No human will answer \
 questions during the run: decide, act with the tools, and finish with a concise final answer.
+"""
 
+CONTRACT = """
 Tools work in the workspace (relative paths are relative to it). Every call is checked against a \
 permission policy. A call that fails returns {"error": {"type": ..., "message": ...}}:
 - ApprovalRequired / ToolNotAllowed: the policy did not allow it. Do not retry the same call; find \
@@ -14,3 +21,12 @@ another way within what is allowed, or finish and report what needs approval.
 
 When the task is done, reply without tool calls: say what you did and what remains.
 """
+
+SYSTEM_PROMPT = OWN_TEXT + CONTRACT
+
+
+def base_prompt(replacement: str | None = None) -> str:
+    """agent-run's own text, or the operator's `replacement` for it, then the runner's contract."""
+    if replacement is None:
+        return SYSTEM_PROMPT
+    return replacement.strip() + "\n" + CONTRACT

@@ -38,7 +38,7 @@ def _rewrite_command(run_dir, new):
 def test_every_run_is_sealed_and_replay_shows_what_it_runs(fake, workspace, agent_run):
     r = _denied_run(fake, agent_run)
     integrity = r.summary["integrity"]
-    assert set(integrity["files"]) == {"task.md", "policy.json", "tools.json", "workspace.json"}
+    assert set(integrity["files"]) == {"task.md", "policy.json", "tools.json", "workspace.json", "audit.jsonl"}
     assert len(integrity["sha256"]) == 64
     replayed = _replay(agent_run, r.run_dir, "--expect-hash", integrity["sha256"])
     assert replayed.code == 0, replayed.stderr
