@@ -82,7 +82,7 @@ def explain_text(data: dict[str, Any]) -> str:
     lines = [f"{data['domain']}: {_one_line(data['input'])}",
              f"decision: {data['decision']}" + ("" if headless == data["decision"] else f" (headless: {headless})")
              + f", mode {data['mode']}",
-             f"rule: {_rule(data['rule'])}", f"risk: {data['risk']}", "", "targets:"]
+             f"rule: {_deciding(data)}", f"risk: {data['risk']}", "", "targets:"]
     lines += _targets(data["targets"], data["domain"], "  ")
     return "\n".join(lines)
 
@@ -110,6 +110,15 @@ def _targets(targets: list[dict[str, Any]], domain: str, indent: str) -> list[st
         why = f"note: {t['note']}" if t.get("note") else _rule(t["rule"])
         lines.append(f"{indent}{decision:<5}  {_one_line(target):<{width}}  {why}")
     return lines
+
+
+def _deciding(data: dict[str, Any]) -> str:
+    """The deciding rule; when none, what decided instead if it was the risk section (not "no rule matched")."""
+    if data["rule"] is None:
+        asked = next((t for t in data["targets"] if (t.get("note") or "").startswith("risk ")), None)
+        if asked is not None and asked["decision"] == data["decision"]:
+            return f"risk.askAtOrAbove ({asked['note']})"
+    return _rule(data["rule"])
 
 
 def _rule(rule: dict[str, Any] | None) -> str:

@@ -39,6 +39,7 @@ def test_policy_explain_shows_the_risk(agent_run, workspace):
     text = agent_run("policy", "explain", "--policy", "p.jsonc", "edit", "b.txt")
     assert text.code == 0, text.stderr
     assert "risk: medium" in text.stdout.splitlines()
+    assert text.stdout.splitlines()[2].startswith("rule: risk.askAtOrAbove (risk medium: the policy asks")
     data = json.loads(agent_run("policy", "explain", "--policy", "p.jsonc", "--json", "edit", "notes/x.md").stdout)
     assert (data["risk"], data["headless_decision"], data["targets"][0]["risk"]) == ("low", "allow", "low")
     outside = json.loads(agent_run("policy", "explain", "--json", "read", "/etc/hostname").stdout)
