@@ -24,6 +24,7 @@ ACTIONS = {
 }
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,8 @@ def _blank(text: str) -> str:
 
 
 def visible_text(body: str) -> str:
-    """`body` with quoted (`>`) lines, fenced code blocks and inline code blanked out, offsets kept: a mention
-    quoted from someone else, or shown as code, asks nothing."""
+    """`body` with quoted (`>`) lines, fenced code blocks, inline code and HTML comments blanked out, offsets kept:
+    a mention quoted from someone else, shown as code or hidden, asks nothing."""
     out: list[str] = []
     fence: str | None = None
     for line in body.splitlines(keepends=True):
@@ -79,7 +80,9 @@ def visible_text(body: str) -> str:
             out.append(_blank(line))
         else:
             out.append(line)
-    return _INLINE_CODE.sub(lambda m: _blank(m.group(0)), "".join(out))
+    text = _INLINE_CODE.sub(lambda m: _blank(m.group(0)), "".join(out))
+    # An HTML comment is not shown on GitHub: a mention hidden in one asks nothing anyone can see.
+    return _HTML_COMMENT.sub(lambda m: _blank(m.group(0)), text)
 
 
 def find_phrase(body: str, phrase: str) -> int | None:

@@ -16,6 +16,7 @@ from tests.github import payloads
     ("> @agent-run quoted\n\n@agent-run real one", "real one"),
     ("```\n@agent-run in code\n```\n@agent-run after", "after"),
     ("`@agent-run` inline, then @agent-run this", "this"),
+    ("<!-- @agent-run hidden -->\n@agent-run shown", "shown"),
 ])
 def test_the_phrase_starts_the_request(body, request_):
     start = find_phrase(body, "@agent-run")
@@ -25,6 +26,7 @@ def test_the_phrase_starts_the_request(body, request_):
 @pytest.mark.parametrize("body", [
     "@agent-runner do it", "@agent-run-bot do it", "me@agent-run.dev", "> @agent-run quoted only",
     "```\n@agent-run\n```", "~~~~\n@agent-run\n~~~\nstill code\n~~~~", "    text `@agent-run` in code", "",
+    "<!-- @agent-run hidden in a comment -->", "<!--\n@agent-run never closed",
 ])
 def test_no_phrase(body):
     assert find_phrase(body, "@agent-run") is None
