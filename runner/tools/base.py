@@ -163,10 +163,10 @@ class Tool:
     schema: ClassVar[dict[str, Any]]
     # Which end of a long result the model sees: the head (listings, files) or the tail (bash).
     keep: ClassVar[str] = "head"
-    # The schema is sent without `additionalProperties: false` and `minLength: 1` (arguments are still validated
-    # with them, and the error names what is wrong): tool definitions are most of a small model's first prompt,
-    # and these say nothing a model needs; a grammar-constrained server (llama.cpp) allows no other property
-    # when the key is absent. An MCP server's schema is sent as given.
+    # The schema is sent without `additionalProperties: false`, `minLength: 1` and `minimum: 0|1` (arguments are
+    # still validated with them, and the error names what is wrong): tool definitions are most of a small model's
+    # first prompt, and these say nothing a model needs; a grammar-constrained server (llama.cpp) allows no other
+    # property when the key is absent. An MCP server's schema is sent as given.
     closed_in_spec: ClassVar[bool] = False
     # "read": cannot change the workspace or the world, may run beside other such calls of a reply
     # (--parallel-calls); "agent": a child agent (--parallel-agents); None: runs alone, in the model's order.
@@ -194,7 +194,8 @@ class Tool:
                                                  "parameters": schema}}
 
 
-SENT_WITHOUT = (("additionalProperties", False), ("minLength", 1))
+# `minimum` 0 or 1 on a count says nothing a model needs either (issue 34 paid for new arguments with it).
+SENT_WITHOUT = (("additionalProperties", False), ("minLength", 1), ("minimum", 0), ("minimum", 1))
 
 
 def _open(node: Any) -> Any:

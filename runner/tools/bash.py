@@ -10,6 +10,7 @@ a command printing gigabytes leaves memory flat and the full output on disk.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import select
 import signal
@@ -23,6 +24,7 @@ from runner.policy.targets import shell_targets
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.env import scrubbed_env
 from runner.tools.spill import Spill
+from runner.tools.truncate import Limits, positive
 
 KILL_GRACE_S = 2.0
 DEFAULT_MAX_TIMEOUT_S = 120.0
@@ -33,8 +35,8 @@ class Bash(Tool):
     domain = "bash"
     keep = "tail"
     description = (
-        "Run a bash command in the workspace (stdin closed; timeout_s 0: default). Long output keeps its end, the "
-        "whole saved to a file. Non-zero exit: an ExitNonZero error."
+        "Run bash in the workspace (stdin closed; timeout_s 0: default); long output keeps its end (tail_lines/"
+        "max_lines: last/first N lines), all kept in a file."
     )
     schema = {
         "type": "object",
@@ -43,6 +45,8 @@ class Bash(Tool):
             # 0 means the default: small models send it for "no particular limit" (failing the call for it
             # cost a run its scenario).
             "timeout_s": {"type": "number", "minimum": 0},
+            "tail_lines": {"type": "integer"},
+            "max_lines": {"type": "integer"},
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -60,15 +64,28 @@ class Bash(Tool):
             timeout = max(0.0, min(timeout, ctx.deadline - time.monotonic()))
         env = scrubbed_env(os.environ, (ctx.bash.get("env") or {}).get("passthrough"))
         argv = ["bash", "-c", args["command"]]
+        shown = lines_shown(args, ctx.truncation)
         if ctx.sandbox is None:
-            return _run(argv, env, timeout, ctx)
+            return _run(argv, env, timeout, ctx, shown)
         # Its connections are decided under this call (and this agent's policy), even beside other agents' commands.
         with ctx.sandbox.calling(ctx.net(ctx.call_id, ctx.call_tool) if ctx.net else None) as caller:
             argv, env = ctx.sandbox.wrap(argv, env, caller=caller)
-            return _run(argv, env, timeout, ctx)
+            return _run(argv, env, timeout, ctx, shown)
 
 
-def _run(argv: list[str], env: dict[str, str], timeout: float, ctx: ToolContext) -> ToolOutput:
+def lines_shown(args: dict[str, Any], limits: Limits) -> tuple[Limits, bool]:
+    """The limits this call's output is cut to, and whether its end is kept: `tail_lines` N keeps the last N lines,
+    `max_lines` N the first N, each at most the policy's truncation.maxLines (its byte limit holds as well);
+    neither: the policy's limits, the end kept. The whole output is in the spill file either way."""
+    tail, head = positive(args.get("tail_lines")), positive(args.get("max_lines"))
+    if tail and head:
+        raise ToolError("InvalidArguments", "give tail_lines (the last lines) or max_lines (the first), not both")
+    if not (tail or head):
+        return limits, True
+    return dataclasses.replace(limits, max_lines=min(tail or head or 0, limits.max_lines)), bool(tail)
+
+def _run(argv: list[str], env: dict[str, str], timeout: float, ctx: ToolContext,
+         shown: tuple[Limits, bool] | None = None) -> ToolOutput:
     """One process's life, from its start to its output; kept in one piece for its signal safety."""
     spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days, ctx.masker)
     ctx.shield.enter()  # an interrupt now is held until the process is inside the try below
@@ -111,7 +128,8 @@ def _run(argv: list[str], env: dict[str, str], timeout: float, ctx: ToolContext)
         # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
         if pump.is_alive():
             pump.join(timeout=5.0)
-    output, details = spill.finish(ctx.truncation, from_end=True)
+    limits, from_end = shown or (ctx.truncation, True)
+    output, details = spill.finish(limits, from_end=from_end)
     details["exit_code"] = proc.returncode
     # Errors carry no pid: what the model sees must not change when nothing else did.
     if timed_out:

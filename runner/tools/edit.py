@@ -17,7 +17,7 @@ class Edit(Tool):
     name = "edit"
     domain = "edit"
     description = (
-        "Replace old_string, matched exactly once unless replace_all, with new_string in a file."
+        "Replace old_string (one exact match unless replace_all) with new_string in a file."
     )
     schema = {
         "type": "object",

@@ -17,8 +17,7 @@ class Glob(Tool):
     domain = "read"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
-        "Find files matching pattern (e.g. '**/*.py') under path (default '.'), gitignored ones only if path or "
-        "pattern names them."
+        "Files matching pattern (e.g. '**/*.py') under path (default '.'); gitignored ones only if named."
     )
     schema = {
         "type": "object",

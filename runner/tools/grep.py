@@ -20,9 +20,11 @@ from runner.tools.deadline import Late, until
 from runner.tools.env import scrubbed_env
 from runner.tools.ignore import IgnoreMatcher, iter_files
 from runner.tools.readable import Readable
+from runner.tools.truncate import positive
 from runner.workspace.gitconfig import seen_as
 
-MAX_MATCHES = 500
+MAX_MATCHES = 500  # results shown: the default and the ceiling of `limit`
+MODES = ("content", "files", "count")  # output_mode: matching lines; files with a match; matches per file
 MAX_LINE_CHARS = 500
 MAX_FILE_BYTES = 16 * 1024 * 1024
 # Per call: a search of a huge tree stops here (and says so) rather than running on for minutes.
@@ -35,8 +37,8 @@ class Grep(Tool):
     domain = "read"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
-        "Search files under path (default '.') for a Python regex (include: a glob on paths); skips binary files "
-        "and gitignored ones unless path names them."
+        "Python regex in files under path (default '.'; include: a path glob; binary/gitignored files skipped "
+        f"unless named); count is per file; limit ≤{MAX_MATCHES}."
     )
     schema = {
         "type": "object",
@@ -44,6 +46,8 @@ class Grep(Tool):
             "pattern": {"type": "string"},
             "path": {"type": "string"},
             "include": {"type": "string"},
+            "output_mode": {"type": "string", "enum": list(MODES)},
+            "limit": {"type": "integer"},
         },
         "required": ["pattern"],
         "additionalProperties": False,
@@ -70,7 +74,8 @@ class Grep(Tool):
         top = str(root)
         files = iter([top]) if stat.S_ISREG(mode) else (
             os.path.join(top, n) for n in iter_files(root, args.get("include") or "**", IgnoreMatcher(ctx.workspace)))
-        search = Search(rx, ctx)
+        search = Search(rx, ctx, args.get("output_mode") or "content",
+                        min(positive(args.get("limit")) or MAX_MATCHES, MAX_MATCHES))
         # With ripgrep installed, the files that cannot match are told apart at its speed: only the others
         # are decided and read here. (None: every file is.)
         candidates = None if stat.S_ISREG(mode) else _rg_candidates(top, rx, ctx)
@@ -83,11 +88,18 @@ class Grep(Tool):
         except Late:
             search.stop = "the run's time is up"
         text = "\n".join(search.hits) or "[no matches]"
-        if search.total > len(search.hits):
-            text += f"\n[{search.total - len(search.hits)} more matches not shown; narrow the pattern or path]"
+        if search.results > len(search.hits):
+            more = "matches" if search.mode == "content" else "files"
+            text += f"\n[{search.results - len(search.hits)} more {more} not shown; narrow the pattern or path]"
+        if search.mode == "count" and search.hits:
+            text += f"\n[{search.total} matching lines in {search.matched} files]"
         notes = [*search.notes(), readable.note("file", "files")]
         text = "\n".join(filter(None, [text, *notes]))
-        details = {"matches": search.total, "files": search.files, **readable.details(), **search.details()}
+        # `matches`: matching lines (files mode stops at a file's first: not counted there).
+        details = {**({} if search.mode == "files" else {"matches": search.total}), "files": search.files,
+                   "files_matched": search.matched, **readable.details(), **search.details()}
+        if search.mode != "content":
+            details["output_mode"] = search.mode
         return ToolOutput(text, details)
 
     @staticmethod
@@ -115,12 +127,17 @@ class Search:
     run's deadline. Files are read whole (each at most MAX_FILE_BYTES) but searched line by line only
     when the pattern occurs in them at all."""
 
-    def __init__(self, rx: re.Pattern[str], ctx: ToolContext) -> None:
+    def __init__(self, rx: re.Pattern[str], ctx: ToolContext, mode: str = "content", limit: int = MAX_MATCHES) -> None:
+        if mode not in MODES:
+            raise ToolError("InvalidArguments", f"output_mode must be one of {', '.join(MODES)}, not {mode!r}")
         self.rx = rx
         self.whole = _whole_text(rx)
         self.ctx = ctx
+        self.mode = mode
+        self.limit = limit
         self.hits: list[str] = []
-        self.total = 0
+        self.total = 0  # matching lines
+        self.matched = 0  # files with a match
         self.files = 0
         self.bytes = 0
         self.skipped: Counter[str] = Counter()  # reason -> files not searched
@@ -152,12 +169,26 @@ class Search:
         if self.whole is not None and not self.whole.search(_LINE_BREAKS.sub("\n", text)):
             return
         shown = None
+        count = 0
         for number, line in enumerate(text.splitlines(), start=1):
             if self.rx.search(line):
-                self.total += 1
-                if len(self.hits) < MAX_MATCHES:
+                count += 1
+                if self.mode == "files":
+                    break  # one match names the file
+                if self.mode == "content" and len(self.hits) < self.limit:
                     shown = shown or paths.display(self.ctx, Path(walked))
                     self.hits.append(f"{shown}:{number}: {line[:MAX_LINE_CHARS]}")
+        self.total += count
+        if count:
+            self.matched += 1
+            if self.mode != "content" and len(self.hits) < self.limit:
+                shown = paths.display(self.ctx, Path(walked))
+                self.hits.append(shown if self.mode == "files" else f"{shown}:{count}")
+
+    @property
+    def results(self) -> int:
+        """What `limit` counts: matching lines, or files."""
+        return self.total if self.mode == "content" else self.matched
 
     def _read(self, real: Path) -> bytes | None:
         """The file's bytes; None (counted) for what is not a regular file or is too large. Never

@@ -34,8 +34,8 @@ class MemorySearch(Tool):
     domain = "read"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
-        "Search this run's earlier tool outputs (even cleared ones) and your messages for all words of query, any "
-        f"case. Newest first; limit default {DEFAULT_LIMIT}, max {MAX_LIMIT}."
+        "All words of query, any case, in this run's earlier tool outputs (even cleared or cut) and your messages; "
+        f"newest first, limit ≤{MAX_LIMIT} (default {DEFAULT_LIMIT})."
     )
     schema = {
         "type": "object",

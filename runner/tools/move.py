@@ -19,8 +19,7 @@ class Move(Tool):
     name = "move"
     domain = "edit"
     description = (
-        "Move source to destination, its full new path (parents created); replaces a file there only with "
-        "overwrite, never a directory."
+        "Move source to destination (full new path; parents created); overwrite replaces a file, never a directory."
     )
     schema = {
         "type": "object",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import stat
@@ -10,6 +11,7 @@ from typing import Any, BinaryIO
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.truncate import positive
 from runner.workspace import gitconfig
 
 # Read in chunks, never whole: a 1 GiB spill file can be paged with offset/limit, and a 2 GB line costs
@@ -22,6 +24,7 @@ CHUNK = 1024 * 1024
 BINARY_PROBE = 8192  # a NUL in the first bytes: not text
 COUNT_BYTES = 64 * 1024 * 1024  # lines are counted this far past the last one shown, no further
 SEEN_AS_BYTES = 4 * 1024 * 1024  # a git config or credentials file is read whole (to sanitize it) up to this
+HASH_BYTES = 256 * 1024 * 1024  # file_sha256 is given for a file up to this size (it is read whole for it)
 
 
 class Read(Tool):
@@ -39,6 +42,8 @@ class Read(Tool):
             # llama-cpp-python three times over, InvalidArguments each time, a doom loop instead of a read)
             "offset": {"type": "integer", "minimum": 0},
             "limit": {"type": "integer", "minimum": 0},
+            "tail_lines": {"type": "integer"},
+            "max_lines": {"type": "integer"},
         },
         "required": ["path"],
         "additionalProperties": False,
@@ -50,15 +55,20 @@ class Read(Tool):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = paths.resolve(ctx, args["path"])
         shown = paths.display(ctx, path)
-        offset = args.get("offset") or 1
-        limit = args.get("limit") or DEFAULT_LIMIT
+        offset, limit, tail = _window(args, ctx)
         try:
             with _open_regular(path, shown) as f:
                 if gitconfig.is_git_config(path) or gitconfig.is_credential_file(path):
                     # The credentials git stores are never shown (issue 25): the text as gitconfig.seen_as gives it.
                     f = io.BytesIO(gitconfig.seen_as(path, f.read(SEEN_AS_BYTES)))
+                if tail:  # the last lines: a first pass counts them all (and hashes the file)
+                    counted = Pages(f, shown, 2**62, 1, ctx)
+                    counted.scan()
+                    offset = max(1, counted.lines - limit + 1)
+                    f.seek(0)
                 pages = Pages(f, shown, offset, limit, ctx)
                 pages.scan()
+                file_sha256 = pages.whole_sha256()
         except OSError as exc:
             raise ToolError("IOError", f"cannot read {shown}: {exc.strerror or exc}") from None
         out, total = pages.out, pages.lines
@@ -70,10 +80,23 @@ class Read(Tool):
             content += f"\n[lines {offset}-{last} of {total}; read with offset={last + 1} for more]"
         elif not out:
             content = f"[{shown}: {total} lines; nothing at offset {offset}]"
-        details: dict[str, Any] = {"lines": total, "shown": [offset, last]}
+        details: dict[str, Any] = {"lines": total, "shown": [offset, last], "file_sha256": file_sha256}
         if not pages.complete:
             details["lines_counted"] = "partial"
         return ToolOutput(content, details)
+
+
+def _window(args: dict[str, Any], ctx: ToolContext) -> tuple[int, int, int]:
+    """(offset, limit, tail) of a call: `tail_lines` N is the last N lines, `max_lines` N at most N from offset,
+    each bounded by the policy's truncation.maxLines; `limit` as given (default DEFAULT_LIMIT)."""
+    tail, most = positive(args.get("tail_lines")), positive(args.get("max_lines"))
+    if tail and (most or args.get("offset")):
+        raise ToolError("InvalidArguments", "tail_lines reads the file's last lines: give it without offset/max_lines")
+    limit = args.get("limit") or DEFAULT_LIMIT
+    if tail or most:
+        asked = min(tail or most or 0, ctx.truncation.max_lines)
+        limit = min(asked, args["limit"]) if args.get("limit") else asked
+    return args.get("offset") or 1, limit, tail or 0
 
 
 def _open_regular(path: Path, shown: str) -> BinaryIO:
@@ -109,6 +132,7 @@ class Pages:
         self.out: list[str] = []
         self.lines = 0  # complete lines so far (plus a last one without a newline, at the end)
         self.complete = True  # whether `lines` counts the whole file
+        self.sha = hashlib.sha256()  # of every byte read
 
     def scan(self) -> None:
         line = bytearray()  # the part kept of the current line, when it is one to show
@@ -117,6 +141,7 @@ class Pages:
         started = False
         ends_open = False  # the file's last byte is not a newline
         while chunk := self.f.read(CHUNK):
+            self.sha.update(chunk)
             if not started:
                 started = True
                 if b"\x00" in chunk[:BINARY_PROBE]:
@@ -160,6 +185,19 @@ class Pages:
             self.lines += 1  # the last line has no newline
             if self.first <= self.lines < self.end:
                 self.out.append(_render(self.lines, line, over))
+
+    def whole_sha256(self) -> str | None:
+        """The sha256 of the whole file: the scan's reads, then the rest of the file (a scan stops counting
+        COUNT_BYTES past what it shows), up to HASH_BYTES in all; None for a larger file."""
+        read = self.f.tell()
+        size = self.f.seek(0, io.SEEK_END)
+        if size > HASH_BYTES:
+            return None
+        self.f.seek(read)
+        while chunk := self.f.read(CHUNK):
+            self._check_time()
+            self.sha.update(chunk)
+        return self.sha.hexdigest()
 
     def _check_time(self) -> None:
         if self.ctx.abort.is_set():

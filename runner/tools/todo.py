@@ -25,7 +25,7 @@ class Todo(Tool):
     name = "todo"
     domain = "read"
     description = (
-        "Your plan for a multi-step task: send the whole list each time, one item in_progress."
+        "Your plan for a multi-step task: the whole list each call, one item in_progress."
     )
     schema = {
         "type": "object",

@@ -48,6 +48,12 @@ class Truncation:
         return self.total_bytes - self.kept_bytes
 
 
+def positive(value: Any) -> int | None:
+    """A per-call count (lines, results) as given, or None: 0 or less is taken as "not given", as small models
+    send 0 for "no particular limit"."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def count_lines(text: str) -> int:
     """Lines as a reader counts them: a trailing newline does not start another line."""
     if not text:

@@ -87,8 +87,8 @@ class WebFetch(Tool):
     domain = "web_fetch"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
-        "GET an http(s) URL as text (HTML as Markdown, 5 redirects at most); private hosts only if the policy "
-        "names them; body cut at max_bytes (default: 5 MB or the policy's cap)."
+        "GET an http(s) URL as text (HTML as Markdown; ≤5 redirects), cut at max_bytes (default 5 MB or the "
+        "policy's cap)."
     )
     schema = {
         "type": "object",

@@ -14,7 +14,7 @@ class Write(Tool):
     name = "write"
     domain = "edit"
     description = (
-        "Create or overwrite a file (parent directories are created)."
+        "Create or overwrite a file (parents created)."
     )
     schema = {
         "type": "object",

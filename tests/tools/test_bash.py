@@ -155,3 +155,20 @@ def test_the_exit_is_seen_with_and_without_a_pidfd(ctx, monkeypatch, pidfd):
     err = error(ctx, "echo partial; exit 4")
     assert err.type == "ExitNonZero" and err.extra["exit_code"] == 4
     assert error(ctx, "sleep 30", timeout_s=0.5).type == "Timeout"
+
+
+def test_tail_lines_and_max_lines_show_one_end_and_keep_the_whole(tmp_path, ctx):
+    """Issue 34 item 4: the last (or first) N lines of a long output, bounded by the policy's maxLines."""
+    from runner.tools.truncate import Limits
+
+    ctx.outputs_dir = tmp_path / "outputs"
+    ctx.truncation = Limits(max_lines=50)
+    tail = run(ctx, "seq 1 1000", tail_lines=3)
+    assert tail.content.endswith("\n998\n999\n1000\n") and "\n997\n" not in tail.content
+    assert "...997 lines truncated..." in tail.content
+    assert Path(tail.details["output_path"]).read_text() == "".join(f"{i}\n" for i in range(1, 1001))
+    head = run(ctx, "seq 1 1000", max_lines=2)
+    assert head.content.startswith("1\n2\n\n...998 lines truncated...")
+    bounded = run(ctx, "seq 1 1000", tail_lines=500)
+    assert "...950 lines truncated..." in bounded.content  # the policy's 50, not 500
+    assert error(ctx, "true", tail_lines=1, max_lines=1).type == "InvalidArguments"

@@ -212,3 +212,25 @@ class _BrokenSandbox:
 def test_a_prefilter_the_sandbox_could_not_start_is_not_taken_for_no_match(ctx, tree):
     ctx.sandbox = _BrokenSandbox()
     assert Grep().run({"pattern": "needle"}, ctx).details["matches"] == 3
+
+
+def test_output_mode_files_and_count(ctx, tree):
+    """Issue 34 item 4: files-only and per-file counts waste no context on the lines themselves."""
+    (tree / "src" / "c.py").write_text("needle\nneedle\nneedle\n")
+    files = Grep().run({"pattern": "needle", "output_mode": "files"}, ctx)
+    assert files.content.splitlines() == ["a.py", "src/b.py", "src/c.py", "src/notes.md"]
+    assert files.details["files_matched"] == 4 and "matches" not in files.details
+    count = Grep().run({"pattern": "needle", "output_mode": "count"}, ctx)
+    assert count.content.splitlines() == ["a.py:1", "src/b.py:1", "src/c.py:3", "src/notes.md:1",
+                                          "[6 matching lines in 4 files]"]
+    assert count.details["matches"] == 6 and count.details["output_mode"] == "count"
+
+
+def test_limit_caps_the_results_of_every_mode(ctx, tree):
+    lines = Grep().run({"pattern": "needle", "limit": 2}, ctx)
+    assert lines.content.splitlines() == ["a.py:2: needle = 1", "src/b.py:3: needle()",
+                                          "[1 more matches not shown; narrow the pattern or path]"]
+    files = Grep().run({"pattern": "needle", "output_mode": "files", "limit": 1}, ctx)
+    assert files.content.splitlines() == ["a.py", "[2 more files not shown; narrow the pattern or path]"]
+    most = Grep().run({"pattern": "needle", "limit": 10 * MAX_MATCHES}, ctx)
+    assert most.details["matches"] == 3  # a limit above the ceiling is the ceiling

@@ -58,3 +58,19 @@ def test_a_name_that_is_not_utf8_is_shown_escaped(ctx, ws):
     os.mkdir(os.path.join(os.fsencode(ws), b"dir\xff"))
     open(os.path.join(os.fsencode(ws), b"f\xe9.txt"), "wb").close()
     assert List().run({}, ctx).content == "dir\\xff/\nf\\xe9.txt"
+
+
+def test_at_most_1000_entries_are_shown_and_the_rest_counted(ctx, ws):
+    """Issue 34 item 4: the cap holds, the listing says how many more there are and how to narrow."""
+    from runner.tools.list import MAX_ENTRIES
+
+    big = ws / "big"
+    big.mkdir()
+    for i in range(MAX_ENTRIES + 7):
+        (big / f"f{i:05d}").write_text("")
+    out = List().run({"path": "big"}, ctx)
+    lines = out.content.splitlines()
+    assert MAX_ENTRIES == 1000 and len(lines) == 1001
+    assert lines[0] == "f00000" and lines[999] == "f00999"
+    assert lines[-1] == "[7 more entries not shown; use glob to narrow]"
+    assert out.details["entries"] == 1007

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import time
@@ -21,6 +22,9 @@ def error(ctx, **args) -> ToolError:
     return info.value
 
 
+FIVE_SHA256 = hashlib.sha256(b"one\ntwo\nthree\nfour\nfive\n").hexdigest()  # of the whole file, whatever is shown
+
+
 @pytest.fixture
 def five(ws):
     (ws / "f.txt").write_text("one\ntwo\nthree\nfour\nfive\n", encoding="utf-8")
@@ -30,13 +34,13 @@ def five(ws):
 def test_whole_file_numbered(ctx, five):
     out = run(ctx, path=five)
     assert out.content == "1\tone\n2\ttwo\n3\tthree\n4\tfour\n5\tfive"
-    assert out.details == {"lines": 5, "shown": [1, 5]}
+    assert out.details == {"lines": 5, "shown": [1, 5], "file_sha256": FIVE_SHA256}
 
 
 def test_offset_and_limit_with_more_hint(ctx, five):
     out = run(ctx, path=five, offset=2, limit=2)
     assert out.content == "2\ttwo\n3\tthree\n[lines 2-3 of 5; read with offset=4 for more]"
-    assert out.details == {"lines": 5, "shown": [2, 3]}
+    assert out.details == {"lines": 5, "shown": [2, 3], "file_sha256": FIVE_SHA256}
 
 
 def test_limit_reaching_the_end_has_no_hint(ctx, five):
@@ -160,3 +164,32 @@ def test_a_run_out_of_time_stops_the_read(ws):
     ctx = ToolContext(workspace=ws, deadline=time.monotonic() - 1)
     err = error(ctx, path="f.txt")
     assert err.type == "Timeout"
+
+
+def test_tail_lines_reads_the_last_lines_numbered(ctx, five):
+    out = run(ctx, path=five, tail_lines=2)
+    assert out.content == "4\tfour\n5\tfive" and out.details["shown"] == [4, 5]
+    assert run(ctx, path=five, tail_lines=50).content.startswith("1\tone\n")
+    assert error(ctx, path=five, tail_lines=2, offset=3).type == "InvalidArguments"
+
+
+def test_max_lines_and_tail_lines_are_bounded_by_the_policys_limit(ctx, ws):
+    from runner.tools.truncate import Limits
+
+    (ws / "log.txt").write_text("".join(f"{i}\n" for i in range(1, 101)))
+    ctx.truncation = Limits(max_lines=10)
+    assert run(ctx, path="log.txt", max_lines=3).details["shown"] == [1, 3]
+    assert run(ctx, path="log.txt", max_lines=50, offset=20).details["shown"] == [20, 29]
+    assert run(ctx, path="log.txt", tail_lines=50).details["shown"] == [91, 100]
+
+
+def test_file_sha256_is_of_the_whole_file_even_past_what_is_counted(ctx, ws, monkeypatch):
+    monkeypatch.setattr(read_module, "COUNT_BYTES", 10)
+    monkeypatch.setattr(read_module, "CHUNK", 16)
+    data = "".join(f"line {i}\n" for i in range(1000)).encode()
+    (ws / "big.txt").write_bytes(data)
+    out = run(ctx, path="big.txt", limit=1)
+    assert out.details["lines_counted"] == "partial"
+    assert out.details["file_sha256"] == hashlib.sha256(data).hexdigest()
+    monkeypatch.setattr(read_module, "HASH_BYTES", 100)
+    assert run(ctx, path="big.txt", limit=1).details["file_sha256"] is None

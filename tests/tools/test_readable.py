@@ -48,7 +48,7 @@ def test_grep_skips_what_read_could_not_open(pctx, tree):
     out = Grep().run({"pattern": "needle"}, pctx)
     assert out.content == ("notes.txt:1: needle\nsrc/a.py:1: needle\n"
                            "[4 files skipped: the policy does not allow reading them]")
-    assert out.details == {"matches": 2, "files": 2, "skipped": 4}
+    assert out.details == {"matches": 2, "files": 2, "files_matched": 2, "skipped": 4}
 
 
 def test_glob_and_list_omit_the_names(pctx, tree):
