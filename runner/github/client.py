@@ -155,10 +155,15 @@ class GitHub:
 
 
 def _message(response: httpx.Response) -> str:
-    """GitHub's own one-line explanation (`message` of its JSON error), cut short."""
+    """GitHub's own one-line explanation (`message` of its JSON error, and its `errors`: a 422 says there what it
+    refused), cut short."""
     try:
         data = response.json()
         text = str(data.get("message") if isinstance(data, dict) else data)
+        errors = data.get("errors") if isinstance(data, dict) else None
+        if isinstance(errors, list) and errors:
+            text += " (" + "; ".join(str(e.get("message") or e) if isinstance(e, dict) else str(e)
+                                     for e in errors[:3]) + ")"
     except ValueError:
         text = response.text
     text = " ".join(text.split())

@@ -23,6 +23,7 @@ from runner.engine.recorder import RunOutcome
 from runner.github.client import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy
 from runner.github.conversation import Context, fetch_context, task_text
 from runner.github.event import Skip, Trigger, decide
+from runner.github.review import head_sha, post_review
 from runner.github.sticky import final_body, find_sticky, own_login, working_body
 from runner.record.mask import Masker
 from runner.report.markdown import md_text
@@ -113,29 +114,58 @@ def gate(gh: GitHub, trigger: Trigger, allowed: Sequence[str]) -> str | None:
            "(or list them in --allowed-actors)"
 
 
-def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None]) -> Answered:
-    """Post (or take over) the sticky comment, run the task, edit the comment with the outcome."""
+def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], review: bool = False) -> Answered:
+    """Post (or take over) the sticky comment, run the task, (--review) post its findings as a review on the pull
+    request, edit the comment with the outcome."""
     trigger, gh = planned.trigger, planned.gh
     problems: list[str] = []
     masker = Masker(os.environ)
-    context, comment_id = Context(), None
+    context, comment_id, sha = Context(), None, None
+    if review and not trigger.is_pr:
+        say(f"agent-run: github: --review: #{trigger.number} is an issue, not a pull request: the findings go in "
+            "the comment")
     try:
+        # The head first, then the files: the diff the review is placed on is the one the agent was given.
+        sha = head_sha(gh, trigger) if review and trigger.is_pr else None
         context = fetch_context(gh, trigger)
         comment_id = find_sticky(context.comments, trigger.marker, own_login(gh))
     except GitHubError as exc:
         _problem(problems, say, f"could not read the conversation: {exc}")
     comment_id = _post(gh, trigger, comment_id, working_body(trigger.marker, trigger.actor, planned.run_url),
                        problems, say)
-    outcome = execute(replace(opts, task="-", task_text=task_text(trigger, context)))
-    body = masker.mask(final_body(trigger.marker, outcome.summary, planned.run_url, problems))[0]
+    outcome = execute(replace(opts, task="-", task_text=task_text(trigger, context, review=sha is not None)))
     if outcome.summary.get("status") == "interrupted":  # a cancelled job is killed ~7.5 s after SIGINT: no waiting
         gh.retry = replace(gh.retry, retries=0)
+    notes: list[str] = []
     try:
+        if sha is not None:
+            notes = _review(gh, trigger, sha, context, outcome.summary, planned.run_url, masker, problems, say)
+        body = masker.mask(final_body(trigger.marker, outcome.summary, planned.run_url, problems, notes))[0]
         _post(gh, trigger, comment_id, body, problems, say)
     except KeyboardInterrupt:  # a signal after the run: the run's outcome stands, the comment says "working"
-        _problem(problems, say, "interrupted while editing the comment")
+        _problem(problems, say, "interrupted while posting the review or editing the comment")
     gh.close()
     return Answered(outcome, problems)
+
+
+def _review(gh: GitHub, trigger: Trigger, sha: str, context: Context, summary: Mapping[str, Any], url: str,
+            masker: Masker, problems: list[str], say: Callable[[str], None]) -> list[str]:
+    """The findings as one review; the sticky comment's line about it (none when there were no findings)."""
+    findings = summary.get("findings")
+    if not isinstance(findings, Mapping) or findings.get("file") is None:
+        say("agent-run: github: --review: the run gave no findings (no valid final answer): no review posted")
+        return []
+    output = summary.get("output")
+    text = str(output.get("summary") or "") if isinstance(output, Mapping) else ""
+    try:
+        posted = post_review(gh, trigger, sha, context.files, findings, text, url,
+                             lambda body: masker.mask(body)[0], say)
+    except GitHubError as exc:
+        _problem(problems, say, f"could not post the review on #{trigger.number}: {exc}")
+        return []
+    where = f"[the review]({posted.url})" if posted.url else "the review"
+    return [f"📝 Findings posted as {where}: {posted.inline} inline comment{'s' if posted.inline != 1 else ''}, "
+            f"{posted.in_body} in its body."]
 
 
 def _post(gh: GitHub, trigger: Trigger, comment_id: int | None, body: str, problems: list[str],

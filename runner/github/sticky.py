@@ -46,9 +46,10 @@ def working_body(marker: str, actor: str, run_url: str) -> str:
             f"([job run]({run_url}))\n")
 
 
-def final_body(marker: str, summary: Mapping[str, Any], run_url: str, problems: Iterable[str] = ()) -> str:
+def final_body(marker: str, summary: Mapping[str, Any], run_url: str, problems: Iterable[str] = (),
+               notes: Iterable[str] = ()) -> str:
     """The outcome: status, reason, the answer, denials with their replay commands, changed files, tokens and
-    cost, links."""
+    cost, `notes` (Markdown of agent-run's own: the review posted), links."""
     status = str(summary.get("status") or "?")
     icon = _ICONS.get(status, "❌")
     lines = [marker, f"{icon} **agent-run**: `{status}` (exit {summary.get('exit_code')})", ""]
@@ -60,6 +61,8 @@ def final_body(marker: str, summary: Mapping[str, Any], run_url: str, problems: 
         lines += [fenced(answer[:MAX_ANSWER_CHARS], "text") + cut, ""]
     lines += _denials(summary) + _changed(summary)
     lines += [_figures(summary), ""]
+    for note in notes:
+        lines += [note, ""]
     links = [f"[job run]({run_url})"]
     if summary.get("run_id"):
         links.append(f"run {code_span(str(summary['run_id']), in_table=False)} (the run directory is the job's "

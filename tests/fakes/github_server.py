@@ -7,6 +7,11 @@ It keeps issue comments (per issue number), pull request files and collaborator 
   or 200 with `user_login` when a test sets it (a user's token);
 - `GET /repos/{o}/{r}/issues/{n}/comments`, `GET /repos/{o}/{r}/pulls/{n}/files`: pages of `per_page` (default 30,
   at most `max_per_page`, 100 as GitHub) by `page`, with a `Link` header (`rel="next"`, `rel="last"`, …);
+- `GET /repos/{o}/{r}/pulls/{n}`: the pull request with its `head.sha` (`heads`), 404 for an unknown number;
+- `POST /repos/{o}/{r}/pulls/{n}/reviews`: 200 and the review (kept in `reviews`), or 422 as GitHub refuses one: an
+  unknown `event`, no `body` for COMMENT/REQUEST_CHANGES, a `commit_id` that is not the head, a comment whose path
+  has no patch, whose `line` is not a line of a hunk on its `side`, or whose `start_line` is not before it in the
+  same hunk. The hunks are read from each patch's `@@ -a,b +c,d @@` headers (not the way the runner counts them);
 - `POST /repos/{o}/{r}/issues/{n}/comments` (201, the comment, written as `login`) and
   `PATCH /repos/{o}/{r}/issues/comments/{id}` (200; 404 for a deleted comment); a body that is not
   `{"body": string}` is 422;
@@ -51,6 +56,8 @@ class FakeGitHub:
     max_per_page: int = 100
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)  # id -> comment (with issue number)
     files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # pull number -> files
+    heads: dict[int, str] = field(default_factory=dict)  # pull number -> head commit sha
+    reviews: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # pull number -> posted reviews
     requests: list[Request] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -182,7 +189,48 @@ class FakeGitHub:
             return 200, _public(comment), {}
         if method == "GET" and (m := re.fullmatch(r"/pulls/(\d+)/files", rest)):
             return self._page(path, query, self.files.get(int(m.group(1)), []))
+        if method == "GET" and (m := re.fullmatch(r"/pulls/(\d+)", rest)) and int(m.group(1)) in self.heads:
+            number = int(m.group(1))
+            return 200, {"number": number, "state": "open", "head": {"ref": "retry", "sha": self.heads[number]},
+                         "base": {"ref": "main", "sha": "b" * 40}}, {}
+        if method == "POST" and (m := re.fullmatch(r"/pulls/(\d+)/reviews", rest)) and int(m.group(1)) in self.heads:
+            return self._review(int(m.group(1)), body)
         return not_found
+
+    def _review(self, number: int, body: Any) -> tuple[int, Any, dict[str, str]]:
+        if not isinstance(body, dict):
+            return _unprocessable("Invalid request.")
+        event = body.get("event")
+        if event not in (None, "APPROVE", "REQUEST_CHANGES", "COMMENT"):
+            return _unprocessable(f"Invalid request.\n\n{event!r} is not a member of the event enum.")
+        if event in ("REQUEST_CHANGES", "COMMENT") and not body.get("body"):
+            return _unprocessable(f"Review Can not {event.lower().replace('_', ' ')} without a body")
+        if body.get("commit_id", self.heads[number]) != self.heads[number]:
+            return _unprocessable("commit_id is not part of the pull request")
+        hunks = {f["filename"]: _hunks(f["patch"]) for f in self.files.get(number, []) if "patch" in f}
+        for c in body.get("comments") or []:
+            if not isinstance(c.get("body"), str) or not isinstance(c.get("line"), int):
+                return _unprocessable("Invalid request.\n\nNo subschema in \"anyOf\" matched.")
+            if c.get("path") not in hunks:
+                return _unprocessable("Path could not be resolved")
+            side = c.get("side", "RIGHT")
+            if side not in ("LEFT", "RIGHT") or c.get("start_side", side) != side:
+                return _unprocessable("Invalid side")
+            hunk = next((h for h in hunks[c["path"]][side] if h[0] <= c["line"] <= h[1]), None)
+            if hunk is None:
+                return _unprocessable("Pull request review thread line must be part of the diff")
+            start = c.get("start_line")
+            if start is not None and not (hunk[0] <= start < c["line"]):
+                return _unprocessable("Pull request review thread start line must be part of the same hunk as "
+                                      "the line." if start < c["line"] else "start_line must precede line")
+        self._next_id += 1
+        review = {"id": self._next_id, "node_id": f"PRR_{self._next_id}", "user": BOT, "body": body.get("body") or "",
+                  "state": {"COMMENT": "COMMENTED", "APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}
+                  .get(event or "", "PENDING"), "commit_id": self.heads[number],
+                  "html_url": f"https://github.com/{self.owner}/{self.repo}/pull/{number}"
+                              f"#pullrequestreview-{self._next_id}", "submitted_at": "2026-01-01T00:02:00Z"}
+        self.reviews.setdefault(number, []).append({**review, "comments": list(body.get("comments") or [])})
+        return 200, review, {}
 
     def _page(self, path: str, query: dict[str, str], items: list[Any]) -> tuple[int, Any, dict[str, str]]:
         per_page = max(1, min(int(query.get("per_page", 30)), self.max_per_page))
@@ -199,6 +247,23 @@ class FakeGitHub:
             links += [link(1, "first"), link(page - 1, "prev")]
         headers = {"link": ", ".join(links)} if links else {}
         return 200, items[(page - 1) * per_page: page * per_page], headers
+
+
+def _hunks(patch: str) -> dict[str, list[tuple[int, int]]]:
+    """Each hunk's lines on each side, from its header alone: LEFT a..a+b-1, RIGHT c..c+d-1 (a count of 0: none)."""
+    sides: dict[str, list[tuple[int, int]]] = {"LEFT": [], "RIGHT": []}
+    for m in re.finditer(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", patch, re.M):
+        for side, start, count in (("LEFT", m[1], m[2]), ("RIGHT", m[3], m[4])):
+            n = int(count) if count is not None else 1
+            if n:
+                sides[side].append((int(start), int(start) + n - 1))
+    return sides
+
+
+def _unprocessable(error: str) -> tuple[int, Any, dict[str, str]]:
+    return 422, {"message": "Unprocessable Entity", "errors": [error],
+                 "documentation_url": "https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request",
+                 "status": "422"}, {}
 
 
 def _public(comment: dict[str, Any]) -> dict[str, Any]:
