@@ -124,16 +124,20 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
     if review and not trigger.is_pr:
         say(f"agent-run: github: --review: #{trigger.number} is an issue, not a pull request: the findings go in "
             "the comment")
+    elif review:
+        try:  # the head first, then the files: the diff the review is placed on is the one the agent is given
+            sha = head_sha(gh, trigger)
+        except GitHubError as exc:
+            _problem(problems, say, f"could not read pull request #{trigger.number}, so no review is posted: {exc}")
     try:
-        # The head first, then the files: the diff the review is placed on is the one the agent was given.
-        sha = head_sha(gh, trigger) if review and trigger.is_pr else None
         context = fetch_context(gh, trigger)
         comment_id = find_sticky(context.comments, trigger.marker, own_login(gh))
     except GitHubError as exc:
         _problem(problems, say, f"could not read the conversation: {exc}")
     comment_id = _post(gh, trigger, comment_id, working_body(trigger.marker, trigger.actor, planned.run_url),
                        problems, say)
-    outcome = execute(replace(opts, task="-", task_text=task_text(trigger, context, review=sha is not None)))
+    task = task_text(trigger, context, review=review and trigger.is_pr)
+    outcome = execute(replace(opts, task="-", task_text=task))
     if outcome.summary.get("status") == "interrupted":  # a cancelled job is killed ~7.5 s after SIGINT: no waiting
         gh.retry = replace(gh.retry, retries=0)
     notes: list[str] = []

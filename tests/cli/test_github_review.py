@@ -8,12 +8,14 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests.cli.test_github_respond import job_env, stickies
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.openai_server import reply
 from tests.github import payloads
+from tests.report.test_sarif import SCHEMA
 
 HEAD = "d" * 40
 FETCH_PATCH = ("@@ -10,3 +10,5 @@ def fetch(url):\n     session = Session()\n-    retries = 1\n+    retries = 3\n"
@@ -121,6 +123,12 @@ def test_a_422_is_retried_once_with_every_finding_in_the_body(fake, gh, respond,
     assert len(gh.of("POST", "/pulls/7/reviews$")) == 4 and len(gh.reviews[7]) == 1
     assert "could not post the review on #7" in again.stderr
     assert "could not post the review" in (tmp_path / "step.md").read_text()
+    # findings.sarif: valid SARIF 2.1.0, the same alerts (fingerprints) from the second run as from the first
+    logs = [json.loads((run.run_dir / "findings.sarif").read_text()) for run in (r, again)]
+    for log in logs:
+        jsonschema.Draft4Validator(SCHEMA).validate(log)
+    prints = [[res["partialFingerprints"] for res in log["runs"][0]["results"]] for log in logs]
+    assert prints[0] == prints[1] and len(prints[0]) == 4
 
 
 def test_review_with_output_schema_is_a_usage_error_before_github_is_asked(fake, gh, respond, workspace):
@@ -142,3 +150,15 @@ def test_review_on_an_issue_posts_no_review_and_findings_work_on_respond(fake, g
     assert r.summary["findings"]["by_severity"] == {"error": 1, "warning": 1, "note": 2}
     assert (r.run_dir / "findings.sarif").is_file() and "Review the pull request" not in \
         fake.requests[0]["messages"][1]["content"]
+
+
+def test_a_pull_request_that_cannot_be_read_gets_no_review_and_the_run_still_answers(fake, gh, respond):
+    gh.fail("GET", "/pulls/7$", (404, {}, {"message": "Not Found"}))
+    fake.add(reply(json.dumps(ANSWER)))
+    r = respond(payloads.pull_request("opened"), "--review")
+    _ran(r)
+    assert "could not read pull request #7, so no review is posted" in r.stderr
+    assert not gh.of("POST", "/reviews") and gh.of("GET", "/pulls/7/files")  # the conversation was still read
+    assert "Review the pull request's changes" in fake.requests[0]["messages"][1]["content"]
+    [sticky] = stickies(gh, 7)
+    assert "`success`" in sticky["body"] and "no review is posted" in sticky["body"]
