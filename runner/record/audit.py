@@ -49,13 +49,15 @@ class AuditLog:
     path: Path
     masker: Masker | None = None
     seq: int = 0
-    broken: bool = False  # a write failed (a full disk): events.jsonl says why; nothing more is written here
+    broken: bool = False  # a write failed (a full disk: events.jsonl says why), or closed: nothing more is written
     _open: dict[tuple[str, str], list[_Open]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def __call__(self, event: Event) -> None:
+        if self.broken:  # closed, or a write failed: a late event (a call left running on a daemon thread) adds nothing
+            return
         key = (agent_id(event), getattr(event, "call_id", ""))
         if isinstance(event, ToolCall):
             self._open.setdefault(key, []).append(_Open(_opened(event), time.monotonic()))
@@ -80,6 +82,7 @@ class AuditLog:
         for o in pending:
             o.record.update(outcome="interrupted", duration_s=round(time.monotonic() - o.since, 4))
             self._write(o.record)
+        self.broken = True  # nothing is written after this: the descriptor's number may already be another file's
         with contextlib.suppress(OSError):
             os.close(self._fd)
 
