@@ -105,7 +105,7 @@ class GitHub:
 
     def request(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
         """The JSON of a 2xx answer to METHOD path (a path under the API root, or a URL on its origin)."""
-        return self._send(method, path, json, params).json()
+        return _json(self._send(method, path, json, params))
 
     def paginate(self, path: str, params: Mapping[str, Any] | None = None, max_pages: int = MAX_PAGES) -> Iterator[Any]:
         """Every item of a list endpoint, page after page by `Link: rel="next"` (100 a page), at most `max_pages`."""
@@ -115,7 +115,7 @@ class GitHub:
             if url is None:
                 return
             response = self._send("GET", url, None, query)
-            page = response.json()
+            page = _json(response)
             yield from page if isinstance(page, list) else []
             url, query = next_link(response.headers.get("link")), None  # the next URL carries the query itself
 
@@ -152,6 +152,17 @@ class GitHub:
             delay = backoff(attempt, self.retry.base_s, self.retry.cap_s, hint)
             self._on_retry(f"{what}: {error}; retry {attempt} of {self.retry.retries} in {seconds_text(delay)} s")
             self._sleep(delay)
+
+
+def _json(response: httpx.Response) -> Any:
+    """A 2xx answer's JSON. One that is not JSON (a proxy's page, an empty body) is a GitHubError like any other
+    failed request, so that a caller's handling of GitHub's failures covers it (after the run: its exit code
+    stands, the problem is reported)."""
+    try:
+        return response.json()
+    except ValueError:
+        raise GitHubError(f"{response.request.method} {response.request.url.path}: HTTP {response.status_code}: "
+                          "the answer is not JSON", response.status_code) from None
 
 
 def _message(response: httpx.Response) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from runner.github.client import GitHub, GitHubError, next_link, rate_limit_wait
@@ -24,3 +25,15 @@ def test_rate_limit_waits():
 def test_a_link_to_another_origin_is_not_followed_with_the_token():
     with GitHub("https://api.github.com", "t") as gh, pytest.raises(GitHubError, match="refusing to follow"):
         gh._url("https://evil.example/repos/o/r/issues/1/comments?page=2")
+
+
+def test_a_success_that_is_not_json_is_a_github_error():
+    """A proxy's HTML page (or an empty body) answering 200: a GitHubError the caller reports, not a ValueError that
+    would end `github respond` in a traceback instead of the run's exit code."""
+    with GitHub("https://api.github.com", "t") as gh:
+        gh._http = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, text="<html>")))
+        with pytest.raises(GitHubError, match="not JSON") as raised:
+            gh.request("PATCH", "repos/o/r/issues/comments/1", json={"body": "x"})
+        assert raised.value.status == 200
+        with pytest.raises(GitHubError, match="not JSON"):
+            list(gh.paginate("repos/o/r/issues/1/comments"))
