@@ -7,6 +7,8 @@ read as written (masked), line by line, within a byte cap per call."""
 from __future__ import annotations
 
 import datetime as dt
+import os
+import stat
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -115,7 +117,9 @@ class SpillScan:
         found: list[tuple[dt.datetime, Path]] = []
         for folder in spill_dirs(self.ctx.outputs_dir):
             try:
-                found += [(spill_time(p) or _EPOCH, p) for p in folder.glob(SPILL_GLOB) if p.is_file()]
+                if not stat.S_ISDIR(folder.lstat().st_mode):  # a symlink planted in the fallback's place
+                    continue
+                found += [(spill_time(p) or _EPOCH, p) for p in folder.glob(SPILL_GLOB) if _regular(p)]
             except OSError:
                 continue
         for when, path in sorted(found, reverse=True):
@@ -129,7 +133,12 @@ class SpillScan:
 
     def _file(self, path: Path, when: dt.datetime) -> None:
         kept = 0  # a file's own hits are kept up to limit (its first ones)
-        with path.open("rb") as f:
+        # Spill files are the runner's own regular files: never through a symlink, never waiting on a FIFO.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return
+        with os.fdopen(fd, "rb") as f:
             number, carry = 0, False
             while piece := f.readline(MAX_SPILL_LINE):
                 if not carry:
@@ -162,6 +171,14 @@ class SpillScan:
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _regular(path: Path) -> bool:
+    """A regular file, not through a symlink (is_file() follows one)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _when(ts: Any) -> dt.datetime:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import ClassVar
@@ -168,3 +169,18 @@ def test_the_spill_search_is_capped_and_says_so(ws, run_dir, monkeypatch):
     out = MemorySearch().run({"query": "needle"}, ToolContext(workspace=ws, run_dir=run_dir, outputs_dir=outputs))
     assert "no match" in out.content and "spill search stopped" in out.content
     assert out.details["spill_stopped"].endswith("MiB of spill files searched")
+
+
+def test_a_symlink_among_the_spill_files_is_not_followed(ws, run_dir, tmp_path):
+    """Spill files are the runner's own regular files: a `tool_*` symlink (to a file the policy may not let `read`
+    show, or to a FIFO that would hang the search) is not read."""
+    write_events(run_dir)
+    outputs = run_dir / "outputs"
+    outputs.mkdir()
+    secret = tmp_path / "elsewhere"
+    secret.write_text("the PAPAYA-3 secret\n")
+    (outputs / "tool_20260101T000000000000_00000000").symlink_to(secret)
+    os.mkfifo(tmp_path / "fifo")
+    (outputs / "tool_20260102T000000000000_00000000").symlink_to(tmp_path / "fifo")
+    out = MemorySearch().run({"query": "papaya-3"}, ToolContext(workspace=ws, run_dir=run_dir, outputs_dir=outputs))
+    assert "no match" in out.content and out.details["spill_files"] == 0
