@@ -33,10 +33,12 @@ def own_login(gh: GitHub) -> str:
 
 
 def find_sticky(comments: Iterable[Mapping[str, Any]], marker: str, login: str) -> int | None:
-    """The id of the first comment by `login` that carries `marker` (a stranger's imitation is not ours)."""
+    """The id of the first comment by `login` that starts with `marker`, as every body of ours does (a stranger's
+    imitation is not ours, nor one of ours whose answer quotes another trigger's marker)."""
     for c in comments:
         author = str((c.get("user") or {}).get("login") or "")
-        if author.lower() == login.lower() and marker in str(c.get("body") or "") and isinstance(c.get("id"), int):
+        if author.lower() == login.lower() and str(c.get("body") or "").lstrip().startswith(marker) \
+                and isinstance(c.get("id"), int):
             return int(c["id"])
     return None
 
