@@ -176,7 +176,10 @@ class OpenAIChat:
                                   f"run timeout")
         emit(ModelRetry(turn=turn, attempt=attempt, error=error,
                         delay_s=round(delay, 3), requested_s=round(hint, 3) if hint is not None else None))
-        time.sleep(delay)
+        if self.abort is None:
+            time.sleep(delay)
+        elif self.abort.wait(delay):  # a child told to stop does not sit out its backoff (up to the Retry-After)
+            raise Stopped(STOPPED_WAITING)
 
     def _within_deadline(self, call: Callable[[], ModelReply]) -> ModelReply:
         """`call` (one request) on a worker thread, waited for until the run's deadline at most.
@@ -201,7 +204,7 @@ class OpenAIChat:
         poll = ABORT_POLL_S if self.abort is not None else float("inf")
         while not done.wait(min(poll, max(0.0, self.deadline - time.monotonic()))):
             if self.abort is not None and self.abort.is_set():
-                raise Stopped("stopped while waiting for the model: the agent that delegated this task is ending")
+                raise Stopped(STOPPED_WAITING)
             if time.monotonic() >= self.deadline:
                 raise BudgetExhausted("run timeout reached while waiting for the model")
         ok, value = outcome[0]
@@ -320,6 +323,7 @@ def _add_piece(calls: dict[int, dict[str, Any]], position: int, tc: Any) -> None
 
 # llama-cpp-python's function-calling chat format cannot stream a tool call (its server's words below).
 ABORT_POLL_S = 0.2  # how often a child's wait for a response looks at its stop
+STOPPED_WAITING = "stopped while waiting for the model: the agent that delegated this task is ending"
 STREAMED_TOOLS_REFUSED = "Automatic streaming tool choice is not supported"
 STREAMED_TOOLS_WAY_OUT = "run without streaming (--no-stream, or AGENT_RUN_STREAM=false)"
 STREAMED_TOOLS_HINT = (f" (llama-cpp-python's server does this when the model calls a tool in a streamed reply: "
