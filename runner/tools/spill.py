@@ -321,15 +321,26 @@ def remove_older_than(runs_dir: Path, max_age_s: float, *, spills_only: bool, dr
         if not spills_only and _mtime(run / "summary.json", run) < cutoff:
             if not dry_run:
                 shutil.rmtree(run, ignore_errors=True)
+                if _real_dir(fallback := fallback_dir(run / "outputs")):  # its spills that outputs/ could not take
+                    shutil.rmtree(fallback, ignore_errors=True)
             removed.append(run)
             continue
-        for spill in (run / "outputs").glob("tool_*") if (run / "outputs").is_dir() else []:
-            if _mtime(spill, spill) < cutoff:
-                with contextlib.suppress(OSError):
-                    if not dry_run:
-                        spill.unlink()
-                    removed.append(spill)
+        for folder in spill_dirs(run / "outputs"):
+            for spill in folder.glob(SPILL_GLOB) if _real_dir(folder) else []:
+                if _mtime(spill, spill) < cutoff:
+                    with contextlib.suppress(OSError):
+                        if not dry_run:
+                            spill.unlink()
+                        removed.append(spill)
     return removed
+
+
+def _real_dir(path: Path) -> bool:
+    """A directory, not a symlink to one: cleanup never follows a link."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _mtime(path: Path, fallback: Path) -> float:

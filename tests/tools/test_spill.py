@@ -165,3 +165,24 @@ def test_a_fallback_directory_that_is_not_private_is_refused(tmp_path, monkeypat
     spill.write(b"x\n" * 100)
     _, details = spill.finish(Limits(10, 10), from_end=True)
     assert details["output_path"] is None and "not a private directory" in details["spill_error"]
+
+
+def test_cleanup_clears_the_fallback_directory_too(tmp_path, monkeypatch):
+    """Spills that outputs/ could not take are removed with their run, or when old, like those in outputs/."""
+    monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
+    runs = tmp_path / "runs"
+    old_t = time.time() - 10 * 86400
+    for name in ("old", "new"):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "summary.json").write_text("{}")
+        where = fallback_dir(runs / name / "outputs")
+        where.mkdir(mode=0o700)
+        for spill in ("tool_old", "tool_new"):
+            (where / spill).write_text("cut")
+        os.utime(where / "tool_old", (old_t, old_t))
+    os.utime(runs / "old" / "summary.json", (old_t, old_t))
+    new_fallback = fallback_dir(runs / "new" / "outputs")
+    assert remove_older_than(runs, 7 * 86400, spills_only=False) == [new_fallback / "tool_old", runs / "old"]
+    assert not fallback_dir(runs / "old" / "outputs").exists()
+    assert [p.name for p in new_fallback.iterdir()] == ["tool_new"]
