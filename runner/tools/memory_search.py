@@ -132,7 +132,6 @@ class SpillScan:
                 continue  # removed meanwhile (cleanup), or unreadable: the others are still searched
 
     def _file(self, path: Path, when: dt.datetime) -> None:
-        kept = 0  # a file's own hits are kept up to limit (its first ones)
         # Spill files are the runner's own regular files: never through a symlink, never waiting on a FIFO.
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -152,8 +151,8 @@ class SpillScan:
                 if found is None:
                     continue
                 self.total += 1
-                if kept < self.limit:
-                    kept += 1
+                # Files come newest first: no later one's hit is shown before these, so `limit` in all are kept.
+                if len(self.hits) < self.limit:
                     self.hits.append((when, f"[spill {path} · line {number}] {_snippet(text, *found)}"))
 
     def _stopped(self) -> bool:
