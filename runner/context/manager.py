@@ -37,6 +37,7 @@ from runner.context.prune import (
     WHOLE_TOOLS,
     by_reference,
     carried_line,
+    elide_arguments,
     frozen_end,
     hard_clear,
     recent_start,
@@ -327,7 +328,9 @@ class ContextManager:
     def _carry(self, call_id: str, tool: str, arguments: str, output: str) -> str:
         """A protected call carried into a summary: a large one is spilled whole, and named by path and hash;
         one already kept by reference keeps its reference, with the start of its output."""
-        if call_id in self._refs:
+        if call_id in self._refs:  # whole here still when the batch that referenced it was not kept (prepare)
+            if len(arguments) > CARRY_INLINE_CHARS:
+                arguments = elide_arguments(arguments, note=self._refs[call_id])
             return f"- {tool} {arguments}: {short(output, CARRY_OUTPUT_CHARS)}"
         if len(arguments) + len(output) <= CARRY_INLINE_CHARS or self.spill is None:
             return carried_line(tool, arguments, output, None)

@@ -103,3 +103,18 @@ def test_token_estimate_matches_the_canonical_prompt():
     m.tokens(msgs, tools)
     changed = [*msgs[:-1], {**msgs[-1], "content": "y" * 5000}]  # a new dict, as pruning makes
     assert m.tokens(changed, tools) == estimate_tokens(len(canonical({"tools": tools, "messages": changed})))
+
+
+def test_a_call_referenced_by_a_batch_that_was_not_kept_is_still_carried_by_reference(tmp_path):
+    """prepare computes a stage-2 batch (which keeps written arguments by reference) and may summarize instead: the
+    summary then covers the conversation with its arguments whole, and must not carry them by value."""
+    def spill(text: str) -> str:
+        path = tmp_path / f"call_{len(list(tmp_path.iterdir()))}"
+        path.write_text(text)
+        return str(path)
+
+    msgs = writes(10, 5000)
+    m = ContextManager(ContextConfig(window=40_000), lambda e: None, None, lambda _: "sum", spill=spill)
+    m._clear(msgs, [], ph)  # the batch, not kept
+    text = summarized(msgs, "sum", recent_start(msgs, 3), carry=m._carry)[2]["content"]
+    assert len(text) < 3000 and "0" * 200 not in text and text.count("full call: ") == 7
