@@ -84,9 +84,11 @@ def lines_shown(args: dict[str, Any], limits: Limits) -> tuple[Limits, bool]:
         return limits, True
     return dataclasses.replace(limits, max_lines=min(tail or head or 0, limits.max_lines)), bool(tail)
 
+
 def _run(argv: list[str], env: dict[str, str], timeout: float, ctx: ToolContext,
-         shown: tuple[Limits, bool] | None = None) -> ToolOutput:
-    """One process's life, from its start to its output; kept in one piece for its signal safety."""
+         shown: tuple[Limits, bool]) -> ToolOutput:
+    """One process's life, from its start to its output (cut as `shown`: lines_shown); kept in one piece for its
+    signal safety."""
     spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days, ctx.masker)
     ctx.shield.enter()  # an interrupt now is held until the process is inside the try below
     try:
@@ -128,7 +130,7 @@ def _run(argv: list[str], env: dict[str, str], timeout: float, ctx: ToolContext,
         # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
         if pump.is_alive():
             pump.join(timeout=5.0)
-    limits, from_end = shown or (ctx.truncation, True)
+    limits, from_end = shown
     output, details = spill.finish(limits, from_end=from_end)
     details["exit_code"] = proc.returncode
     # Errors carry no pid: what the model sees must not change when nothing else did.
