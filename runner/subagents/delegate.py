@@ -390,7 +390,9 @@ def summary_agents(shared: Shared, data: dict[str, Any]) -> None:
     main = {"id": MAIN, "name": None, "parent_call_id": None, "depth": 0, "model": shared.settings.model,
             "mode": shared.mode,
             "status": data.get("status"), "reason": data.get("reason"), **counts.get(MAIN, {})}
-    out = [main, *({**r, **counts.get(r["id"], {})} for r in shared.records)]
+    # By id (given in the model's order): children that ran at once appended their records as each started.
+    children = sorted(shared.records, key=lambda r: int(r["id"][1:]))
+    out = [main, *({**r, **counts.get(r["id"], {})} for r in children)]
     for entry in out:
         entry["cost_usd"] = round(costs.get(entry["id"], 0.0), 6) if priced else None
     data["agents"] = out

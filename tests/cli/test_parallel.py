@@ -38,6 +38,7 @@ def test_four_children_run_at_once_and_the_parent_sees_what_a_sequential_run_see
     results = [e for e in r.of_type("tool_result") if e["agent"] is None]
     assert [(e["call_id"], e["call_index"]) for e in results] == [(f"call_1_{i}", i) for i in range(4)]
     assert [a["status"] for a in r.summary["agents"]] == ["success"] * 5
+    assert [a["id"] for a in r.summary["agents"]] == ["main", "a1", "a2", "a3", "a4"]  # as a sequential run's
 
     _four_children(fake.restart(), gathered=False)
     sequential = agent_run("--policy", _policy(workspace), "--parallel-agents", "1", "task.md")
