@@ -178,8 +178,14 @@ class OpenAIChat:
                         delay_s=round(delay, 3), requested_s=round(hint, 3) if hint is not None else None))
         if self.abort is None:
             time.sleep(delay)
-        elif self.abort.wait(delay):  # a child told to stop does not sit out its backoff (up to the Retry-After)
-            raise Stopped(STOPPED_WAITING)
+            return
+        # A child told to stop does not sit out its backoff (up to the Retry-After). Polled, as `_within_deadline`
+        # does: a stop (runner/tools/base.py Abort) also holds when its parent's does, which `wait` does not see.
+        end = time.monotonic() + delay
+        while (left := end - time.monotonic()) > 0:
+            if self.abort.is_set():
+                raise Stopped(STOPPED_WAITING)
+            self.abort.wait(min(ABORT_POLL_S, left))
 
     def _within_deadline(self, call: Callable[[], ModelReply]) -> ModelReply:
         """`call` (one request) on a worker thread, waited for until the run's deadline at most.
