@@ -46,6 +46,7 @@ class Trigger:
     body: str
     comment_id: int | None = None
     review: Mapping[str, Any] | None = None  # a review comment's path, line and diff hunk
+    request_author: str = ""  # who wrote `request` when not the actor: an issue's or PR's author (a label is asked)
 
     @property
     def marker(self) -> str:
@@ -127,7 +128,7 @@ def decide(event: str, payload: Mapping[str, Any], phrase: str = DEFAULT_PHRASE,
         return Skip(f"#{number} carries agent-run's sticky marker")
     return Trigger(event, owner, repo, number, event == "pull_request", _login(payload.get("sender")),
                    f"{'pr' if event == 'pull_request' else 'issue'}-{number}", body, str(thread.get("title") or ""),
-                   body)
+                   body, request_author=_login(thread.get("user")))
 
 
 def _comment(event: str, payload: Mapping[str, Any], owner: str, repo: str, phrase: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from runner.github.conversation import Context, task_text
 from runner.github.event import Skip, Trigger, decide, find_phrase, parse_actors
 from tests.github import payloads
 
@@ -60,3 +61,13 @@ def test_other_events_are_skipped():
 
 def test_allowed_actors_are_a_comma_separated_list():
     assert parse_actors(" a, b ,,renovate[bot] ") == ("a", "b", "renovate[bot]")
+
+
+def test_a_labelled_issues_request_is_shown_as_its_authors_not_the_labellers():
+    """The writer who labels an issue asks for it; the text asked was written by whoever opened it."""
+    issue = {"action": "labeled", "issue": payloads.issue(9, body="Please triage", login="stranger"),
+             "repository": payloads.repository(), "sender": {"login": "alice"}}
+    got = decide("issues", issue)
+    assert isinstance(got, Trigger) and (got.actor, got.request_author) == ("alice", "stranger")
+    task = task_text(got, Context())
+    assert "by @alice (the workflow checked" in task and '<github-request author="stranger">' in task
