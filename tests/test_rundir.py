@@ -151,3 +151,21 @@ def test_file_sha256_reads_only_a_regular_file_in_chunks(tmp_path):
     for path in (tmp_path / "fifo", Path("/dev/zero"), tmp_path):
         with pytest.raises(OSError):
             file_sha256(path)
+
+
+def test_a_closed_event_log_writes_nothing_not_even_into_a_file_that_reused_its_descriptor(tmp_path):
+    # A straggler (a call or child left on a daemon thread when the run ended on its clock) may emit after the
+    # log is closed: the line must not land in whatever file now has the old descriptor's number.
+    import os
+
+    log = EventLog(tmp_path / "events.jsonl", "r1")
+    log(ModelRetry(turn=1, attempt=1, error="before close", delay_s=0.0))
+    fd = log._fd
+    log.close()
+    other = os.open(tmp_path / "other.txt", os.O_WRONLY | os.O_CREAT, 0o644)  # likely takes the same number
+    try:
+        log(ModelRetry(turn=1, attempt=2, error="after close", delay_s=0.0))
+    finally:
+        os.close(other)
+    assert (tmp_path / "other.txt").read_bytes() == b"" and other in (fd, other)
+    assert len(read_events(tmp_path / "events.jsonl")) == 1

@@ -60,12 +60,15 @@ class Recording:
     closers: list[Callable[[], None]] = field(default_factory=list)  # after the summary is built (sandbox)
     audit_key_id: str | None = None  # the log is HMAC-chained under AGENT_RUN_AUDIT_KEY (run_started.audit_key_id)
     keyed: bool = False  # summary integrity.keyed: a key, and every command of the run sandboxed
+    sealed: bool = False  # run_finished is written: nothing more is recorded (a straggler thread's event is dropped)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def emit(self, event: Event) -> None:
         # The egress proxy decides and records from its own threads while a command runs, and so do the calls and
         # child agents that run beside others (runner/engine/batch.py).
         with self._lock:
+            if self.sealed:
+                return
             if threading.current_thread() is not threading.main_thread():
                 for consume in self.consumers:
                     consume(event)
@@ -272,6 +275,8 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         except Exception as exc:  # a bug of ours in a consumer: the summary still says why
             status, reason = Status.FAILED, reason or f"internal error: {type(exc).__name__}: {exc}"
             code = exit_code(status, signum)
+        with rec._lock:  # after run_finished nothing may follow: a straggler's event waits for this, then is dropped
+            rec.sealed = True
         log.close()
         data: dict[str, Any] = {}
         try:

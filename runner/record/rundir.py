@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import json
 import os
 import secrets
@@ -154,6 +155,10 @@ class EventLog:
             self._mirror.flush()
 
     def close(self) -> None:
+        # Nothing is written after this: a straggler (a call or child left on a daemon thread when the run ended on
+        # its clock) would otherwise write to whatever file reused the descriptor's number.
+        if self.broken is None:
+            self.broken = OSError(errno.EBADF, "the event log is closed")
         with contextlib.suppress(OSError):
             os.close(self._fd)
 
