@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.deadline import Late, until
+from runner.tools.deadline import Late, remaining, until
 from runner.tools.env import scrubbed_env
 from runner.tools.ignore import IgnoreMatcher, iter_files
 from runner.tools.readable import Readable
@@ -130,8 +132,12 @@ class Search:
     def __init__(self, rx: re.Pattern[str], ctx: ToolContext, mode: str = "content", limit: int = MAX_MATCHES) -> None:
         if mode not in MODES:
             raise ToolError("InvalidArguments", f"output_mode must be one of {', '.join(MODES)}, not {mode!r}")
-        self.rx = rx
-        self.whole = _whole_text(rx)
+        # Matched with the `regex` module (re's semantics, its V0), bounded by the run's deadline on every search:
+        # on a worker thread (calls of one reply at once, a child agent beside others) SIGALRM cannot stop `re`,
+        # whose backtracking holds the GIL, so one pattern would freeze the whole run past --timeout and signals.
+        self.rx = _stoppable(rx)
+        whole = _whole_text(rx)
+        self.whole = _stoppable(whole) if whole is not None else None
         self.ctx = ctx
         self.mode = mode
         self.limit = limit
@@ -166,12 +172,12 @@ class Search:
         if b"\x00" in data[:8192]:
             return
         text = data.decode("utf-8", errors="replace")
-        if self.whole is not None and not self.whole.search(_LINE_BREAKS.sub("\n", text)):
+        if self.whole is not None and not self._search(self.whole, _LINE_BREAKS.sub("\n", text)):
             return
         shown = None
         count = 0
         for number, line in enumerate(text.splitlines(), start=1):
-            if self.rx.search(line):
+            if self._search(self.rx, line):
                 count += 1
                 if self.mode == "files":
                     break  # one match names the file
@@ -184,6 +190,14 @@ class Search:
             if self.mode != "content" and len(self.hits) < self.limit:
                 shown = paths.display(self.ctx, Path(walked))
                 self.hits.append(shown if self.mode == "files" else f"{shown}:{count}")
+
+    def _search(self, rx: Any, text: str) -> Any:
+        """rx.search(text), with the GIL released and the run's deadline as its timeout (Late when it passes)."""
+        left = remaining(self.ctx.deadline)
+        try:
+            return rx.search(text, timeout=left, concurrent=True)
+        except TimeoutError:
+            raise Late() from None
 
     @property
     def results(self) -> int:
@@ -242,6 +256,11 @@ _LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # What may match a line alone but not the same line inside the whole text: lookarounds and anchors that
 # see past the line's end, atomic groups and possessive quantifiers that may swallow a newline.
 _LINE_BOUND = re.compile(r"\\[AZ]|\(\?[=!<>(]|[*+?}]\+")
+
+
+def _stoppable(rx: re.Pattern[str]) -> Any:
+    """`rx` for the `regex` module, which takes a timeout and releases the GIL while it matches (re does neither)."""
+    return regex.compile(rx.pattern, rx.flags & ~re.UNICODE | regex.VERSION0)
 
 
 def _whole_text(rx: re.Pattern[str]) -> re.Pattern[str] | None:

@@ -167,3 +167,16 @@ def test_a_child_told_to_stop_does_not_sit_out_a_retry_backoff():
     with pytest.raises(Stopped):
         model._wait(1, "HTTP 503", "", 60.0, 1, retries.append)
     assert [e.type for e in retries] == ["model_retry"]
+
+
+def test_a_backtracking_grep_beside_a_read_still_ends_on_the_runs_clock(fake, workspace, agent_run):
+    # On a worker thread SIGALRM cannot stop `re`, whose backtracking holds the GIL: the run froze past --timeout
+    # and signals. grep matches with the `regex` module instead, its deadline as the timeout, the GIL released.
+    (workspace / "a.txt").write_text("a" * 60 + "b\n", encoding="utf-8")
+    fake.add(reply(calls=[("grep", {"pattern": "(a|aa)+$", "path": "a.txt"}), ("read", {"path": "a.txt"})]),
+             reply("unreachable"))
+    r = agent_run("--timeout", "2", "task.md")
+    assert r.code == 5, r.stderr
+    assert r.summary["budget"]["name"] == "timeout_s"
+    assert [e["tool"] for e in r.of_type("tool_call")] == ["grep", "read"]  # the grep did start, beside the read
+    assert r.events[-1]["type"] == "run_finished"

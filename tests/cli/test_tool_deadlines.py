@@ -1,7 +1,8 @@
 """`--timeout` holds inside every tool, through the real CLI (issue 26, item 11): a backtracking regex in grep, a
 glob over a whole machine's tree and a web_fetch of a server that never finishes its headers each ran on far past
-the run's deadline (grep's `(a+)+$` for more than 40 s). Each now stops where it is at the deadline, and the run
-ends as a timeout does: exit 5, budget_exhausted, a whole events log and a summary.
+the run's deadline (grep's `(a+)+$` for more than 40 s; now `(a|aa)+$`, which the regex module backtracks on
+too). Each now stops where it is at the deadline, and the run ends as a timeout does: exit 5, budget_exhausted,
+a whole events log and a summary.
 
 The three runs go at once (one fake server, each conversation routed by its task's text), so the test costs one
 timeout of wall time, not three."""
@@ -43,12 +44,13 @@ def test_grep_glob_and_web_fetch_stop_at_the_run_deadline(fake, tmp_path, agent_
     for tool, text in tasks.items():  # a workspace each: a run holds its workspace's lock
         (tmp_path / tool).mkdir()
         (tmp_path / tool / "task.md").write_text(text + "\n", encoding="utf-8")
-    # grep: Python's re backtracks on this line for hours; no literal in the pattern, so no ripgrep prefilter.
-    (tmp_path / "grep" / "bad.txt").write_text("a" * 30 + "b\n", encoding="utf-8")
+    # grep: this pattern backtracks on this line for hours (re and the regex module alike: regex optimises
+    # `(a+)+$`, not this); no literal in the pattern, so no ripgrep prefilter.
+    (tmp_path / "grep" / "bad.txt").write_text("a" * 60 + "b\n", encoding="utf-8")
     with drip_site() as site:
         port = site.getsockname()[1]
         # glob walks the whole machine (`/`, half a million files here: half a minute) for a name nowhere.
-        calls = {"grep": {"pattern": "(a+)+$", "path": "."},
+        calls = {"grep": {"pattern": "(a|aa)+$", "path": "."},
                  "glob": {"pattern": "**/no-such-name-anywhere", "path": "/"},
                  "web_fetch": {"url": f"http://127.0.0.1:{port}/"}}
         for tool, text in tasks.items():
