@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from runner.core.jsonutil import short
 from runner.core.outcome import Denied
 from runner.guards.base import CallRecord, Verdict
@@ -14,10 +16,15 @@ class DenialGuard:
         self.max_denials = max_denials
         self.count = 0
         self._seen: set[str] = set()
+        self._lock = threading.Lock()  # one guard for the run: child agents running at once share it
 
     def __call__(self, record: CallRecord) -> Verdict | None:
         if not record.denied:
             return None
+        with self._lock:
+            return self._denied(record)
+
+    def _denied(self, record: CallRecord) -> Verdict | None:
         self.count += 1
         if record.fingerprint in self._seen:
             return Verdict(stop=Denied(f"the model repeated a denied call ({record.tool} "

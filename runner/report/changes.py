@@ -63,10 +63,11 @@ class ChangeTracker:
         for path in paths:
             if path in self.originals:
                 continue
+            # setdefault: child agents running at once may both see the file first; the earlier copy stays.
             try:
-                self.originals[path] = path.read_bytes() if path.stat().st_size <= MAX_SNAPSHOT_BYTES else b""
+                self.originals.setdefault(path, path.read_bytes() if path.stat().st_size <= MAX_SNAPSHOT_BYTES else b"")
             except FileNotFoundError:
-                self.originals[path] = None
+                self.originals.setdefault(path, None)
             except OSError:
                 continue
 

@@ -17,6 +17,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import quote
 
 SARIF_FILE = "findings.sarif"
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -60,12 +61,17 @@ def sarif_log(findings: Iterable[Mapping[str, Any]], denials: Iterable[Mapping[s
     }
 
 
+def _uri(path: str) -> str:
+    """A workspace-relative path as a relative URI reference (a space or `#` in a name percent-encoded)."""
+    return quote(path, safe="/")
+
+
 def _finding(f: Mapping[str, Any]) -> dict[str, Any]:
     rule = rule_id(f)
     region: dict[str, Any] = {"startLine": f["line"]}
     if f.get("end_line"):
         region["endLine"] = f["end_line"]
-    location = {"artifactLocation": {"uri": f["path"], "uriBaseId": "%SRCROOT%"}, "region": region}
+    location = {"artifactLocation": {"uri": _uri(f["path"]), "uriBaseId": "%SRCROOT%"}, "region": region}
     text = str(f["title"]) + (f"\n\n{f['message']}" if f.get("message") else "")
     result: dict[str, Any] = {
         "ruleId": rule, "level": f["severity"], "message": {"text": text},
@@ -93,6 +99,6 @@ def _denial(d: Mapping[str, Any], task_file: str | None, policy_ref: Callable[[s
         "partialFingerprints": {FINGERPRINT: fingerprint(DENIAL_RULE, str(d.get("tool", "")), str(d.get("target")))},
     }
     if place:
-        result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": place, "uriBaseId": "%SRCROOT%"},
+        result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": _uri(place), "uriBaseId": "%SRCROOT%"},
                                                      "region": {"startLine": int(line) if line else 1}}}]
     return result

@@ -85,3 +85,11 @@ def test_normalise_orders_by_severity_and_drops_a_backwards_end_line():
     kept, dropped = normalise(value, "/ws")
     assert [f["severity"] for f in kept["findings"]] == ["warning", "note"] and dropped == ["../out"]
     assert "end_line" not in kept["findings"][1]
+
+
+def test_a_path_with_a_space_or_hash_is_a_percent_encoded_uri():
+    log = sarif_log([{**FINDINGS[1], "path": "docs/my notes#1.md"}], [], version="x", category="t", task_file=None,
+                    policy_ref=lambda f: None)
+    valid(log)
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location["uri"] == "docs/my%20notes%231.md"
