@@ -199,9 +199,11 @@ class Delegation:
                 record["todos"] = todo.items
         return self._finish(result, record, emit, call_id, started, messages)
 
-    def reserve(self, call_id: str) -> None:
+    def reserve(self, call_id: str, profile: Profile) -> None:
         """In the model's order, before any of a reply's `task` calls runs (they may run at once): the child's id
-        and its place under the run's subagent limit, so neither depends on which child starts first."""
+        and its place under the run's subagent limit, so neither depends on which child starts first. A child
+        refused for its model (`_admit`) takes neither, as before."""
+        self._admit(profile)
         self.reserved[call_id] = self._take(None)
 
     def _take(self, aid: str | None) -> str:

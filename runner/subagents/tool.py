@@ -57,7 +57,7 @@ class TaskTool(Tool):
         return "high" if "bash" in names else "medium"
 
     def reserve(self, args: dict[str, Any], call_id: str) -> None:
-        self.delegation.reserve(call_id)
+        self.delegation.reserve(call_id, self.profiles[args.get("agent") or GENERAL])
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return self.delegation.run(self.profiles[args.get("agent") or GENERAL], args, ctx)

@@ -180,3 +180,18 @@ def test_a_backtracking_grep_beside_a_read_still_ends_on_the_runs_clock(fake, wo
     assert r.summary["budget"]["name"] == "timeout_s"
     assert [e["tool"] for e in r.of_type("tool_call")] == ["grep", "read"]  # the grep did start, beside the read
     assert r.events[-1]["type"] == "run_finished"
+
+
+def test_a_child_refused_for_its_model_takes_no_id_and_no_place_under_the_limit(fake, workspace, agent_run, tmp_path):
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "pricey.md").write_text("---\nname: pricey\ndescription: on its own model\nmodel: no-such-model-x\n---\n"
+                                      "Work.\n", encoding="utf-8")
+    fake.add(reply(calls=[("task", {"description": "a", "prompt": f"{CHILD}-0: x", "agent": "pricey"}),
+                          _task(1)]), reply("done"))
+    fake.route(f"{CHILD}-1", reply("answer 1"))
+    r = agent_run("--policy", _policy(workspace), "--agents", str(agents), "--max-cost-usd", "5", "task.md")
+    assert r.code == 0, r.stderr
+    [refused] = [json.loads(m["content"]) for m in fake.requests[-1]["messages"] if m.get("tool_call_id") == "call_1_0"]
+    assert refused["error"]["status"] == "refused"
+    assert [(e["call_id"], e["agent"]["id"]) for e in r.of_type("subagent_started")] == [("call_1_1", "a1")]
