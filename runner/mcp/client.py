@@ -44,6 +44,7 @@ Wrap = Callable[[list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
 BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "TMPDIR")
 MAX_TOOL_PAGES = 100  # a server whose cursor never ends cannot hang the start
 CLOSE_WAIT_S = 5.0  # graceful close (stdin, SIGTERM, SIGKILL: ~3 s at most) before the hard kill
+ABORT_POLL_S = 0.2  # how often a waiting call looks at its caller's stop
 CALL_SLACK_S = 2.0  # what the calling thread adds to the call timeout before giving up on the loop
 
 
@@ -181,16 +182,28 @@ class McpServer:
 
     # ---- calls ---------------------------------------------------------------------------------------------
 
-    def call(self, tool: str, arguments: Mapping[str, Any] | None, timeout_s: float) -> CallResult:
-        """Call one tool. Raises McpCallError; an `isError` result is a CallResult, not an exception."""
+    def call(self, tool: str, arguments: Mapping[str, Any] | None, timeout_s: float,
+             abort: threading.Event | None = None) -> CallResult:
+        """Call one tool. Raises McpCallError; an `isError` result is a CallResult, not an exception. `abort`: the
+        caller's stop (a call running beside others when the run ends): the call is let go, as at its timeout."""
         self._check_usable()
         assert self._loop is not None
         try:
             future = asyncio.run_coroutine_threadsafe(self._call(tool, dict(arguments or {}), timeout_s), self._loop)
         except RuntimeError:  # the loop is gone
             raise McpCallError(self.name, "closed", "the server is closed") from None
+        end = time.monotonic() + timeout_s + CALL_SLACK_S
         try:
-            return future.result(timeout=timeout_s + CALL_SLACK_S)
+            while True:
+                try:
+                    return future.result(timeout=min(ABORT_POLL_S, max(0.0, end - time.monotonic())))
+                except concurrent.futures.TimeoutError:
+                    if abort is not None and abort.is_set():
+                        future.cancel()
+                        raise McpCallError(self.name, "timeout", f"tool '{tool}' was stopped: the run is ending") \
+                            from None
+                    if time.monotonic() >= end:
+                        raise
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise McpCallError(self.name, "timeout", f"tool '{tool}' did not answer within {timeout_s:g}s") from None

@@ -66,7 +66,7 @@ class McpTool(Tool):
         if ctx.deadline is not None:
             timeout = min(timeout, max(ctx.deadline - time.monotonic(), 0.1))
         try:
-            result = server.call(self.tool, args, timeout)
+            result = server.call(self.tool, args, timeout, abort=ctx.abort)
         except McpCallError as exc:
             self.runtime.call_failed(self.server, exc)
             hint = "" if exc.kind in ("timeout", "rpc_error") else "; the server is gone for the rest of this run"

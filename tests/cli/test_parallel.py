@@ -195,3 +195,25 @@ def test_a_child_refused_for_its_model_takes_no_id_and_no_place_under_the_limit(
     [refused] = [json.loads(m["content"]) for m in fake.requests[-1]["messages"] if m.get("tool_call_id") == "call_1_0"]
     assert refused["error"]["status"] == "refused"
     assert [(e["call_id"], e["agent"]["id"]) for e in r.of_type("subagent_started")] == [("call_1_1", "a1")]
+
+
+def test_an_interrupt_lets_go_of_an_mcp_call_running_beside_others(fake, workspace):
+    # Beside another call, an MCP call runs on a worker thread: the signal reaches the loop, and the call, waiting on
+    # a server that never answers, is let go at once instead of being waited for (up to 30 s) or for its timeout.
+    import signal
+
+    from tests.cli.test_replay_and_signals import _start, _wait_for_event
+    from tests.fakes.wait import until
+
+    config = write_config(workspace, {"box": scripted("toolbox.py", readOnlyTools=["hang", "shout"])})
+    fake.add(reply(calls=[("mcp__box__hang", {}), ("mcp__box__shout", {"text": "hi"})]))
+    proc = _start(fake, workspace, "--mcp-config", config, "--approve", "mcp:mcp:box/*", "task.md")
+    run_dir = _wait_for_event(workspace, "tool_call")
+    until(lambda: "toolbox: hanging" in (run_dir / "mcp" / "box.log").read_text(errors="replace")
+          if (run_dir / "mcp" / "box.log").is_file() else False, "the hanging MCP call to reach the server")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 143  # bounds a hang: without the fix the loop waits 30 s for the call
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert events[-1]["type"] == "run_finished"
