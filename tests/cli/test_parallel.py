@@ -217,3 +217,18 @@ def test_an_interrupt_lets_go_of_an_mcp_call_running_beside_others(fake, workspa
     assert summary["status"] == "interrupted"
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert events[-1]["type"] == "run_finished"
+
+
+def test_a_glob_walk_beside_a_read_stops_at_the_runs_clock(fake, workspace, agent_run, tmp_path):
+    # A walk of `/` (half a minute here) beside a read runs on a worker, where SIGALRM cannot stop it: the walk asks
+    # the run's stop and deadline at every directory instead, so the run ends on its clock, not after the walk.
+    policy = tmp_path / "p.jsonc"
+    policy.write_text(json.dumps({"extends": "default", "permission": {"rules": [
+        {"domain": "read", "pattern": "fs:/**", "decision": "allow"}]}}), encoding="utf-8")
+    fake.add(reply(calls=[("glob", {"pattern": "**/no-such-name-anywhere", "path": "/"}),
+                          ("read", {"path": "task.md"})]), reply("unreachable"))
+    r = agent_run("--sandbox", "off", "--policy", str(policy), "--timeout", "2", "task.md",
+                  timeout=20)  # bounds a hang: without the stop the run waited for the walk (~30 s here)
+    assert r.code == 5, r.stderr
+    assert r.summary["budget"]["name"] == "timeout_s"
+    assert r.events[-1]["type"] == "run_finished"
