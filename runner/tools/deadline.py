@@ -34,6 +34,15 @@ def expired(deadline: float | None) -> bool:
     return deadline is not None and time.monotonic() >= deadline
 
 
+def why_stopped(abort: threading.Event, deadline: float | None) -> str | None:
+    """Why a tool that checks between steps must stop now (the run is stopping, or its time is up); None: go on."""
+    if abort.is_set():
+        return "the run is stopping"
+    if expired(deadline):
+        return "the run's time is up"
+    return None
+
+
 @contextmanager
 def until(deadline: float | None) -> Iterator[None]:
     """Raise Late inside the block when `deadline` passes (at once when it has). Nests: an inner block keeps the

@@ -5,7 +5,7 @@ from typing import Any
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.deadline import Late, expired, until
+from runner.tools.deadline import Late, until, why_stopped
 from runner.tools.ignore import IgnoreMatcher, find_files
 from runner.tools.readable import Readable
 
@@ -37,7 +37,7 @@ class Glob(Tool):
         if not root.is_dir():
             raise ToolError("IOError", f"{paths.display(ctx, root)} is not a directory")
         readable = Readable(ctx)
-        matcher = IgnoreMatcher(ctx.workspace, stop=lambda: ctx.abort.is_set() or expired(ctx.deadline))
+        matcher = IgnoreMatcher(ctx.workspace, stop=lambda: why_stopped(ctx.abort, ctx.deadline) is not None)
         try:
             # A walk of a huge tree (path `/`) runs on for minutes: it stops where it is at the run's deadline
             # (runner/tools/deadline.py). It only reads directories and decides names; nothing is recorded.

@@ -18,7 +18,7 @@ import regex
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.deadline import Late, remaining, until
+from runner.tools.deadline import Late, remaining, until, why_stopped
 from runner.tools.env import scrubbed_env
 from runner.tools.ignore import IgnoreMatcher, iter_files
 from runner.tools.readable import Readable
@@ -151,13 +151,10 @@ class Search:
 
     def stopped(self) -> bool:
         if self.stop is None:
-            if self.ctx.abort.is_set():
-                self.stop = "the run is stopping"
-            elif self.ctx.deadline is not None and time.monotonic() >= self.ctx.deadline:
-                self.stop = "the run's time is up"
-            elif self.files >= MAX_SCAN_FILES:
+            self.stop = why_stopped(self.ctx.abort, self.ctx.deadline)
+            if self.stop is None and self.files >= MAX_SCAN_FILES:
                 self.stop = f"the limit of {MAX_SCAN_FILES} files per call was reached"
-            elif self.bytes >= MAX_SCAN_BYTES:
+            elif self.stop is None and self.bytes >= MAX_SCAN_BYTES:
                 self.stop = f"the limit of {MAX_SCAN_BYTES // (1024 * 1024)} MiB read per call was reached"
         return self.stop is not None
 

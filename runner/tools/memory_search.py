@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import stat
-import time
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from runner.policy.model import Target
 from runner.policy.targets import path_target
 from runner.record.jsonl import iter_events
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.deadline import why_stopped
 from runner.tools.spill import SPILL_GLOB, spill_dirs, spill_time
 
 DEFAULT_LIMIT = 10
@@ -157,11 +157,8 @@ class SpillScan:
 
     def _stopped(self) -> bool:
         if self.stop is None:
-            if self.ctx.abort.is_set():
-                self.stop = "the run is stopping"
-            elif self.ctx.deadline is not None and time.monotonic() >= self.ctx.deadline:
-                self.stop = "the run's time is up"
-            elif self.bytes > MAX_SPILL_BYTES:
+            self.stop = why_stopped(self.ctx.abort, self.ctx.deadline)
+            if self.stop is None and self.bytes > MAX_SPILL_BYTES:
                 self.stop = f"{MAX_SPILL_BYTES // (1024 * 1024)} MiB of spill files searched"
         return self.stop is not None
 

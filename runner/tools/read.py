@@ -4,13 +4,13 @@ import hashlib
 import io
 import os
 import stat
-import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.deadline import why_stopped
 from runner.tools.truncate import positive
 from runner.workspace import gitconfig
 
@@ -200,10 +200,9 @@ class Pages:
         return self.sha.hexdigest()
 
     def _check_time(self) -> None:
-        if self.ctx.abort.is_set():
-            raise ToolError("Timeout", "read stopped: the run is stopping")
-        if self.ctx.deadline is not None and time.monotonic() >= self.ctx.deadline:
-            raise ToolError("Timeout", "read stopped: the run's time is up")
+        why = why_stopped(self.ctx.abort, self.ctx.deadline)
+        if why is not None:
+            raise ToolError("Timeout", f"read stopped: {why}")
 
 
 def _render(number: int, kept: bytearray, over: bool) -> str:
