@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from runner.cli.runs_format import cell, clip, duration, table
 from runner.record.audit import AUDIT_FILE
+from runner.record.jsonl import iter_events
 
 HEADERS = ["seq", "call", "agent", "tool", "risk", "decision", "scope", "rule", "outcome", "exit", "bytes",
            "duration", "targets"]
@@ -17,18 +17,7 @@ def audit_records(run_dir: Path) -> list[dict[str, Any]] | None:
     """The run's audit records, in file order (a line that is not a JSON object is left out); None: the run has
     no audit.jsonl (it was recorded before there was one)."""
     path = run_dir / AUDIT_FILE
-    if not path.is_file():
-        return None
-    out = []
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                out.append(record)
-    return out
+    return list(iter_events(path)) if path.is_file() else None
 
 
 def audit_table(records: list[dict[str, Any]]) -> list[str]:
