@@ -25,7 +25,7 @@ from typing import Any
 
 from runner.batch.result import ENTRY_FIELDS, worst
 from runner.batch.shard import MAX_SHARDS, Shard, cut, task_order, tasks_sha256
-from runner.report.summary_file import sane
+from runner.report.summary_file import read_summary
 from runner.workspace.repofile import read_capped
 
 BATCH_JSON = "batch.json"
@@ -185,11 +185,9 @@ def _summary(directory: Path, entry: Mapping[str, Any]) -> dict[str, Any]:
     try:
         if not stat.S_ISDIR(os.lstat(run_dir).st_mode):
             return own
-        head, size, _ = read_capped(run_dir / "summary.json", SUMMARY_CAP, digest=False)
-        summary = sane(json.loads(head.decode("utf-8"))) if size <= SUMMARY_CAP else None
-    except (OSError, ValueError, RecursionError):
+    except OSError:
         return own
-    return {**(summary or {}), **own}
+    return {**(read_summary(run_dir, SUMMARY_CAP) or {}), **own}
 
 
 def _int(value: Any) -> bool:

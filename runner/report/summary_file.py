@@ -97,12 +97,13 @@ def sane(data: Any) -> dict[str, Any] | None:
     return out
 
 
-def read_summary(run_dir: Path) -> dict[str, Any] | None:
-    """A run directory's summary.json made `sane`; None when it is missing, unreadable, not JSON or not an
-    object (a run still going, or killed before it wrote one)."""
+def read_summary(run_dir: Path, cap: int | None = None) -> dict[str, Any] | None:
+    """A run directory's summary.json made `sane`; None when it is missing, unreadable, not JSON, not an
+    object (a run still going, or killed before it wrote one) or over `cap` bytes (default SUMMARY_CAP)."""
+    cap = SUMMARY_CAP if cap is None else cap
     try:  # a regular file only, read without following a link or waiting on a FIFO, and never past the cap
-        head, size, _ = read_capped(run_dir / "summary.json", SUMMARY_CAP, digest=False)
-        if size > SUMMARY_CAP:
+        head, size, _ = read_capped(run_dir / "summary.json", cap, digest=False)
+        if size > cap:
             return None
         data = json.loads(head.decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
