@@ -15,8 +15,8 @@ from runner.core.outcome import UsageError
 from runner.engine.recorder import RunOutcome, early_failure
 from runner.github.client import GitHubError
 from runner.github.event import DEFAULT_PHRASE, Skip, parse_actors
-from runner.github.respond import Answered, answer, append_step_summary, plan, summary_note
-from runner.report.github import GitHubReporter, command, outputs_block
+from runner.github.respond import Answered, answer, plan, summary_note
+from runner.report.github import GitHubReporter, append_step_summary, command, outputs_block
 from runner.report.markdown import md_text
 
 

@@ -15,7 +15,6 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from runner.core.outcome import UsageError
@@ -205,8 +204,3 @@ def summary_note(problems: Sequence[str]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def append_step_summary(environ: Mapping[str, str], text: str) -> None:
-    path = environ.get("GITHUB_STEP_SUMMARY")
-    if path:
-        with Path(path).open("a", encoding="utf-8") as f:
-            f.write(text)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -364,6 +365,18 @@ def _recent_turns(summary: Mapping[str, Any]) -> tuple[str | None, int]:
         if len(text) <= MAX_TURNS_CHARS:
             return text or None, earlier
     return None, 0
+
+
+def append_step_summary(environ: Mapping[str, str], text: str) -> None:
+    """Append `text` to the job's step summary when GitHub named one; a file that cannot be written is said on
+    stderr (the step's outcome is the run's, never a traceback)."""
+    path = environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    try:
+        _append(Path(path), text)
+    except OSError as exc:
+        print(f"agent-run: warning: cannot write the step summary {path}: {exc.strerror or exc}", file=sys.stderr)
 
 
 def _append(path: Path, text: str) -> None:

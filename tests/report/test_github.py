@@ -385,3 +385,14 @@ def test_last_turns_keeps_the_last_sections_and_leaves_fenced_headings_alone():
     md = "# t\n\n## Task\n\nx\n\n## Turn 1\n\n> a\n\n## Turn 2\n\n```text\n## Turn 9\n```\n\n## Final answer\n\n> z\n"
     text, earlier = last_turns(md, 1, shift=2)
     assert earlier == 1 and text == "#### Turn 2\n\n```text\n## Turn 9\n```"
+
+
+def test_a_step_summary_that_cannot_be_written_is_a_warning_not_a_traceback(tmp_path, capsys):
+    from runner.report.github import append_step_summary
+
+    append_step_summary({"GITHUB_STEP_SUMMARY": str(tmp_path)}, "text")  # a directory: open() fails
+    assert "cannot write the step summary" in capsys.readouterr().err
+    append_step_summary({}, "text")  # none named: nothing to do
+    (tmp_path / "s.md").write_text("a\n")
+    append_step_summary({"GITHUB_STEP_SUMMARY": str(tmp_path / "s.md")}, "b\n")
+    assert (tmp_path / "s.md").read_text() == "a\nb\n"
