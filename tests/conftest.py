@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -89,8 +90,21 @@ def _valid_event_logs(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     root: Path = request.getfixturevalue("tmp_path")
     yield
+    golden = os.environ.get("AGENT_RUN_GOLDEN_DIR")
     for log in run_event_logs(root):
         validate_events_file(log)
+        if golden:
+            keep_golden(Path(golden), request.node.nodeid, root, log)
+
+
+def keep_golden(golden: Path, nodeid: str, root: Path, log: Path) -> None:
+    """A copy of a test's events.jsonl for bench/events_diff.py (a one-off check that a refactor changed no
+    event): GOLDEN/<test id>/<path under tmp_path>, beside `_tmp` naming the tmp_path it ran under."""
+    where = golden / re.sub(r"[^A-Za-z0-9_.\-]+", "_", nodeid)[:200]
+    target = where / log.relative_to(root)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(log, target)
+    (where / "_tmp").write_text(str(root), encoding="utf-8")
 
 
 @pytest.fixture
