@@ -78,8 +78,8 @@ def derived_spans(text: str, lower: str, inner: Inner) -> list[tuple[int, int, s
             if "%" in userinfo and (kinds := inner(_percent(userinfo))):
                 found.append((m.start(1), m.end(1), kinds[0]))
     marks = text.encode("latin-1", errors="replace").translate(_MARKS)
-    for m in _B64_RUN.finditer(marks):
-        start, end = m.span()
+    for run in _B64_RUN.finditer(marks):
+        start, end = run.span()
         decoded = _b64_text(text[start:end])
         if decoded is not None and (kinds := inner(decoded)):
             end += len(text[end:end + 2]) - len(text[end:end + 2].lstrip("="))  # its padding too

@@ -91,9 +91,15 @@ def _fit_private_key(text: str, m: re.Match[str]) -> tuple[int, int]:
     start, end = m.span()
     armoured = start >= 5 and text.startswith("-----", start - 5)  # `-----BEGIN …`, not the words in prose
     if not armoured:  # a PuTTY key file's lines follow its first; prose only names a header
-        return start, _PEM_BODY.match(text, end).end() if m.group().startswith("PuTTY") else end
+        return start, _run_end(_PEM_BODY, text, end) if m.group().startswith("PuTTY") else end
     last = _PEM_END.search(text, end, end + _PEM_SEARCH)
-    return start - 5, last.end() if last else _PEM_BODY.match(text, end).end()
+    return start - 5, last.end() if last else _run_end(_PEM_BODY, text, end)
+
+
+def _run_end(run: re.Pattern[str], text: str, pos: int) -> int:
+    """Where `run` (a pattern that matches the empty string too, so always) ends when matched at `pos`."""
+    m = run.match(text, pos)
+    return m.end() if m else pos
 
 
 def _fit_word(text: str, m: re.Match[str]) -> tuple[int, int] | None:
@@ -109,7 +115,7 @@ def _fit_password(_text: str, m: re.Match[str]) -> tuple[int, int]:
 def _fit_jwt(valid: Callable[[str], bool]) -> Callable[[str, re.Match[str]], tuple[int, int] | None]:
     def fit(text: str, m: re.Match[str]) -> tuple[int, int] | None:
         start, end = m.span()
-        whole = _JWT_TAIL.match(text, end).end()  # detect-secrets' lazy pattern stops before the signature
+        whole = _run_end(_JWT_TAIL, text, end)  # detect-secrets' lazy pattern stops before the signature
         for stop in (whole, end):
             if valid(text[start:stop].rstrip(".")):
                 return start, stop
@@ -128,7 +134,9 @@ def detectors() -> tuple[Detector, ...]:
     from detect_secrets.plugins.private_key import PrivateKeyDetector
 
     found: list[Detector] = []
-    for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
+    # Its annotation names an unbound TypeVar (read as no class at all): the classes are detect-secrets' plugins.
+    classes: dict[str, type[Any]] = get_mapping_from_secret_type_to_class()
+    for secret_type, cls in sorted(classes.items()):
         if not issubclass(cls, RegexBasedDetector) or cls.__name__ in EXCLUDED:
             continue
         fits = {PrivateKeyDetector: _fit_private_key, BasicAuthDetector: _fit_password,
