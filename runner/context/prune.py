@@ -48,7 +48,8 @@ def trim_results(messages: list[dict[str, Any]], start: int, keep_bytes: int,
     """Stage 1 applied late, to results from index `start` on (the recent turns) when nothing else is left to
     free: each large one, except a skill's or an answer's, cut to head and tail, its whole text spilled first."""
     names = tool_names(messages)
-    out, counts = [], {}
+    out: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
     for i, m in enumerate(messages):
         content = str(m.get("content") or "")
         tool = names.get(m.get("tool_call_id", ""), ("?", ""))[0]
@@ -81,7 +82,8 @@ def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callabl
                protected: frozenset[str] = PROTECTED_TOOLS) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Replace tool results before index `before` (except protected tools and ones already cleared)."""
     names = tool_names(messages)
-    out, counts = [], {}
+    out: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
     for i, m in enumerate(messages):
         if (i < before and m.get("role") == "tool" and not str(m.get("content", "")).startswith(CLEARED_MARKER)):
             tool, args = names.get(m.get("tool_call_id", ""), ("?", ""))
@@ -158,7 +160,8 @@ def by_reference(messages: list[dict[str, Any]], before: int, ref: Callable[[str
     file written holds the content now. Arguments stay valid JSON with the same keys; a call already kept by
     reference is short and never changed again."""
     answered = {m.get("tool_call_id") for m in messages[:before] if m.get("role") == "tool"}
-    out, counts = [], {}
+    out: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
     for i, m in enumerate(messages):
         calls = m.get("tool_calls") or []
         if i >= before or not any(_large(c, tools, answered) for c in calls):

@@ -94,7 +94,7 @@ def _classes(http: Any) -> type:
     """The transport wrapper for the HTTP library the SDK is built on (httpx, or httpx2 in newer SDKs): its
     client checks that a response's stream is its own `SyncByteStream`."""
 
-    class Body(http.SyncByteStream):  # type: ignore[misc, name-defined]
+    class Body(http.SyncByteStream):
         def __init__(self, raw: Any, encoding: str, limit: int) -> None:
             self._raw, self._encoding, self._limit = raw, encoding, limit
 
@@ -104,7 +104,7 @@ def _classes(http: Any) -> type:
         def close(self) -> None:
             self._raw.close()
 
-    class Bounded(http.BaseTransport):  # type: ignore[misc, name-defined]
+    class Bounded(http.BaseTransport):
         def __init__(self, inner: Any, limit: int) -> None:
             self._inner, self._limit = inner, limit
 

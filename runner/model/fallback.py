@@ -10,7 +10,7 @@ The new model has never seen the conversation: the server's prompt (prefix) cach
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ class Chain:
     fallbacks: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, model: str, fallbacks: list[str] | tuple[str, ...] = ()) -> Chain:
+    def of(cls, model: str, fallbacks: Sequence[str] = ()) -> Chain:
         """The requested model first; a fallback named twice, or the requested one again, is tried once."""
         return cls(tuple(dict.fromkeys([model, *fallbacks])))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -82,7 +82,7 @@ def _checked_rules_removed(value: Any) -> tuple[Any, list[int] | None]:
     permission = value.get("permission") if isinstance(value, dict) else None
     rules = permission.get("rules") if isinstance(permission, dict) else None
     check = _plain_rule_check()
-    if not isinstance(rules, list) or check is None:
+    if not isinstance(permission, dict) or not isinstance(rules, list) or check is None:
         return value, None
     kept = [i for i, rule in enumerate(rules) if not check(rule)]
     if len(kept) == len(rules):
@@ -96,6 +96,8 @@ def _plain_rule_check() -> Callable[[Any], bool] | None:
     minLength, required, no other keys); None when the definition uses anything else (then jsonschema walks
     every rule, as before)."""
     schema = _validator().schema
+    if not isinstance(schema, Mapping):  # a boolean schema: no rule definition to read
+        return None
     try:
         item = schema["properties"]["permission"]["properties"]["rules"]["items"]
     except (KeyError, TypeError):
@@ -219,7 +221,7 @@ def _locate(err: jsonschema.ValidationError, located: Located,
     if kept is not None and path[:2] == ("permission", "rules") and len(path) > 2 and isinstance(path[2], int):
         path = (*path[:2], kept[path[2]], *path[3:])  # the rule's index in the file, not in what was walked
     where = _dotted(path)
-    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict) and isinstance(err.schema, Mapping):
         allowed = set(err.schema.get("properties", {}))
         unknown = sorted((k for k in err.instance if k not in allowed),
                          key=lambda k: located.position((*path, k), key=True))

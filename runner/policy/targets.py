@@ -172,7 +172,7 @@ def _git_reasons(workspace: Path, dirs: list[str], writes: list[str]) -> list[st
     (core.fsmonitor, core.pager, …): one the agent wrote must not be found. Outside a `cd`, git
     starts at the workspace, whose own `.git` directory is protected by the hard limits."""
     out = []
-    entered = []
+    entered: list[Path | None] = []
     for d in dirs:
         try:
             entered.append(resolve_path(workspace, d))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import os
 import select
 import signal
@@ -184,7 +185,7 @@ class _ExitWaiter:
 
 
 def _pump(proc: subprocess.Popen[bytes], spill: Spill) -> None:
-    assert proc.stdout is not None
+    assert isinstance(proc.stdout, io.BufferedReader)  # stdout=PIPE with the default buffering
     while chunk := proc.stdout.read1(65536):
         spill.write(chunk)
 

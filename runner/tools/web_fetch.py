@@ -364,8 +364,8 @@ def html_to_text(html: bytes | str, charset: str | None, base_url: str) -> str:
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
     for tag in soup(["head", "title", *DROPPED_TAGS]):
         tag.decompose()
-    for tag, attr in (("a", "href"), ("img", "src")):
-        for node in soup.find_all(tag):
+    for name, attr in (("a", "href"), ("img", "src")):
+        for node in soup.find_all(name):
             value = node.get(attr)
             if isinstance(value, str) and value.startswith("data:"):
                 del node[attr]  # inline images: kilobytes of base64 the model cannot use

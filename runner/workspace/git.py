@@ -156,13 +156,13 @@ class SafeGit:
                  env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """`env`: more variables for this one invocation (a scratch index of the runner's own)."""
         argv = ["git", *HARDENING, *args]
-        env = {**self.env, **(env or {})}
+        full = {**self.env, **(env or {})}
         if self._layout is not None:
-            argv, env = self.sandbox.wrap(argv, env, layout=self._layout)
+            argv, full = self.sandbox.wrap(argv, full, layout=self._layout)
             # The sandbox gives every process the commands' scratch HOME; the runner's git is another principal.
-            env.update(own_home(str(self.private)))
+            full.update(own_home(str(self.private)))
         return subprocess.run(argv, cwd=self.workspace, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=timeout, env=env)
+                              timeout=timeout, env=full)
 
     def close(self) -> None:
         shutil.rmtree(self.private, ignore_errors=True)
