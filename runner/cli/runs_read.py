@@ -55,7 +55,7 @@ def origin(summary: dict[str, Any]) -> str:
     return ""
 
 
-def overview(run_dir: Path) -> dict[str, Any]:  # long: one branch per event type, as the summary fold has
+def overview(run_dir: Path) -> dict[str, Any]:
     """summary.json; for a run still going (or killed without one), what its events say so far."""
     summary = read_summary(run_dir)
     if summary is not None:
@@ -151,7 +151,7 @@ class Spool:
             self._file.close()
 
 
-def account(  # long: one pass, one branch per event type
+def account(
         run_dir: Path, summary: dict[str, Any], spool: Spool | None = None) -> dict[str, Any]:
     """Everything `runs show` prints, from one pass over the events. Without a spool (the text view) a call
     keeps its arguments shortened (`args`); with one (`--json`) whole, big ones on the spool."""

@@ -121,7 +121,7 @@ def _write_item(item: Any, spool: Spool, out: IO[bytes]) -> None:
 
 # --- text --------------------------------------------------------------------------------------
 
-def render(data: dict[str, Any]) -> list[str]:  # long: the account's sections in the order they are printed
+def render(data: dict[str, Any]) -> list[str]:
     s = data["summary"]
     usage = s.get("usage") or {}
     out = [f"run {s.get('run_id') or Path(data['run_dir']).name}: {s.get('status') or '?'} "

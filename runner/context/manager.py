@@ -50,7 +50,7 @@ from runner.context.window import SUMMARY_ALLOWANCE, does_not_fit, must_stay, ov
 from runner.core.events import Compaction, Emit
 from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
 
-DEFAULT_CHARS_WINDOW = 120_000  # ADR-0002 A: with no known window, 120k characters
+DEFAULT_CHARS_WINDOW = 120_000  # with no known window, 120k characters (~30k tokens at 4 a token)
 LOW_WATER_GAP = 0.15  # a summary must bring the context this far below its threshold
 # A stage-2 batch runs when it leaves at most this share of the usable window more than a summary would keep;
 # else a summary runs instead: placeholders stay for the rest of the run, and a batch that leaves much behind is
@@ -125,7 +125,7 @@ class ContextManager:
         if size <= self.config.soft_keep_bytes or not (self._under_pressure(messages, tools) or self._over_window(
                 messages, tools, estimate_tokens(size))):
             return content
-        where = self.spill(content) if self.spill else None  # P8: what is trimmed is kept
+        where = self.spill(content) if self.spill else None  # what is trimmed is kept, never lost
         return self._trimmed(content, where)
 
     def _under_pressure(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
@@ -200,7 +200,8 @@ class ContextManager:
         if (escalate or share >= self.config.summarize_at or self._over_window(messages, tools)) and can_summarize:
             summarized_messages = self._summarize(messages, tools, turn, placeholder)
             if summarized_messages is messages and escalate:
-                # No summary (it failed, or could not free enough): fall back to clearing (P4).
+                # No summary (it failed, or could not free enough): fall back to clearing; a context that
+                # degrades, never a run that ends.
                 before = self.tokens(messages, tools)
                 cleared, by_tool = self._clear(messages, tools, placeholder)
                 if by_tool:
@@ -300,7 +301,7 @@ class ContextManager:
         try:
             assert self.summarize is not None
             summary = self.summarize(asked)
-        except Exception as exc:  # P4: a failed summary degrades to pruning alone, never ends the run
+        except Exception as exc:  # a failed summary degrades to pruning alone, never ends the run
             self._summary_floor = before + int(BACKOFF_GROWTH * self.config.usable)
             self.emit(Compaction(turn=turn, stage="summarize_failed", before_tokens=before, after_tokens=before,
                                  cleared={}, summary=f"{type(exc).__name__}: {exc}", history=snapshot))

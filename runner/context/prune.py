@@ -21,7 +21,7 @@ from runner.core.jsonutil import short
 
 SUMMARY_MARKER = "[Session summary]"
 CLEARED_MARKER = "[tool output cleared"
-# Instructions and answers the model asked for: half of one is worse than none (seed 002; 003 P4).
+# Instructions and answers the model asked for: half of one is worse than none.
 WHOLE_TOOLS = frozenset({"skill", "task"})
 PROTECTED_TOOLS = frozenset({"todo", "write", "edit", "delete", "move"}) | WHOLE_TOOLS
 # Protected calls whose bulk is in their arguments, which the files they wrote now hold.

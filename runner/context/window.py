@@ -3,7 +3,7 @@ the ending when nothing more can be freed.
 
 A loaded skill and a subagent's answer enter the conversation whole (runner/context/prune.py
 `WHOLE_TOOLS`): they are instructions and answers the model asked for, and half of one is worse than
-none (seed 002; 003 P4). One that cannot fit beside what must stay is refused with an error naming its
+none. One that cannot fit beside what must stay is refused with an error naming its
 size, the room left and where its whole text is, never cut silently. A request the stages cannot bring
 under the usable window is never sent: the run ends with exit 5, `budget.name` "context_window".
 """

@@ -1,5 +1,6 @@
 """The vocabulary every layer speaks: typed events (`events.py`), outcomes and their exit codes
-(`outcome.py`), canonical JSON and hashes (`jsonutil.py`).
+(`outcome.py`), canonical JSON and hashes (`jsonutil.py`), the workflow's input files read safely
+(`inputfile.py`), and file-system text as every record shows it (`shown.py`).
 
 The bottom floor: imports no other package of the runner.
 """

@@ -132,7 +132,7 @@ class ToolCall(Event):
 
 @dataclass(frozen=True)
 class PermissionDecision(Event):
-    """The ADR-0002 audit record (section F), plus what ties it to the call."""
+    """The permission audit record (its camelCase fields, eventId to timestamp), plus what ties it to the call."""
 
     type: ClassVar[str] = "permission_decision"
     eventId: str

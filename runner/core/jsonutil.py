@@ -25,7 +25,7 @@ def sha256_json(obj: Any) -> str:
 
 
 def estimate_tokens(chars: int) -> int:
-    """ADR-0002 A: characters / 4 until a real tokenizer is plugged in."""
+    """The runner's token estimate: characters / 4 until a real tokenizer is plugged in."""
     return (chars + 3) // 4
 
 

@@ -1,8 +1,8 @@
-"""The engine of a run: the stateless loop (`loop.py`), one tool call through the hooks (`call.py`),
-the recording that wraps every run and seals its directory (`recorder.py`), the settings layers
-(`settings.py`), the pieces both a run and a subagent are built from (`build.py`), and `explain.py`
-(why a call is decided as it is).
+"""The engine of a run: the stateless loop (`loop.py`), the calls of one reply, some at once (`batch.py`),
+one tool call through the hooks (`call.py`), the recording that wraps every run and seals its directory
+(`recorder.py`), the settings layers (`settings.py`), the pieces both a run and a subagent are built from
+(`build.py`), and `explain.py` (why a call is decided as it is).
 
-May import guards, context, report, model, tools, workspace, policy, record and core; everything that
-assembles a run (sandbox, mcp, subagents, run, sessions, cli) sits above it.
+May import guards, context, report, telemetry, model, tools, workspace, policy, record and core; everything
+that assembles a run (sandbox, mcp, subagents, run, sessions, cli) sits above it.
 """

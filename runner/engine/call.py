@@ -268,7 +268,7 @@ def _validator(_name: str, schema: str) -> jsonschema.Draft202012Validator:
 
 
 def approval_request(env: CallEnv, call_id: str, d: CallDecision) -> dict[str, Any]:
-    """The replayable request (004 §4.2): what to approve, and one line that does it.
+    """The replayable request: what to approve, and one line that does it.
 
     `replay` (for the summary) names this run's directory; `rerun` (which the model also
     sees) does not, so the prompt stays the same across reruns of the same task."""

@@ -63,7 +63,7 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
     number of its next turn, the recorded `tools` array and the `previous` run's last prompt (which
     its first request must extend). `snapshot` keeps the messages as sent whenever they do not
     simply extend this loop's previous request (runner/record/conversation.py rebuilds from them). `recite` gives
-    text to append before a request (the plan, after a compaction or a long stretch; 003 P5).
+    text to append before a request (the plan, recited after a compaction or a long stretch).
     `check_answer` returns what to tell the model when a final answer is not acceptable (--output-schema),
     None when it is; it raises to end the run."""
     tools = env.registry.specs() if tools is None else tools

@@ -1,6 +1,8 @@
 """GitHub as the place a run is asked from and answers to: the event and its trigger (`event.py`), the REST
 client (`client.py`), the task built from the conversation (`conversation.py`), the sticky comment
-(`sticky.py`) and `respond.py`, which runs the task through the one run path (`runner.run.assemble.execute`).
+(`sticky.py`), `--review`'s findings as one pull-request review (`review.py`, over `hunks.py`: the lines a
+comment may sit on) and `respond.py`, which runs the task through the one run path
+(`runner.run.assemble.execute`).
 
 May import `runner.run` and every package below it; imported only by `runner.cli`.
 """

@@ -1,4 +1,5 @@
 """Models the loop can ask: an OpenAI-compatible endpoint, or a recorded run.
 
-May import tools, workspace, policy, record and core (in practice only record and core).
+May import record and core only: a model client knows the conversation, not the tools, the workspace or the
+policy (the forbidden contract in pyproject.toml's `[tool.importlinter]`, beside the floors).
 """

@@ -1,4 +1,4 @@
-"""The risk of a tool call: `low`, `medium` or `high`, from its tool and its targets (seed 004 §2.3), as the
+"""The risk of a tool call: `low`, `medium` or `high`, from its tool and its targets, as the
 policy's `risk` section may override it.
 
 - By tool: `low` for what only reads (read, grep, glob, list, memory_search, todo, skill); `medium` for

@@ -1,4 +1,4 @@
-"""audit.jsonl: one record per tool call (seed 004 §7), for a compliance review that should not have to join
+"""audit.jsonl: one record per tool call, for a compliance review that should not have to join
 `tool_call`, `permission_decision` and `tool_result` by hand.
 
 A consumer of the run's events (runner/engine/recorder.py): the three events of a call are folded into one

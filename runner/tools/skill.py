@@ -1,7 +1,7 @@
 """skill: load a skill's instructions (its SKILL.md body) into the conversation, as this tool's result.
 
 Only the index of skills is in the system prompt; the body arrives here when the model asks, so the
-prompt prefix never changes (003 P3). Decided like a read of the SKILL.md. Loading a skill makes its
+prompt prefix never changes. Decided like a read of the SKILL.md. Loading a skill makes its
 `allowed-tools` (if any) the restriction on later calls, until the next `skill` call (runner/workspace/skills.py).
 """
 

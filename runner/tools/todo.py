@@ -3,8 +3,8 @@
 Each call replaces the whole list (Claude's TodoWrite, Codex's update_plan). The list lives in the
 run, not the workspace: it is decided like a read of the run's own directory (always allowed), its
 results are protected from pruning and carried into summaries (runner/context/prune.py), it is
-re-sent (recited, 003 P5) as an appended user message after a compaction and after RECITE_EVERY
-turns without an update, and it ends up in summary.json `todos` and the step summary.
+re-sent (recited: the plan outlives a compaction) as an appended user message after a compaction and
+after RECITE_EVERY turns without an update, and it ends up in summary.json `todos` and the step summary.
 """
 
 from __future__ import annotations

@@ -9,9 +9,10 @@
   nothing in them is read by the runner as configuration (docs/threat-model.md).
 
 All of it goes into the system message once, in that fixed order, so every request of the run
-shares the prefix (003 P1). Repository files are capped (REPO_CAP_BYTES in all, each cut with a
-note saying so); `run_started.instructions` records each file's path, sha256, size and whether it
-was cut. A resumed run sends its recorded system prompt and never re-reads these files.
+shares the prefix (docs/architecture.md, prompt prefix stability). Repository files are capped
+(REPO_CAP_BYTES in all, each cut with a note saying so); `run_started.instructions` records each file's
+path, sha256, size and whether it was cut. A resumed run sends its recorded system prompt
+and never re-reads these files.
 """
 
 from __future__ import annotations

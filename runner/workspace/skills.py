@@ -2,7 +2,7 @@
 
 Discovered from `--skills DIR` (trusted: the workflow's), then the workspace's `.agents/skills/` and
 `.claude/skills/` (repository content); the first skill of a name wins. Only the index — name and
-one-line description — is in the system prompt (003 P3: the prefix never changes); the `skill` tool
+one-line description — is in the system prompt (so the prompt prefix never changes); the `skill` tool
 returns a skill's body as a tool result, and the files it refers to are read on demand with `read`.
 
 `allowed-tools` **narrows**: while a skill that lists it is the latest one loaded, a call of a tool

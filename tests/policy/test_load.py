@@ -47,7 +47,7 @@ def test_default_policy_loads():
     assert decide(policy, "edit", ["workspace:src/a.py"]).effective == "allow"
     assert decide(policy, "edit", ["fs:/etc/hosts"]).decision == "deny"
     assert decide(policy, "bash", ["shell:ls"]).decision == "ask"
-    # ADR defaults: http(s) fetches allowed (the fetch tool guards private addresses), other schemes ask.
+    # The default policy: http(s) fetches allowed (the fetch tool guards private addresses), other schemes ask.
     assert decide(policy, "web_fetch", ["url:https://example.com/"]).decision == "allow"
     assert decide(policy, "web_fetch", ["url:ftp://example.com/"]).decision == "ask"
     assert decide(policy, "read", ["workspace:.env"]).decision == "ask"
