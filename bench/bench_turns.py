@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from runner.model.openai_chat import OpenAIChat  # noqa: E402
-from runner.run.assemble import RunOptions, execute  # noqa: E402
+from runner.run.assemble import execute  # noqa: E402
+from runner.run.options import RunOptions  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, reply  # noqa: E402
 
 MARKS = (10, 100, 1000)

@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from runner.cli.output import finish, with_github
-from runner.run.assemble import RunOptions, execute
+from runner.run.assemble import execute
+from runner.run.options import RunOptions
 
 # runner.policy.load.shipped_names(), spelled out: that module imports jsonschema, too much for `--help`.
 # tests/test_generated_docs.py checks that the two agree.

@@ -26,7 +26,8 @@ from runner.github.review import head_sha, post_review
 from runner.github.sticky import final_body, find_sticky, own_login, working_body
 from runner.record.mask import Masker
 from runner.report.markdown import md_text
-from runner.run.assemble import RunOptions, execute
+from runner.run.assemble import execute
+from runner.run.options import RunOptions
 
 WRITERS = frozenset({"admin", "write"})
 MAX_EVENT_BYTES = 25 * 1024 * 1024  # GitHub's webhook payloads are capped at 25 MB

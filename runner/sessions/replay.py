@@ -26,8 +26,9 @@ from runner.policy.load import parse_approval
 from runner.policy.model import Policy
 from runner.record.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
 from runner.record.mask import MARKER
-from runner.run.assemble import Agent, RunOptions, drive, finish, prepare
+from runner.run.assemble import Agent, drive, finish, prepare
 from runner.run.check import run_check
+from runner.run.options import RunOptions
 from runner.run.task import Task, parse_task
 from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
 from runner.sessions.load import (

@@ -32,7 +32,8 @@ from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
 from runner.record.jsonl import iter_events
 from runner.record.rundir import portable, runs_dir_for
-from runner.run.assemble import RunOptions, drive, prepare
+from runner.run.assemble import drive, prepare
+from runner.run.options import RunOptions
 from runner.run.task import parse_task
 from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
 from runner.sessions.load import (
