@@ -29,7 +29,6 @@ from runner.policy.egress import Verdict, net_verdict
 from runner.policy.load import policy_ref
 from runner.policy.match import exact_pattern
 from runner.policy.model import Policy, Rule, Target
-from runner.policy.risk import tool_risk
 from runner.policy.sandbox_config import net_target
 from runner.policy.targets import target_path
 from runner.record.commands import command
@@ -111,7 +110,7 @@ def begin(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: 
         if why is not None:  # a loaded skill's allowed-tools: narrows, before (never instead of) the policy
             raise ToolError("ToolNotAllowed", why, **env.restrict.fields())
         decision, denial = decide_and_record(env, begun.call_id, begun.name, tool.domain, targets, emit,
-                                             tool.risk(args) or tool_risk(begun.name, tool.domain))
+                                             tool.risk_of(args))
         if denial is not None:
             begun.denied = True
             raise _denial_error(decision, denial)

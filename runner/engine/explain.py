@@ -12,7 +12,6 @@ from typing import Any
 from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.model import Policy
-from runner.policy.risk import tool_risk
 from runner.policy.targets import targets_for
 
 
@@ -58,7 +57,7 @@ def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
         except ToolError:
             continue  # never reached the policy in the recorded run either
         calls += 1
-        now = decide(full, tool.domain, targets, base_risk=tool.risk(args) or tool_risk(tool.name, tool.domain))
+        now = decide(full, tool.domain, targets, base_risk=tool.risk_of(args))
         old = before.get(call["call_id"])
         was = old["decision"] if old else None
         if was != now.effective:

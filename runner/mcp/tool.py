@@ -38,6 +38,7 @@ class Servers(Protocol):
 
 class McpTool(Tool):
     domain = "mcp"
+    risk = "medium"  # acts in the server's world, which the policy sees only as mcp:<server>/<tool>
     closed_in_spec = True  # the server's schema, as runner/mcp/tools.py sanitised it
 
     def __init__(self, function: dict[str, Any], server: str, tool: str, runtime: Servers) -> None:

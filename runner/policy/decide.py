@@ -9,7 +9,7 @@ from typing import Any
 
 from runner.policy.index import RuleIndex
 from runner.policy.model import STRICTNESS, Decision, Policy, Rule, Target
-from runner.policy.risk import needs_asking, riskier, target_risk, tool_risk
+from runner.policy.risk import domain_risk, needs_asking, riskier, target_risk
 
 APPROVED = "--approve"  # the source of an approval's rule (runner/policy/load.py parse_approval)
 
@@ -101,9 +101,9 @@ def rule_index(policy: Policy) -> RuleIndex:
 
 def decide(policy: Policy, domain: str, targets: list[Target], mode: str | None = None,
            base_risk: str | None = None) -> CallDecision:
-    """`base_risk`: the tool's own level (runner/policy/risk.py tool_risk); None: the domain's."""
+    """`base_risk`: the tool's own level (its class's `risk`, runner/tools/base.py); None: the domain's."""
     mode = mode or policy.mode
-    base = base_risk or tool_risk("", domain)
+    base = base_risk or domain_risk(domain)
     decided = tuple(_at_risk(policy, decide_target(policy, t), base) for t in targets)
     decision = strictest([t.decision for t in decided])
     return CallDecision(domain, decision, headless(decision, mode), mode, decided)

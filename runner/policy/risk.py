@@ -1,9 +1,10 @@
 """The risk of a tool call: `low`, `medium` or `high`, from its tool and its targets, as the
 policy's `risk` section may override it.
 
-- By tool: `low` for what only reads (read, grep, glob, list, memory_search, todo, skill); `medium` for
-  what acts in the workspace (bash, write/edit/move, MCP tools); `high` for `delete`, the network
-  (`web_fetch`, `web_search`, a command's connection) and a `task` child that can run commands.
+- By tool (its class's `risk`, runner/tools/): `low` for what only reads (read, grep, glob, list, memory_search,
+  todo, skill); `medium` for what acts in the workspace (bash, write/edit/move, MCP tools); `high` for `delete`,
+  the network (`web_fetch`, `web_search`, a command's connection) and a `task` child that can run commands. This
+  floor is below the tools: the call site hands the tool's level to the decision (`base_risk`).
 - By target: anything outside the workspace (an `fs:` target) or on the network is `high`, whatever the tool.
 - By the policy: `risk.rules` (`{domain, pattern, level}`, the last matching rule wins, as for permissions)
   set a target's level; the call's risk is its riskiest target's.
@@ -25,18 +26,16 @@ from runner.policy.model import Policy, Target
 LEVELS = ("low", "medium", "high")
 RANK = {level: i for i, level in enumerate(LEVELS)}
 
-_BY_TOOL = {"read": "low", "grep": "low", "glob": "low", "list": "low", "memory_search": "low", "todo": "low",
-            "skill": "low", "bash": "medium", "write": "medium", "edit": "medium", "move": "medium",
-            "delete": "high", "web_fetch": "high", "web_search": "high"}
-# A tool not named above (an MCP tool, a later tool) by its domain; `task` is the task tool's own say (`risk`).
+# A call's level before its targets is its tool's (`Tool.risk`, handed to decide() by the call site); what is decided
+# without a tool (a connection a running tool meets, a `task` profile decided ahead, `policy explain`) is its domain's.
 _BY_DOMAIN = {"read": "low", "edit": "medium", "bash": "medium", "mcp": "medium", "web_fetch": "high",
               "web_search": "high", "network": "high", "task": "high"}
 _NETWORK_DOMAINS = frozenset({"web_fetch", "web_search", "network"})
 
 
-def tool_risk(tool: str, domain: str) -> str:
-    """A tool's own level, before its targets: unknown tools are `high` (nothing is assumed safe)."""
-    return _BY_TOOL.get(tool) or _BY_DOMAIN.get(domain, "high")
+def domain_risk(domain: str) -> str:
+    """A domain's own level, before its targets: an unknown domain is `high` (nothing is assumed safe)."""
+    return _BY_DOMAIN.get(domain, "high")
 
 
 def riskier(a: str, b: str) -> str:

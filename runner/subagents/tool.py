@@ -20,6 +20,7 @@ class TaskTool(Tool):
     name = "task"
     domain = "task"
     concurrent = "agent"  # a reply's task calls run at once (--parallel-agents)
+    risk = "high"  # a child whose profile is not known (risk_of says more for one that is)
 
     def __init__(self, profiles: dict[str, Profile], delegation: Any) -> None:
         self.profiles = profiles
@@ -46,12 +47,12 @@ class TaskTool(Tool):
                             "subagent the essentials and the paths of files to read")
         return [Target("task", f"agent:{args.get('agent') or GENERAL}")]
 
-    def risk(self, args: dict[str, Any]) -> str | None:
+    def risk_of(self, args: dict[str, Any]) -> str | None:
         """`high` for a child that can run commands (its profile offers `bash`, or every tool of a parent that
         has it); `medium` for one that can only read and edit."""
         profile = self.profiles.get(args.get("agent") or GENERAL)
         if profile is None:
-            return None
+            return self.risk
         names = ([name for name, _ in profile.tools] if profile.tools is not None
                  else self.delegation.env.registry.names)
         return "high" if "bash" in names else "medium"

@@ -171,6 +171,9 @@ class Tool:
     # "read": cannot change the workspace or the world, may run beside other such calls of a reply
     # (--parallel-calls); "agent": a child agent (--parallel-agents); None: runs alone, in the model's order.
     concurrent: str | None = None
+    # The call's risk before its targets (runner/policy/risk.py): "low" only reads, "medium" acts in the workspace,
+    # "high" deletes or reaches the network; None: its domain's level.
+    risk: ClassVar[str | None] = None
 
     def reserve(self, args: dict[str, Any], call_id: str) -> None:
         """Called in the model's order once the call is allowed, before it runs (perhaps beside others): for what
@@ -180,9 +183,9 @@ class Tool:
         """What the policy decides for these arguments (see runner.policy.targets)."""
         raise NotImplementedError
 
-    def risk(self, args: dict[str, Any]) -> str | None:
-        """The call's own risk level before its targets (runner/policy/risk.py); None: by the tool's name."""
-        return None
+    def risk_of(self, args: dict[str, Any]) -> str | None:
+        """This call's own risk level before its targets: the class's `risk`, unless its arguments say more."""
+        return self.risk
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         raise NotImplementedError

@@ -34,6 +34,7 @@ DEFAULT_MAX_TIMEOUT_S = 120.0
 class Bash(Tool):
     name = "bash"
     domain = "bash"
+    risk = "medium"
     keep = "tail"
     description = (
         "Run bash in the workspace (stdin closed; timeout_s 0: default); long output keeps its end (tail_lines/"

@@ -15,6 +15,7 @@ from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 class Delete(Tool):
     name = "delete"
     domain = "edit"
+    risk = "high"
     description = (
         "Delete a file, symlink (not its target) or empty directory."
     )

@@ -16,6 +16,7 @@ MAX_DIFF_INPUT_CHARS = 4 * 1024 * 1024  # beyond this difflib gets slow: the dif
 class Edit(Tool):
     name = "edit"
     domain = "edit"
+    risk = "medium"
     description = (
         "Replace old_string (one exact match unless replace_all) with new_string in a file."
     )

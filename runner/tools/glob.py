@@ -15,6 +15,7 @@ MAX_MATCHES = 1000
 class Glob(Tool):
     name = "glob"
     domain = "read"
+    risk = "low"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "Files matching pattern (e.g. '**/*.py') under path (default '.'); gitignored ones only if named."

@@ -37,6 +37,7 @@ MAX_SCAN_BYTES = 256 * 1024 * 1024
 class Grep(Tool):
     name = "grep"
     domain = "read"
+    risk = "low"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "Python regex in files under path (default '.'; include: a path glob; binary/gitignored files skipped "

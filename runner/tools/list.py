@@ -16,6 +16,7 @@ MAX_ENTRIES = 1000
 class List(Tool):
     name = "list"
     domain = "read"
+    risk = "low"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "List directory path (default '.'); gitignored entries are marked."

@@ -34,6 +34,7 @@ MAX_SPILL_LINE = 64 * 1024  # a longer line is searched in pieces of this size
 class MemorySearch(Tool):
     name = "memory_search"
     domain = "read"
+    risk = "low"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "All words of query, any case, in this run's earlier tool outputs (even cleared or cut) and your messages; "

@@ -18,6 +18,7 @@ from runner.tools.delete import check_changeable, entry
 class Move(Tool):
     name = "move"
     domain = "edit"
+    risk = "medium"
     description = (
         "Move source to destination (full new path; parents created); overwrite replaces a file, never a directory."
     )

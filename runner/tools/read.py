@@ -30,6 +30,7 @@ HASH_BYTES = 256 * 1024 * 1024  # file_sha256 is given for a file up to this siz
 class Read(Tool):
     name = "read"
     domain = "read"
+    risk = "low"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         f"Read a text file, numbered: limit lines (default {DEFAULT_LIMIT}) from offset (1-based)."

@@ -24,6 +24,7 @@ RECITE_EVERY = 8  # turns without an update or a recitation before the plan is r
 class Todo(Tool):
     name = "todo"
     domain = "read"
+    risk = "low"
     description = (
         "Your plan for a multi-step task: the whole list each call, one item in_progress."
     )

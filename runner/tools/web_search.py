@@ -36,6 +36,7 @@ MAX_SNIPPET_CHARS = 400
 class WebSearch(Tool):
     name = "web_search"
     domain = "web_search"
+    risk = "high"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = f"Search the web: title, URL and snippet of the first limit results (default {DEFAULT_LIMIT}, " \
                   f"max {MAX_LIMIT})."

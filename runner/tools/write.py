@@ -13,6 +13,7 @@ from runner.tools.edit import MAX_DIFF_INPUT_CHARS, render_diff
 class Write(Tool):
     name = "write"
     domain = "edit"
+    risk = "medium"
     description = (
         "Create or overwrite a file (parents created)."
     )
