@@ -19,6 +19,7 @@ waits for it: nothing of the group outlives the loop, and no event is written af
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -103,7 +104,7 @@ def _run_group(group: list[Begun], env: CallEnv, emit: Emit, limit: int,
         return [finish(b, execute(b, env), env, emit) for b in group]
     stop = Abort(env.ctx.abort)
     slots = threading.BoundedSemaphore(limit)
-    futures = {id(b): _start(lambda b=b: execute(b, env, abort=stop), slots) for b in runnable}
+    futures = {id(b): _start(functools.partial(execute, b, env, abort=stop), slots) for b in runnable}
     contents: list[str] = []
     try:
         for b in group:

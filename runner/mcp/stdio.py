@@ -175,7 +175,7 @@ class _Notes:
                       "are above)")
 
 
-def _message(raw: bytes, notes: _Notes) -> object | None:
+def _message(raw: bytes, notes: _Notes) -> mcp_types.JSONRPCMessage | None:
     """One stdout line as a JSON-RPC message, or None (blank, or junk: counted and maybe logged)."""
     line = raw.decode("utf-8", errors="replace").strip()
     if not line:

@@ -20,7 +20,8 @@ class ModelReply:
 
 
 class ChatModel(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, turn: int,
                  emit: Callable[[Event], None], timeout: float | None,

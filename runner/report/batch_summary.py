@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runner.report.github import annotations, escape_property
+from runner.report.github import annotation_lines, escape_property
 from runner.report.markdown import clip, code_span, md_text
 from runner.report.step_summary import STATUS_ICON, SUMMARY_LIMIT
 
@@ -29,7 +29,7 @@ def task_annotations(task: str, summary: Mapping[str, Any]) -> list[str]:
     """The annotations `run` would have written for this task (from its masked summary), each title
     naming the task: in a batch, "denied bash" alone does not say which task."""
     lines = []
-    for line in annotations(summary, summary.get("loop_warnings") or []):
+    for line in annotation_lines(summary, summary.get("loop_warnings") or []):
         # `command` escapes `:` and `,` in property values, so the title ends at the first `::` or `,`.
         head, sep, tail = line.partition(" title=")
         end = min(i for i in (tail.find("::"), tail.find(","), len(tail)) if i >= 0)

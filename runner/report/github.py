@@ -100,7 +100,7 @@ def endgroup() -> str:
 # -- annotations --------------------------------------------------------------------------------
 
 
-def annotations(summary: Mapping[str, Any], warnings: Iterable[str] = ()) -> list[str]:
+def annotation_lines(summary: Mapping[str, Any], warnings: Iterable[str] = ()) -> list[str]:
     """`::error` per denial (at most MAX_DENIAL_ANNOTATIONS, then one line counting the rest) and for a
     run that ended badly; `::warning` per loop warning and for an interrupted run."""
     lines: list[str] = []
@@ -343,7 +343,7 @@ class GitHubReporter:
             _append(Path(path), outputs_block(output_values(summary)))
         lines = [self._resume] if self._resume else []
         self._resume = None
-        return lines + annotations(summary, warnings)
+        return lines + annotation_lines(summary, warnings)
 
 
 RECENT_TURNS = 3

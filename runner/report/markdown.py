@@ -33,7 +33,7 @@ def code_span(text: str, *, in_table: bool = True) -> str:
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&!#])")
 
 
-def md_text(text: str) -> str:
+def md_text(text: object) -> str:
     """Plain text for Markdown: one line, the characters that would format, link or inject HTML escaped."""
     return _MD_SPECIAL.sub(r"\\\1", re.sub(r"\s*[\r\n]+\s*", " ", str(text)))
 

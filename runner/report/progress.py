@@ -68,7 +68,7 @@ class Progress:
             return None
         if isinstance(event, CheckFinished):
             head = self._pending.pop((agent_id(event), event.call_id), "check")
-            outcome = "ok" if event.ok else f"{event.error_type} (exit code {event.exit_code})"
+            outcome: str | None = "ok" if event.ok else f"{event.error_type} (exit code {event.exit_code})"
             return f"  {head} -> {outcome} ({event.duration_s:.2f}s)"
         if isinstance(event, PermissionDecision):
             key = (agent_id(event), event.call_id)
@@ -91,7 +91,7 @@ def _tagged(event: Event, line: str) -> str:
     agent = event.agent
     if not agent:
         return line
-    depth = agent.get("depth") if isinstance(agent.get("depth"), int) else 1
+    depth = agent["depth"] if isinstance(agent.get("depth"), int) else 1
     return f"{'  ' * depth}[{agent.get('id')} {agent.get('name')}] {line}"
 
 

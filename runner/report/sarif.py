@@ -86,7 +86,7 @@ def _finding(f: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _denial(d: Mapping[str, Any], task_file: str | None, policy_ref: Callable[[str], str | None]) -> dict[str, Any]:
-    rule = d.get("rule") if isinstance(d.get("rule"), Mapping) else {}
+    rule: Mapping[str, Any] = d["rule"] if isinstance(d.get("rule"), Mapping) else {}
     where = policy_ref(str(rule.get("file") or "")) if rule.get("file") else None
     line = rule.get("line") if where else None
     place = where or task_file

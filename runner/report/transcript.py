@@ -313,7 +313,7 @@ def _check_section(check: Any, events: list[Mapping[str, Any]]) -> list[str]:
     if not isinstance(check, Mapping) and not events:
         return []
     # summary.json `check`; else (a run killed before its summary) its check_finished event
-    finished = next((e for e in reversed(events) if e.get("type") == "check_finished"), {})
+    finished: Mapping[str, Any] = next((e for e in reversed(events) if e.get("type") == "check_finished"), {})
     check = check if isinstance(check, Mapping) else finished
     verdict = "passed" if check.get("ok") else "failed"
     took = f", {check['duration_s']:.1f} s" if isinstance(check.get("duration_s"), int | float) else ""

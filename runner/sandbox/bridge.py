@@ -20,13 +20,14 @@ import sys
 import threading
 
 
-def _pipe(a, b):
+def _pipe(a: socket.socket, b: socket.socket) -> None:
     sel = selectors.DefaultSelector()
     sel.register(a, selectors.EVENT_READ, b)
     sel.register(b, selectors.EVENT_READ, a)
     try:
         while True:
             for key, _ in sel.select():
+                assert isinstance(key.fileobj, socket.socket)  # a or b
                 data = key.fileobj.recv(65536)
                 if not data:
                     return

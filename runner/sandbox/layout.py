@@ -96,11 +96,11 @@ def build_layout(inp: LayoutInput, exists: Callable[[str], bool] = os.path.lexis
     out.mounts.append(Mount("rw", str(inp.scratch), str(inp.scratch)))
     out.mounts.append(Mount("rw" if inp.workspace_writable else "ro", str(inp.workspace), str(inp.workspace)))
     git = inp.workspace / ".git"
-    for path in (git, *inp.protected):
-        if path != git and path.is_relative_to(git):
+    for shielded in (git, *inp.protected):
+        if shielded != git and shielded.is_relative_to(git):
             continue  # the whole .git is read-only already
-        if exists(str(path)) and path.is_relative_to(inp.workspace):
-            out.mounts.append(Mount("ro", str(path), str(path)))
+        if exists(str(shielded)) and shielded.is_relative_to(inp.workspace):
+            out.mounts.append(Mount("ro", str(shielded), str(shielded)))
     # Parents before children, whatever listed them (a readable /tmp/data after the private /tmp,
     # the workspace's .git after the workspace); at one path the later entry wins.
     out.mounts.sort(key=lambda m: (m.kind != "symlink", len(Path(m.dest).parts)))

@@ -25,6 +25,7 @@ import select
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Any
 
 from runner.sandbox.bwrap import mount_args
 from runner.sandbox.layout import Layout
@@ -112,7 +113,7 @@ def _ro_binds(binds: list[tuple[str, str]]) -> list[str]:
     return [arg for src, dest in binds for arg in ("--ro-bind", src, dest)]
 
 
-def _read_json(fd: int) -> dict[str, object]:
+def _read_json(fd: int) -> dict[str, Any]:
     """bwrap's one JSON object on its info fd (`{"child-pid": N}`), bounded in time."""
     data = b""
     while True:

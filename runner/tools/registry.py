@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from runner.tools.base import Tool
@@ -21,7 +22,7 @@ from runner.tools.write import Write
 
 
 class Registry:
-    def __init__(self, tools: list[Tool]) -> None:
+    def __init__(self, tools: Sequence[Tool]) -> None:
         self._tools = {t.name: t for t in tools}
 
     def get(self, name: str) -> Tool | None:
@@ -35,7 +36,7 @@ class Registry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def with_tools(self, extra: list[Tool]) -> Registry:
+    def with_tools(self, extra: Sequence[Tool]) -> Registry:
         """These tools, then `extra` (MCP tools, in their own stable order)."""
         return Registry([*self._tools.values(), *extra])
 
