@@ -34,7 +34,7 @@ from runner.context.prune import (
     CARRY_INLINE_CHARS,
     CARRY_OUTPUT_CHARS,
     COMPACTION_PROMPT,
-    WHOLE_TOOLS,
+    ToolKinds,
     by_reference,
     carried_line,
     elide_arguments,
@@ -70,13 +70,15 @@ class ContextConfig:
     summarize_at: float = 0.7
     recent_turns: int = 3
     soft_keep_bytes: int = 2048
+    kinds: ToolKinds = field(default_factory=ToolKinds)  # the agent's tools by what pruning may do to their calls
 
     @classmethod
-    def from_policy(cls, section: dict[str, Any], window: int | None) -> ContextConfig:
+    def from_policy(cls, section: dict[str, Any], window: int | None, kinds: ToolKinds) -> ContextConfig:
+        """The policy's `compaction` section, for an agent whose tools are `kinds` (ToolKinds.of its registry)."""
         return cls(window=section.get("contextWindow", window), max_chars=section.get("maxChars", DEFAULT_CHARS_WINDOW),
                    soft_at=section.get("softTrimAt", 0.3), hard_at=section.get("hardClearAt", 0.5),
                    summarize_at=section.get("summarizeAt", 0.7), recent_turns=section.get("recentTurns", 3),
-                   soft_keep_bytes=section.get("softTrimBytes", 2048))
+                   soft_keep_bytes=section.get("softTrimBytes", 2048), kinds=kinds)
 
     @property
     def usable(self) -> int:
@@ -116,7 +118,7 @@ class ContextManager:
         if self._bound is None:
             return content
         messages, tools = self._bound
-        if tool in WHOLE_TOOLS:
+        if tool in self.config.kinds.whole:
             refusal = does_not_fit(self, messages, tools, content, str(tool))
             if refusal is not None:
                 raise refusal
@@ -220,10 +222,10 @@ class ContextManager:
         (the recent turns are themselves large writes), the recent turns' written arguments go by reference
         too — their content is in the files now."""
         start = recent_start(messages, self.config.recent_turns)
-        cleared, counts = hard_clear(messages, start, placeholder)
-        cleared, refs = by_reference(cleared, start, self._ref)
+        cleared, counts = hard_clear(messages, start, placeholder, self.config.kinds)
+        cleared, refs = by_reference(cleared, start, self._ref, self.config.kinds)
         if self.share(cleared, tools) > self.config.hard_at - LOW_WATER_GAP:
-            cleared, more = by_reference(cleared, len(cleared), self._ref)
+            cleared, more = by_reference(cleared, len(cleared), self._ref, self.config.kinds)
             refs = {k: refs.get(k, 0) + more.get(k, 0) for k in {*refs, *more}}
         return cleared, {k: counts.get(k, 0) + refs.get(k, 0) for k in {*counts, *refs}}
 
@@ -233,8 +235,8 @@ class ContextManager:
         cleared, then one summary if it can bring the prompt under; else the run ends (exit 5)."""
         before = self.tokens(messages, tools)
         start = recent_start(messages, self.config.recent_turns)
-        cleared, counts = hard_clear(messages, start, placeholder)
-        cleared, refs = by_reference(cleared, len(cleared), self._ref)
+        cleared, counts = hard_clear(messages, start, placeholder, self.config.kinds)
+        cleared, refs = by_reference(cleared, len(cleared), self._ref, self.config.kinds)
         by_tool = {k: counts.get(k, 0) + refs.get(k, 0) for k in {*counts, *refs}}
         if by_tool:
             messages = cleared
@@ -244,7 +246,7 @@ class ContextManager:
         if self._over_window(messages, tools):
             # Last: the recent turns' large results cut to head and tail (whole in their spill files).
             before = self.tokens(messages, tools)
-            trimmed, by_tool = trim_results(messages, 0, self.config.soft_keep_bytes, self.spill)
+            trimmed, by_tool = trim_results(messages, 0, self.config.soft_keep_bytes, self.spill, self.config.kinds)
             start = recent_start(trimmed, self.config.recent_turns)
             shortened = [*(_shortened(m, self.config.soft_keep_bytes) for m in trimmed[:start]), *trimmed[start:]]
             if shortened != trimmed:  # and the long reasoning of older turns to its ends (in the log whole)
@@ -275,7 +277,7 @@ class ContextManager:
     def _summarize(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
                    placeholder: Callable[[str, str, str, str], str]) -> list[dict[str, Any]]:
         keep_from = recent_start(messages, self.config.recent_turns)
-        frozen = frozen_end(messages, keep_from)
+        frozen = frozen_end(messages, keep_from, self.config.kinds)
         if frozen >= keep_from:
             return messages  # nothing new to summarize: only the task, earlier summaries and recent turns
         before = self.tokens(messages, tools)
@@ -284,14 +286,15 @@ class ContextManager:
         if self.tokens(asked, tools) > self.config.usable:
             # The compaction call is a request too: it is asked on the cleared conversation when the whole
             # one would not fit (its prefix is not cached then, but it is inside the window).
-            source, _ = by_reference(hard_clear(messages, keep_from, placeholder)[0], len(messages), self._ref)
+            cleared = hard_clear(messages, keep_from, placeholder, self.config.kinds)[0]
+            source, _ = by_reference(cleared, len(messages), self._ref, self.config.kinds)
             if self.tokens([*source, asked[-1]], tools) > self.config.usable:  # long text to summarize: its ends
                 source = [*source[:frozen], *(_shortened(m, self.config.soft_keep_bytes) for m in
                                               source[frozen:keep_from]), *source[keep_from:]]
             asked = [*source, {"role": "user", "content": COMPACTION_PROMPT}]
             if self.tokens(asked, tools) > self.config.usable:
                 return messages
-        kept = [*source[:frozen], *whole_calls(source[frozen:keep_from]), *source[keep_from:]]
+        kept = [*source[:frozen], *whole_calls(source[frozen:keep_from], self.config.kinds), *source[keep_from:]]
         if self.tokens(kept, tools) + SUMMARY_ALLOWANCE > 0.9 * before:
             # What must stay is most of the context: a summary would cost a call and a prefix break for
             # nothing. Not asked; the back-off applies as to one that fell short.
@@ -306,7 +309,7 @@ class ContextManager:
             self.emit(Compaction(turn=turn, stage="summarize_failed", before_tokens=before, after_tokens=before,
                                  cleared={}, summary=f"{type(exc).__name__}: {exc}", history=snapshot))
             return messages
-        out = summarized(source, summary, keep_from, carry=self._carry)
+        out = summarized(source, summary, keep_from, self.config.kinds, carry=self._carry)
         after = self.tokens(out, tools)
         fell_short = after > (self.config.summarize_at - LOW_WATER_GAP) * self.config.usable
         self._summary_floor = after + int(BACKOFF_GROWTH * self.config.usable) if fell_short else None

@@ -7,25 +7,43 @@ turn); a placeholder is never changed again; in the same batch the large argumen
 protected calls already run (a `write`'s content) are kept by reference. Stage 3
 (summarize) keeps the system prompt and the task, one summary message, and the recent
 turns; protected calls in the summarized part are carried into the summary, large ones
-by reference only. A loaded skill and a subagent's answer (`WHOLE_TOOLS`) are never
-trimmed, cleared or summarized: a summary keeps their calls and results whole after it.
+by reference only. A loaded skill and a subagent's answer (`ToolKinds.whole`) are never
+trimmed, cleared or summarized: a summary keeps their calls and results whole after it. Which tools are
+protected, whole or kept by reference is their classes' `context_class` (runner/tools/base.py), read from the
+agent's registry into a `ToolKinds`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from runner.core.jsonutil import short
+from runner.tools.base import Tool
 
 SUMMARY_MARKER = "[Session summary]"
 CLEARED_MARKER = "[tool output cleared"
-# Instructions and answers the model asked for: half of one is worse than none.
-WHOLE_TOOLS = frozenset({"skill", "task"})
-PROTECTED_TOOLS = frozenset({"todo", "write", "edit", "delete", "move"}) | WHOLE_TOOLS
-# Protected calls whose bulk is in their arguments, which the files they wrote now hold.
-BY_REFERENCE_TOOLS = frozenset({"write", "edit"})
+
+
+@dataclass(frozen=True)
+class ToolKinds:
+    """Tool names by what pruning may do to their calls, from their classes' `context_class`."""
+
+    # Instructions and answers the model asked for (a skill, a subagent's answer): half of one is worse than none.
+    whole: frozenset[str] = frozenset()
+    # Kept when old results are cleared, carried into a summary (the whole ones too).
+    protected: frozenset[str] = frozenset()
+    # Protected calls whose bulk is in their arguments, which the files they wrote now hold.
+    by_reference: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, tools: Iterable[Tool | type[Tool]]) -> ToolKinds:
+        """From tools (an agent's registry) or tool classes."""
+        named = [(t.name, t.context_class) for t in tools]
+        return cls(frozenset(n for n, c in named if c == "whole"), frozenset(n for n, c in named if c is not None),
+                   frozenset(n for n, c in named if c == "by_reference"))
 
 
 def soft_trim(content: str, keep_bytes: int, where: str | None) -> str:
@@ -43,8 +61,8 @@ def soft_trim(content: str, keep_bytes: int, where: str | None) -> str:
     return f"{head}[… {dropped} bytes trimmed as the context grew; {ref} …]\n{tail}"
 
 
-def trim_results(messages: list[dict[str, Any]], start: int, keep_bytes: int,
-                 spill: Callable[[str], str | None] | None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def trim_results(messages: list[dict[str, Any]], start: int, keep_bytes: int, spill: Callable[[str], str | None] | None,
+                 kinds: ToolKinds) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Stage 1 applied late, to results from index `start` on (the recent turns) when nothing else is left to
     free: each large one, except a skill's or an answer's, cut to head and tail, its whole text spilled first."""
     names = tool_names(messages)
@@ -53,7 +71,7 @@ def trim_results(messages: list[dict[str, Any]], start: int, keep_bytes: int,
     for i, m in enumerate(messages):
         content = str(m.get("content") or "")
         tool = names.get(m.get("tool_call_id", ""), ("?", ""))[0]
-        if (i >= start and m.get("role") == "tool" and tool not in WHOLE_TOOLS
+        if (i >= start and m.get("role") == "tool" and tool not in kinds.whole
                 and len(content.encode()) > keep_bytes and "trimmed as the context grew" not in content):
             m = {**m, "content": soft_trim(content, keep_bytes, spill(content) if spill else None)}
             counts[tool] = counts.get(tool, 0) + 1
@@ -79,7 +97,7 @@ def tool_names(messages: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
 
 
 def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callable[[str, str, str, str], str],
-               protected: frozenset[str] = PROTECTED_TOOLS) -> tuple[list[dict[str, Any]], dict[str, int]]:
+               kinds: ToolKinds) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Replace tool results before index `before` (except protected tools and ones already cleared)."""
     names = tool_names(messages)
     out: list[dict[str, Any]] = []
@@ -87,16 +105,16 @@ def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callabl
     for i, m in enumerate(messages):
         if (i < before and m.get("role") == "tool" and not str(m.get("content", "")).startswith(CLEARED_MARKER)):
             tool, args = names.get(m.get("tool_call_id", ""), ("?", ""))
-            if tool not in protected:
+            if tool not in kinds.protected:
                 m = {**m, "content": placeholder(m.get("tool_call_id", ""), tool, args, str(m.get("content", "")))}
                 counts[tool] = counts.get(tool, 0) + 1
         out.append(m)
     return out, counts
 
 
-def frozen_end(messages: list[dict[str, Any]], limit: int) -> int:
+def frozen_end(messages: list[dict[str, Any]], limit: int, kinds: ToolKinds) -> int:
     """Where the part no summary changes again ends: the system prompt and the task, then earlier summaries
-    and the whole calls kept after them (an assistant message calling only `WHOLE_TOOLS`, with its results)."""
+    and the whole calls kept after them (an assistant message calling only `kinds.whole`, with its results)."""
     kept = 2
     while kept < limit:
         m = messages[kept]
@@ -104,7 +122,7 @@ def frozen_end(messages: list[dict[str, Any]], limit: int) -> int:
             kept += 1
             continue
         calls = m.get("tool_calls") or []
-        if m.get("role") != "assistant" or not calls or any(c["function"].get("name") not in WHOLE_TOOLS
+        if m.get("role") != "assistant" or not calls or any(c["function"].get("name") not in kinds.whole
                                                             for c in calls):
             break
         ids = [c.get("id") for c in calls]
@@ -115,13 +133,13 @@ def frozen_end(messages: list[dict[str, Any]], limit: int) -> int:
     return kept
 
 
-def whole_calls(messages: list[dict[str, Any]], whole: frozenset[str] = WHOLE_TOOLS) -> list[dict[str, Any]]:
-    """The calls of `whole` tools in `messages` with their results, as messages that stand on their own:
+def whole_calls(messages: list[dict[str, Any]], kinds: ToolKinds) -> list[dict[str, Any]]:
+    """The calls of `kinds.whole` tools in `messages` with their results, as messages that stand on their own:
     each assistant message keeps only those calls (a server wants every call answered)."""
     out: list[dict[str, Any]] = []
     results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
     for m in messages:
-        calls = [c for c in m.get("tool_calls") or [] if c["function"].get("name") in whole
+        calls = [c for c in m.get("tool_calls") or [] if c["function"].get("name") in kinds.whole
                  and c.get("id") in results]
         if m.get("role") != "assistant" or not calls:
             continue
@@ -130,8 +148,7 @@ def whole_calls(messages: list[dict[str, Any]], whole: frozenset[str] = WHOLE_TO
     return out
 
 
-def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int,
-               protected: frozenset[str] = PROTECTED_TOOLS,
+def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int, kinds: ToolKinds,
                carry: Callable[[str, str, str, str], str] | None = None) -> list[dict[str, Any]]:
     """[system, task, earlier summaries…, this summary, whole calls…, …recent turns]. What was summarized
     before is never changed again: it stays part of the stable prefix, and the new summary covers what came
@@ -139,27 +156,28 @@ def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int,
     arguments, output)` (default `carried_line` with no reference): small ones verbatim, large ones
     by reference, so that a summary of a run of big writes actually frees their bytes. Skills and subagent
     answers are not summarized: their calls and results stay whole, right after the summary."""
-    kept = frozen_end(messages, keep_from)
+    kept = frozen_end(messages, keep_from, kinds)
     names = tool_names(messages)
     line = carry or (lambda _id, tool, args, output: carried_line(tool, args, output, None))
     carried = [line(m["tool_call_id"], *names[m["tool_call_id"]], str(m.get("content", "")))
                for m in messages[kept:keep_from]
-               if m.get("role") == "tool" and names.get(m.get("tool_call_id", ""), ("", ""))[0] in protected
-               and names[m["tool_call_id"]][0] not in WHOLE_TOOLS]
+               if m.get("role") == "tool" and names.get(m.get("tool_call_id", ""), ("", ""))[0] in kinds.protected
+               and names[m["tool_call_id"]][0] not in kinds.whole]
     text = f"{SUMMARY_MARKER}\n{summary}"
     if carried:
         text += "\n\nOutputs kept from the summarized part:\n" + "\n".join(carried)
-    return [*messages[:kept], {"role": "user", "content": text}, *whole_calls(messages[kept:keep_from]),
+    return [*messages[:kept], {"role": "user", "content": text}, *whole_calls(messages[kept:keep_from], kinds),
             *messages[keep_from:]]
 
 
 def by_reference(messages: list[dict[str, Any]], before: int, ref: Callable[[str, str, str], str | None],
-                 tools: frozenset[str] = BY_REFERENCE_TOOLS) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The large arguments of `tools` calls before index `before` that have run (their result is in) replaced by
-    their size and where the whole call is, `ref(call_id, tool, arguments)` (a spill file and its hash): the
-    file written holds the content now. Arguments stay valid JSON with the same keys; a call already kept by
-    reference is short and never changed again."""
+                 kinds: ToolKinds) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The large arguments of `kinds.by_reference` calls before index `before` that have run (their result is
+    in) replaced by their size and where the whole call is, `ref(call_id, tool, arguments)` (a spill file and its
+    hash): the file written holds the content now. Arguments stay valid JSON with the same keys; a call already
+    kept by reference is short and never changed again."""
     answered = {m.get("tool_call_id") for m in messages[:before] if m.get("role") == "tool"}
+    tools = kinds.by_reference
     out: list[dict[str, Any]] = []
     counts: dict[str, int] = {}
     for i, m in enumerate(messages):

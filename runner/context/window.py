@@ -1,9 +1,9 @@
 """The usable window as a hard limit: what must stay in the context, whether a whole result fits, and
 the ending when nothing more can be freed.
 
-A loaded skill and a subagent's answer enter the conversation whole (runner/context/prune.py
-`WHOLE_TOOLS`): they are instructions and answers the model asked for, and half of one is worse than
-none. One that cannot fit beside what must stay is refused with an error naming its
+A loaded skill and a subagent's answer enter the conversation whole (their tools' `context_class` "whole",
+runner/context/prune.py `ToolKinds`): they are instructions and answers the model asked for, and half of one
+is worse than none. One that cannot fit beside what must stay is refused with an error naming its
 size, the room left and where its whole text is, never cut silently. A request the stages cannot bring
 under the usable window is never sent: the run ends with exit 5, `budget.name` "context_window".
 """
@@ -26,8 +26,9 @@ def must_stay(manager: Any, messages: list[dict[str, Any]], tools: list[dict[str
     Tokens of what no stage removes: tools, system prompt, task, summaries, skills and answers kept whole,
     the recent turns; plus room for one more summary."""
     start = recent_start(messages, manager.config.recent_turns)
-    frozen = frozen_end(messages, start)
-    kept = [*messages[:frozen], *whole_calls(messages[frozen:start]), *messages[start:]]
+    kinds = manager.config.kinds
+    frozen = frozen_end(messages, start, kinds)
+    kept = [*messages[:frozen], *whole_calls(messages[frozen:start], kinds), *messages[start:]]
     return manager.tokens(kept, tools) + SUMMARY_ALLOWANCE
 
 

@@ -13,6 +13,7 @@ import pydantic
 
 from runner import __version__
 from runner.context.manager import ContextConfig, ContextManager
+from runner.context.prune import ToolKinds
 from runner.core.events import ModelRequest, RunStarted, RunWarning
 from runner.core.inputfile import TASK_CAP, read_input_text
 from runner.core.jsonutil import file_sha256, sha256_text
@@ -246,7 +247,7 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
     """Pruning and compaction for this run; the compaction call goes to the same model, with the
     same tools (so its prompt shares the conversation's cached prefix) and tool_choice none."""
     window = None if settings.model.startswith("replay:") else window_for(settings.model, settings.context_window)
-    config = ContextConfig.from_policy(policy.sections.get("compaction", {}), window)
+    config = ContextConfig.from_policy(policy.sections.get("compaction", {}), window, ToolKinds.of(env.registry.tools))
     manager = context_manager(rec, config, model, env.registry.specs(), rec.emit, rec.run_dir / "history",
                               lambda: rec.summary.turns)
     env.admit = manager.admit_bound

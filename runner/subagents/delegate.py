@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.context.manager import ContextConfig, ContextManager
+from runner.context.prune import ToolKinds
 from runner.core.events import MAIN, Emit, ModelRequest, RunWarning, SubagentFinished, SubagentStarted, tag
 from runner.core.jsonutil import canonical, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, Stopped, UsageError
@@ -164,7 +165,7 @@ class Delegation:
             shared.budget.agent_models[aid] = model_name
         model = _make_model(settings, model_name, deadline, aid, chain, child_ctx.abort)
         context = _context(rec, shared.policy_sections, settings, model_name, model, tools, emit, history, aid,
-                           deadline)
+                           deadline, ToolKinds.of(env.registry.tools))
         env.admit = context.admit_bound
         max_turns = profile.max_turns or settings.subagent_max_turns
         record = {"id": aid, "name": profile.name, "parent_call_id": call_id, "depth": self.depth + 1,
@@ -375,10 +376,11 @@ def _make_model(settings: Any, name: str, deadline: float, aid: str, chain: Any 
 
 
 def _context(rec: Any, sections: dict[str, Any], settings: Any, model_name: str, model: Any,
-             tools: list[dict[str, Any]], emit: Emit, history: Path, aid: str, deadline: float) -> ContextManager:
-    """The child's pruning and compaction, as the run's, its history apart."""
+             tools: list[dict[str, Any]], emit: Emit, history: Path, aid: str, deadline: float,
+             kinds: ToolKinds) -> ContextManager:
+    """The child's pruning and compaction, as the run's, its history apart; `kinds`: its registry's."""
     window = window_for(model_name, settings.context_window if model_name == settings.model else None)
-    config = ContextConfig.from_policy(sections.get("compaction", {}), window)
+    config = ContextConfig.from_policy(sections.get("compaction", {}), window, kinds)
     return context_manager(rec, config, model, tools, emit, history,
                            lambda: rec.summary.agents.get(aid, {}).get("turns", 0), root=rec.run_dir,
                            deadline=deadline)

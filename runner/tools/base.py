@@ -174,6 +174,11 @@ class Tool:
     # The call's risk before its targets (runner/policy/risk.py): "low" only reads, "medium" acts in the workspace,
     # "high" deletes or reaches the network; None: its domain's level.
     risk: ClassVar[str | None] = None
+    # What pruning may do to its calls (runner/context/prune.py ToolKinds): "whole" — its result is an instruction
+    # or an answer the model asked for, never trimmed, cleared or summarized; "protected" — its result is kept when
+    # old results are cleared, and carried into a summary; "by_reference" — protected, and its large arguments
+    # (what the file it wrote now holds) are kept by reference once it has run; None: pruned like any result.
+    context_class: ClassVar[str | None] = None
 
     def reserve(self, args: dict[str, Any], call_id: str) -> None:
         """Called in the model's order once the call is allowed, before it runs (perhaps beside others): for what

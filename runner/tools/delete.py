@@ -16,6 +16,7 @@ class Delete(Tool):
     name = "delete"
     domain = "edit"
     risk = "high"
+    context_class = "protected"
     description = (
         "Delete a file, symlink (not its target) or empty directory."
     )

@@ -17,6 +17,7 @@ class Edit(Tool):
     name = "edit"
     domain = "edit"
     risk = "medium"
+    context_class = "by_reference"
     description = (
         "Replace old_string (one exact match unless replace_all) with new_string in a file."
     )

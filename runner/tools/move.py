@@ -19,6 +19,7 @@ class Move(Tool):
     name = "move"
     domain = "edit"
     risk = "medium"
+    context_class = "protected"
     description = (
         "Move source to destination (full new path; parents created); overwrite replaces a file, never a directory."
     )

@@ -44,6 +44,9 @@ class Registry:
         return [t.spec() for t in self._tools.values()]
 
 
+# The core tools' classes, in the registry's order (the tools array's: part of the prompt prefix).
+CORE: tuple[type[Tool], ...] = (Read, List, Glob, Grep, Write, Edit, Delete, Move, Bash, WebFetch, WebSearch,
+                                MemorySearch, Todo)
 # Core tools offered only when the trusted environment configures them.
 OPTIONAL = ("web_search",)
 

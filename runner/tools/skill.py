@@ -21,6 +21,7 @@ class SkillTool(Tool):
     name = "skill"
     domain = "read"
     risk = "low"
+    context_class = "whole"
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = ("Load a skill (a procedure for a kind of task, listed in the system prompt) by name: returns "
                    "its instructions and the files in its folder. Follow them; read those files with `read`.")

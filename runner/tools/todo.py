@@ -25,6 +25,7 @@ class Todo(Tool):
     name = "todo"
     domain = "read"
     risk = "low"
+    context_class = "protected"
     description = (
         "Your plan for a multi-step task: the whole list each call, one item in_progress."
     )

@@ -14,6 +14,7 @@ class Write(Tool):
     name = "write"
     domain = "edit"
     risk = "medium"
+    context_class = "by_reference"
     description = (
         "Create or overwrite a file (parents created)."
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 from runner.context.manager import ContextConfig, ContextManager, load_snapshot
 from runner.context.prune import SUMMARY_MARKER, carried_line, elide_arguments, recent_start, summarized
 from runner.core.jsonutil import canonical, estimate_tokens
-from tests.context.test_prune import convo, ph, thinking
+from tests.context.test_prune import KINDS, convo, ph, thinking
 
 
 def writes(turns: int, size: int) -> list[dict]:
@@ -34,8 +34,8 @@ def test_large_protected_calls_are_carried_by_reference(tmp_path):
         spilled.append(text)
         return str(path)
 
-    m = ContextManager(ContextConfig(window=40_000), lambda e: None, None, lambda _: "sum", spill=spill)
-    out = summarized(msgs, "sum", recent_start(msgs, 3), carry=m._carry)
+    m = ContextManager(ContextConfig(window=40_000, kinds=KINDS), lambda e: None, None, lambda _: "sum", spill=spill)
+    out = summarized(msgs, "sum", recent_start(msgs, 3), KINDS, carry=m._carry)
     text = out[2]["content"]
     assert text.startswith(SUMMARY_MARKER) and len(text) < 3000  # 7 calls of 5 KB each: not by value
     assert '"path": "src/f0.txt", "content": "<5000 chars>"' in text and "created src/f0.txt" in text
@@ -51,7 +51,8 @@ def test_large_protected_calls_are_carried_by_reference(tmp_path):
 
 def test_a_summary_that_falls_short_is_not_retried_every_turn():
     calls = []
-    m = ContextManager(ContextConfig(window=20_000), lambda e: None, None, lambda msgs: calls.append(1) or "s")
+    m = ContextManager(ContextConfig(window=20_000, kinds=KINDS), lambda e: None, None,
+                       lambda msgs: calls.append(1) or "s")
     # Recent turns alone are most of the context: a summary could not free a tenth of it, so none is asked.
     m.prepare(convo(6, size=16_000), [], 1, ph)
     assert calls == []
@@ -73,7 +74,7 @@ def test_a_failed_summary_backs_off_too():
         calls.append(1)
         raise RuntimeError("down")
 
-    m = ContextManager(ContextConfig(window=20_000), lambda e: None, None, broken)
+    m = ContextManager(ContextConfig(window=20_000, kinds=KINDS), lambda e: None, None, broken)
     msgs = thinking(8, 6_000, size=3_000)
     out = m.prepare(msgs, [], 1, ph)
     m.prepare([*out, *convo(1, size=10)[2:]], [], 2, ph)
@@ -81,7 +82,7 @@ def test_a_failed_summary_backs_off_too():
 
 
 def test_snapshots_store_each_message_once_and_skip_repeats(tmp_path):
-    m = ContextManager(ContextConfig(window=20_000), lambda e: None, tmp_path / "history", lambda _: "s")
+    m = ContextManager(ContextConfig(window=20_000, kinds=KINDS), lambda e: None, tmp_path / "history", lambda _: "s")
     msgs = convo(8, size=30_000)
     first = m._snapshot(msgs)
     assert m._snapshot(msgs) == first  # nothing changed: no new snapshot
@@ -94,7 +95,7 @@ def test_snapshots_store_each_message_once_and_skip_repeats(tmp_path):
 
 
 def test_token_estimate_matches_the_canonical_prompt():
-    m = ContextManager(ContextConfig(window=20_000), lambda e: None)
+    m = ContextManager(ContextConfig(window=20_000, kinds=KINDS), lambda e: None)
     tools = [{"type": "function", "function": {"name": "x", "parameters": {"é": 1}}}]
     for msgs in ([], convo(1), convo(5, size=777)):
         for t in (tools, []):
@@ -114,7 +115,7 @@ def test_a_call_referenced_by_a_batch_that_was_not_kept_is_still_carried_by_refe
         return str(path)
 
     msgs = writes(10, 5000)
-    m = ContextManager(ContextConfig(window=40_000), lambda e: None, None, lambda _: "sum", spill=spill)
+    m = ContextManager(ContextConfig(window=40_000, kinds=KINDS), lambda e: None, None, lambda _: "sum", spill=spill)
     m._clear(msgs, [], ph)  # the batch, not kept
-    text = summarized(msgs, "sum", recent_start(msgs, 3), carry=m._carry)[2]["content"]
+    text = summarized(msgs, "sum", recent_start(msgs, 3), KINDS, carry=m._carry)[2]["content"]
     assert len(text) < 3000 and "0" * 200 not in text and text.count("full call: ") == 7

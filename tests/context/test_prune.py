@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from runner.context.manager import ContextConfig, ContextManager
-from runner.context.prune import CLEARED_MARKER, SUMMARY_MARKER, hard_clear, recent_start, soft_trim, summarized
+from runner.context.prune import (
+    CLEARED_MARKER,
+    SUMMARY_MARKER,
+    ToolKinds,
+    hard_clear,
+    recent_start,
+    soft_trim,
+    summarized,
+)
+from runner.subagents.builtin import BUILTIN
+
+KINDS = ToolKinds.of(BUILTIN)  # the built-in tools' context classes
 
 
 def convo(turns: int, size: int = 100, tool: str = "bash") -> list[dict]:
@@ -50,19 +61,19 @@ def test_hard_clear_replaces_old_results_once_and_spares_protected_tools():
     msgs[3]["content"] = "edited a.txt"  # make one of them an edit result
     msgs[2]["tool_calls"][0]["function"]["name"] = "edit"
     before = recent_start(msgs, 3)
-    cleared, counts = hard_clear(msgs, before, ph)
+    cleared, counts = hard_clear(msgs, before, ph, KINDS)
     assert counts == {"bash": 2}
     assert cleared[3]["content"] == "edited a.txt"  # protected tool kept
     assert cleared[5]["content"].startswith(CLEARED_MARKER)
     assert cleared[before:] == msgs[before:]  # the recent turns untouched
-    again, counts2 = hard_clear(cleared, before, ph)
+    again, counts2 = hard_clear(cleared, before, ph, KINDS)
     assert counts2 == {} and again == cleared  # a placeholder is never changed again
 
 
 def test_summarized_keeps_system_task_and_recent():
     msgs = convo(6)
     keep = recent_start(msgs, 3)
-    out = summarized(msgs, "the summary", keep)
+    out = summarized(msgs, "the summary", keep, KINDS)
     assert out[:2] == msgs[:2] and out[2] == {"role": "user", "content": f"{SUMMARY_MARKER}\nthe summary"}
     assert out[3:] == msgs[keep:]
 
@@ -71,7 +82,7 @@ def test_summary_carries_protected_outputs_verbatim():
     msgs = convo(6)
     msgs[2]["tool_calls"][0]["function"]["name"] = "write"
     msgs[3]["content"] = "created notes.md (12 bytes)"
-    out = summarized(msgs, "s", recent_start(msgs, 3))
+    out = summarized(msgs, "s", recent_start(msgs, 3), KINDS)
     assert 'write {"n": 0}: created notes.md (12 bytes)' in out[2]["content"]
     assert "out1" not in out[2]["content"]  # unprotected outputs are summarized away
 
@@ -87,16 +98,16 @@ def test_placeholder_names_the_spill_file():
 
 def test_a_second_summary_keeps_the_first():
     msgs = convo(6)
-    first = summarized(msgs, "one", recent_start(msgs, 3))
+    first = summarized(msgs, "one", recent_start(msgs, 3), KINDS)
     grown = first + convo(9)[2 + 6:]  # three more turns
-    second = summarized(grown, "two", recent_start(grown, 3))
+    second = summarized(grown, "two", recent_start(grown, 3), KINDS)
     assert second[:3] == first[:3]  # the earlier summary is never changed again
     assert second[3]["content"] == f"{SUMMARY_MARKER}\ntwo"
 
 
 def test_manager_stages_by_share_of_the_usable_window():
     events = []
-    config = ContextConfig(window=20_000, soft_keep_bytes=300)
+    config = ContextConfig(window=20_000, soft_keep_bytes=300, kinds=KINDS)
     assert config.usable == 16_000
     calls = []
 
@@ -126,7 +137,7 @@ def test_a_failing_summary_degrades_to_pruning():
     def broken(_):
         raise RuntimeError("model down")
 
-    m = ContextManager(ContextConfig(window=20_000), events.append, None, broken)
+    m = ContextManager(ContextConfig(window=20_000, kinds=KINDS), events.append, None, broken)
     msgs = thinking(8, 6_000, size=3_000)
     out = m.prepare(msgs, [], 1, ph)
     stages = [e.stage for e in events]
@@ -136,14 +147,14 @@ def test_a_failing_summary_degrades_to_pruning():
 
 
 def test_history_snapshot_is_written_before_a_summary_and_read_only(tmp_path):
-    m = ContextManager(ContextConfig(window=20_000), lambda e: None, tmp_path / "history", lambda _: "s")
+    m = ContextManager(ContextConfig(window=20_000, kinds=KINDS), lambda e: None, tmp_path / "history", lambda _: "s")
     m.prepare(thinking(8, 6_000, size=3_000), [], 1, ph)
     snap = tmp_path / "history" / "1.json"
     assert snap.exists() and oct(snap.stat().st_mode & 0o777) == "0o444"
 
 
 def test_stage_1_starts_at_30_percent():
-    m = ContextManager(ContextConfig(window=20_000, soft_keep_bytes=500), lambda e: None, None, None)
+    m = ContextManager(ContextConfig(window=20_000, soft_keep_bytes=500, kinds=KINDS), lambda e: None, None, None)
     big = "line\n" * 1000
     below = convo(2, size=100)  # far under 30% of 16,000 tokens
     m.bind(below, [])
