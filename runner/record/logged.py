@@ -87,8 +87,17 @@ class _Field:
         return self.factory() if self.factory is not None else self.default
 
 
-@functools.cache
+_FIELDS: dict[str, tuple[_Field, ...]] = {}  # by event type: worked out once, at its first record
+
+
 def _fields(cls: type[Event]) -> tuple[_Field, ...]:
+    known = _FIELDS.get(cls.type)
+    if known is None:
+        known = _FIELDS[cls.type] = _fields_of(cls)
+    return known
+
+
+def _fields_of(cls: type[Event]) -> tuple[_Field, ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
