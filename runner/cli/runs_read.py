@@ -1,5 +1,7 @@
 """What `runs list|show` read from a run directory: summary.json (made sane: a wrong-typed field is absent,
-runner/report/summary_file.py) and events.jsonl, streamed once, keeping only what is printed.
+runner/report/summary_file.py) and events.jsonl, read back as typed events (runner/record/logged.py) and
+streamed once, keeping only what is printed. What a run without a summary says of itself, and its denials,
+come from summary.json's own fold (runner/report/summary.py), not from a second one here.
 
 A log can hold events of many megabytes (a `write` of a big file, a tool's whole output): `account` keeps
 per call only what `runs show` prints (the shortened arguments), or for `--json` the arguments on a spool
@@ -16,9 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from runner.core.events import MAIN, call_ref
+from runner.core.events import (
+    Compaction,
+    ModelRequest,
+    ModelResponse,
+    PermissionDecision,
+    ToolCall,
+    ToolResult,
+    agent_id,
+    call_ref,
+)
 from runner.record.jsonl import iter_events
+from runner.record.logged import read_log
 from runner.record.rundir import runs_dir_for
+from runner.report.summary import SummaryBuilder, fold
 from runner.report.summary_file import read_summary, sane
 
 ARGS_CHARS = 60
@@ -56,55 +69,13 @@ def origin(summary: dict[str, Any]) -> str:
 
 
 def overview(run_dir: Path) -> dict[str, Any]:
-    """summary.json; for a run still going (or killed without one), what its events say so far."""
+    """summary.json; for a run still going (or killed without one), what its events say so far (the summary's
+    own fold, runner/report/summary.py, over the events read back)."""
     summary = read_summary(run_dir)
     if summary is not None:
         return summary
-    out: dict[str, Any] = {"run_id": run_dir.name, "status": "running?", "turns": 0, "tool_calls": 0,
-                           "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}}
-    agents: dict[str, dict[str, Any]] = {MAIN: _agent_entry({"id": MAIN, "depth": 0})}
-    for e in iter_events(run_dir / "events.jsonl"):
-        kind = e.get("type")
-        agent = agent_of(e)
-        entry = agents.setdefault(str(agent["id"]) if agent else MAIN, _agent_entry(agent or {}))
-        if kind == "run_started":
-            out.update(model=e.get("model"), policy=e.get("policy"), replay_of=e.get("replay_of"),
-                       resumed_from=e.get("resumed_from"))
-            entry["model"] = e.get("model")
-        elif kind == "model_response":
-            turn = e.get("turn") if isinstance(e.get("turn"), int) else 0
-            if agent is None:  # the run's turns are its own agent's; a subagent numbers its own from 1
-                out["turns"] = max(out["turns"], turn)
-            entry["turns"] = max(entry["turns"], turn)
-            usage = e.get("usage") if isinstance(e.get("usage"), dict) else {}
-            for key in out["usage"]:
-                count = usage.get(key) if isinstance(usage.get(key), int) else 0
-                out["usage"][key] += count
-                entry["usage"][key] += count
-        elif kind == "tool_call":
-            out["tool_calls"] += 1
-            entry["tool_calls"] += 1
-        elif kind == "subagent_started":
-            entry.update(model=e.get("model"), mode=e.get("mode"))
-        elif kind == "subagent_finished":
-            entry.update(status=e.get("status"), reason=e.get("reason"))
-        elif kind == "run_finished":
-            out.update(status=e.get("status"), exit_code=e.get("exit_code"), reason=e.get("reason"))
-    if len(agents) > 1:
-        out["agents"] = list(agents.values())
-    return sane(out) or {}
-
-
-def agent_of(e: dict[str, Any]) -> dict[str, Any] | None:
-    agent = e.get("agent")
-    return agent if isinstance(agent, dict) and agent.get("id") else None
-
-
-def _agent_entry(agent: dict[str, Any]) -> dict[str, Any]:
-    """A summary.json `agents` entry, as far as a run without a summary (still going, or killed) shows it."""
-    return {"id": agent.get("id"), "name": agent.get("name"), "parent_call_id": agent.get("parent_call_id"),
-            "depth": agent.get("depth"), "model": None, "status": "running?" if agent.get("id") != MAIN else None,
-            "turns": 0, "tool_calls": 0, "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}}
+    facts = fold((logged.event for logged in read_log(run_dir / "events.jsonl")), run_dir.name)
+    return sane(facts.so_far()) or {}
 
 
 @dataclass(frozen=True)
@@ -154,74 +125,60 @@ class Spool:
 def account(
         run_dir: Path, summary: dict[str, Any], spool: Spool | None = None) -> dict[str, Any]:
     """Everything `runs show` prints, from one pass over the events. Without a spool (the text view) a call
-    keeps its arguments shortened (`args`); with one (`--json`) whole, big ones on the spool."""
+    keeps its arguments shortened (`args`); with one (`--json`) whole, big ones on the spool. The denials are
+    summary.json's; for a run without them, the summary's fold over the same pass gives them."""
     requests: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     # Call ids are only unique within one agent's conversation (a subagent numbers its own): keyed by
     # call_ref, `a1:call_1_0`, as summary.json's denials and `replay --call` name a subagent's call.
     by_ref: dict[str, dict[str, Any]] = {}  # the latest call with that ref
     compactions: list[dict[str, Any]] = []
-    denials: list[dict[str, Any]] = []
     pending: dict[str, dict[str, Any]] = {}  # per agent id, the request waiting for its response
-    for e in iter_events(run_dir / "events.jsonl"):
-        kind = e.get("type")
-        agent = agent_of(e)
-        aid = str(agent["id"]) if agent else MAIN
-        ref = call_ref(agent, str(e.get("call_id")))
-        if kind == "model_request":
-            pending[aid] = {"seq": e.get("seq"), "turn": e.get("turn"), "messages": e.get("message_count"),
-                            "estimated_tokens": e.get("estimated_tokens"), "prompt_tokens": None,
-                            "cached_tokens": None, "completion_tokens": None, "stage": e.get("stage"),
-                            "extends_previous": e.get("extends_previous"), "agent": agent}
+    facts = None if isinstance(summary.get("denials"), list) else SummaryBuilder(run_dir.name, model="", policy="")
+    for logged in read_log(run_dir / "events.jsonl"):
+        e, seq = logged.event, logged.seq
+        if facts is not None:
+            facts(e)
+        agent, aid = e.agent, agent_id(e)
+        if isinstance(e, ModelRequest):
+            pending[aid] = {"seq": seq, "turn": e.turn, "messages": e.message_count,
+                            "estimated_tokens": e.estimated_tokens, "prompt_tokens": None,
+                            "cached_tokens": None, "completion_tokens": None, "stage": e.stage,
+                            "extends_previous": e.extends_previous, "agent": agent}
             requests.append(pending[aid])
-        elif kind == "model_response":
+        elif isinstance(e, ModelResponse):
             request = pending.pop(aid, None)
             if request is None:  # a response without its own request event (e.g. a compaction call)
-                request = {"seq": e.get("seq"), "turn": e.get("turn"), "messages": None, "estimated_tokens": None,
+                request = {"seq": seq, "turn": e.turn, "messages": None, "estimated_tokens": None,
                            "stage": None, "extends_previous": None, "agent": agent}
                 requests.append(request)
-            usage = e.get("usage") if isinstance(e.get("usage"), dict) else {}
+            usage = e.usage or {}
             request.update(prompt_tokens=usage.get("prompt_tokens"), cached_tokens=usage.get("cached_tokens"),
-                           completion_tokens=usage.get("completion_tokens"), finish_reason=e.get("finish_reason"))
-        elif kind == "tool_call":
-            call = {"seq": e.get("seq"), "turn": e.get("turn"), "call_id": ref, "tool": e.get("tool"),
+                           completion_tokens=usage.get("completion_tokens"), finish_reason=e.finish_reason)
+        elif isinstance(e, ToolCall):
+            ref = call_ref(agent, str(e.call_id))
+            call: dict[str, Any] = {"seq": seq, "turn": e.turn, "call_id": ref, "tool": e.tool,
                     "decision": None, "outcome": None, "bytes": None, "agent": agent}
             if spool is None:
-                call["args"] = short_args(e.get("arguments"))
+                call["args"] = short_args(e.arguments)
             else:
-                call["arguments"] = spool.keep(e.get("arguments"))
+                call["arguments"] = spool.keep(e.arguments)
             calls.append(call)
             by_ref[ref] = call
-        elif kind == "permission_decision":
-            call = by_ref.get(ref)
-            if call is not None:
-                call["decision"] = e.get("decision")
-                call["policy_decision"] = e.get("policy_decision")
-            if e.get("decision") == "deny":
-                denials.append(_denial(e))
-        elif kind == "tool_result":
-            call = by_ref.get(ref)
-            if call is not None:
-                call["outcome"] = "ok" if e.get("ok") else (e.get("error_type") or "error")
-                call["bytes"] = e.get("bytes")
-        elif kind == "compaction":
-            compactions.append({k: v for k, v in e.items() if k not in ("ts", "run_id", "type")})
-    if isinstance(summary.get("denials"), list):
-        denials = summary["denials"]
+        elif isinstance(e, PermissionDecision):
+            if (decided := by_ref.get(call_ref(agent, str(e.call_id)))) is not None:
+                decided["decision"] = e.decision
+                decided["policy_decision"] = e.policy_decision
+        elif isinstance(e, ToolResult):
+            if (ended := by_ref.get(call_ref(agent, str(e.call_id)))) is not None:
+                ended["outcome"] = "ok" if e.ok else (e.error_type or "error")
+                ended["bytes"] = e.bytes
+        elif isinstance(e, Compaction):  # shown as recorded: every field it has, in the order it was written
+            compactions.append({k: v for k, v in logged.record.items() if k not in ("ts", "run_id", "type")})
+    denials = summary["denials"] if facts is None else facts.denials
     continued = list(iter_events(run_dir / "continuations.jsonl"))  # a torn line (a killed resume) is skipped
     return {"run_dir": str(run_dir), "summary": summary, "denials": denials, "requests": requests,
             "tool_calls": calls, "compactions": compactions, "continued_by": continued}
-
-
-def _denial(e: dict[str, Any]) -> dict[str, Any]:
-    """As summary.json records a denial (runner/report/summary.py), for a run without one."""
-    targets = [t for t in e.get("targets") or [] if isinstance(t, dict)] or [{}]
-    deciding = next((t for t in targets if t.get("decision") == e.get("policy_decision")), targets[0])
-    agent = agent_of(e)
-    return {"call_id": call_ref(agent, str(e.get("call_id"))), "tool": e.get("tool"),
-            "domain": e.get("permissionDomain"), "target": deciding.get("target"),
-            "decision": e.get("policy_decision"), "rule": e.get("rule"), "approve": e.get("approve"),
-            "replay": e.get("replay"), "rerun": e.get("rerun"), **({"agent": agent} if agent else {})}
 
 
 def short_args(raw: Any) -> str:
