@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from runner.cli.runs_read import runs_root
+from runner.core.events import RunStarted
 from runner.core.outcome import EXIT_CODES, Status
-from runner.record.jsonl import iter_events
+from runner.record.logged import read_log
 from runner.report.summary_file import read_summary
 from runner.tools.spill import remove_older_than
 
@@ -86,14 +86,16 @@ def ancestors_kept(root: Path, doomed: list[Path]) -> dict[Path, str]:
 
 def _parents(run: Path) -> set[str]:
     """The ids of the runs this one went on from, as its run_started records them (else its summary.json)."""
-    started: dict[str, Any] = next(iter_events(run / "events.jsonl"), None) or read_summary(run) or {}
-    if started.get("type") not in (None, "run_started"):
-        started = read_summary(run) or {}
+    first = next(read_log(run / "events.jsonl"), None)
+    if first is not None and isinstance(first.event, RunStarted):
+        resumed, replay_of = first.event.resumed_from, first.event.replay_of
+    else:
+        summary = read_summary(run) or {}
+        resumed, replay_of = summary.get("resumed_from"), summary.get("replay_of")
     found = set()
-    resumed = started.get("resumed_from")
     if isinstance(resumed, dict) and isinstance(resumed.get("run_id"), str):
         found.add(resumed["run_id"])
-    if isinstance(started.get("replay_of"), str):
-        found.add(started["replay_of"])
+    if isinstance(replay_of, str):
+        found.add(replay_of)
     # Only a plain directory name in this runs directory: a recorded id is never a path to follow.
     return {name for name in found if name and "/" not in name and name not in (".", "..")}

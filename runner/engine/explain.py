@@ -36,32 +36,34 @@ def explain(policy: Policy, domain: str, value: str, workspace: Path, runs_dir: 
 
 def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
     """Re-decide every tool call of a recorded run under `policy`; report what changes."""
+    from runner.core.events import PermissionDecision, RunStarted, ToolCall
     from runner.engine.call import parse_call
-    from runner.record.rundir import read_events  # the event log machinery: only for a recorded run
+    from runner.record.logged import parse_event  # the event log machinery: only for a recorded run
+    from runner.record.rundir import read_events
     from runner.tools.base import ToolContext, ToolError
     from runner.tools.registry import core_tools
 
-    events = read_events(run_dir / "events.jsonl")
-    started = next((e for e in events if e["type"] == "run_started"), None)
+    events = [parse_event(record) for record in read_events(run_dir / "events.jsonl")]
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
     if started is None:
         raise ValueError(f"{run_dir}: no run_started event")
-    workspace = Path(started["workspace"])
+    workspace = Path(started.workspace)
     full = with_hard_limits(policy, workspace, run_dir.parent)
-    before = {e["call_id"]: e for e in events if e["type"] == "permission_decision"}
+    before = {e.call_id: e for e in events if isinstance(e, PermissionDecision)}
     registry, ctx = core_tools(), ToolContext(workspace=workspace)
     calls, changed = 0, []
-    for call in (e for e in events if e["type"] == "tool_call"):
+    for call in (e for e in events if isinstance(e, ToolCall)):
         try:
-            tool, args = parse_call(call["tool"], call["arguments"], registry)
+            tool, args = parse_call(call.tool, call.arguments, registry)
             targets = tool.targets(args, ctx)
         except ToolError:
             continue  # never reached the policy in the recorded run either
         calls += 1
         now = decide(full, tool.domain, targets, base_risk=tool.risk_of(args))
-        old = before.get(call["call_id"])
-        was = old["decision"] if old else None
+        old = before.get(call.call_id)
+        was = old.decision if old else None
         if was != now.effective:
-            changed.append({"call_id": call["call_id"], "tool": call["tool"], "arguments": call["arguments"],
+            changed.append({"call_id": call.call_id, "tool": call.tool, "arguments": call.arguments,
                             "before": was, "after": now.effective, "decision": describe(now)})
     return {"run_dir": str(run_dir), "policy": policy.path, "calls": calls, "changed": changed,
             "newly_allowed": sum(1 for c in changed if c["after"] in ("allow", "auto_approved")),

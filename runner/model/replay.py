@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runner.core.events import Event
+from runner.core.events import Event, ModelResponse, RunStarted
 from runner.core.outcome import ModelError, UsageError
 from runner.model.base import ModelReply
+from runner.record.logged import parse_event
 from runner.record.rundir import read_events
 
 
@@ -22,22 +23,21 @@ class ReplayModel:
         if not log.is_file():
             raise UsageError(f"replay: {log} not found")
         try:
-            events = read_events(log)
+            events = [parse_event(record) for record in read_events(log)]
         except ValueError as exc:
             raise UsageError(f"replay: {log} is not valid JSON lines: {exc}") from None
         self.name = f"replay:{run_dir}"
         self.source = run_dir
-        self._replies = [ModelReply(e["message"], e.get("usage") or {}, e.get("finish_reason"))
-                         for e in events if e.get("type") == "model_response"
-                         and (e.get("agent") or {}).get("id") == agent]
+        self._replies = [ModelReply(e.message, e.usage or {}, e.finish_reason)
+                         for e in events if isinstance(e, ModelResponse) and (e.agent or {}).get("id") == agent]
         self._next = 0
-        self._started = next((e for e in events if e.get("type") == "run_started"), None)
+        self._started = next((e for e in events if isinstance(e, RunStarted)), None)
 
     def differences(self, task_sha256: str, policy_json: Path) -> list[str]:
         """How this run differs from the recording, in what the replies were given for: the task (by its
         sha256) and the policy (the snapshots, without the rules every run adds for its own directories)."""
         out = []
-        recorded_task = (self._started or {}).get("task_sha256")
+        recorded_task = self._started.task_sha256 if self._started is not None else None
         if recorded_task and recorded_task != task_sha256:
             out.append(f"the task differs from the recording's (sha256 {task_sha256[:12]}… here, "
                        f"{str(recorded_task)[:12]}… in {self.source})")

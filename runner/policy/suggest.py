@@ -16,9 +16,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from runner.core.events import PermissionDecision
 from runner.policy.limits import HARD_LIMIT
 from runner.policy.match import exact_pattern, split_target
 from runner.policy.shell import command_words
+from runner.record.logged import parse_event
 from runner.record.rundir import read_events
 
 # How many words name the action, for commands whose first word is not enough.
@@ -119,21 +121,20 @@ def why_for(domain: str, target: str) -> str | None:
 
 
 def suggest(run_dir: Path) -> dict[str, Any]:
-    events = read_events(run_dir / "events.jsonl")
     rules: list[dict[str, str]] = []
     skipped: list[dict[str, Any]] = []
-    for e in events:
-        if e["type"] != "permission_decision" or e["decision"] != "deny":
+    for e in (parse_event(record) for record in read_events(run_dir / "events.jsonl")):
+        if not isinstance(e, PermissionDecision) or e.decision != "deny":
             continue
-        for t in e["targets"]:
+        for t in e.targets or []:
             if t["decision"] == "allow":
                 continue
             if (t.get("rule") or {}).get("file") == HARD_LIMIT:
-                skipped.append({"call_id": e["call_id"], "target": t["target"],
+                skipped.append({"call_id": e.call_id, "target": t["target"],
                                 "why": "hard limit: no policy can allow it"})
                 continue
             if t["domain"] == "bash" and t.get("note"):  # floored at ask: what no rule can allow
-                skipped.append({"call_id": e["call_id"], "target": t["target"],
+                skipped.append({"call_id": e.call_id, "target": t["target"],
                                 "why": f"{t['note']}: no rule can allow it, only mode full_access"})
                 continue
             rule = {"domain": t["domain"], "pattern": rule_for(t["domain"], t["target"]), "decision": "allow"}

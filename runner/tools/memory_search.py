@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from runner.core.events import Compaction, Event, ModelResponse, ToolResult
 from runner.policy.model import Target
 from runner.policy.targets import path_target
-from runner.record.jsonl import iter_events
+from runner.record.logged import Logged, read_log
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.deadline import why_stopped
 from runner.tools.spill import SPILL_GLOB, spill_dirs, spill_time
@@ -67,14 +68,14 @@ class MemorySearch(Tool):
         newest: deque[tuple[dt.datetime, str]] = deque(maxlen=limit)
         total = scanned = 0
         try:
-            for record in _records(path):
+            for logged in _records(path):
                 scanned += 1
-                for label, text in _texts(record):
+                for label, text in _texts(logged.event):
                     found = _match(text, needle, words)
                     if found is not None:
                         total += 1
-                        newest.append((_when(record.get("ts")),
-                                       f"[seq {record.get('seq', '?')} · {label}] {_snippet(text, *found)}"))
+                        seq = "?" if logged.seq is None else logged.seq
+                        newest.append((_when(logged.ts), f"[seq {seq} · {label}] {_snippet(text, *found)}"))
         except OSError as exc:
             raise ToolError("IOError", f"cannot read this run's events: {exc.strerror or exc}") from None
         spills = SpillScan(needle, words, limit, ctx)
@@ -192,28 +193,27 @@ def _events_path(ctx: ToolContext) -> Path:
     return ctx.run_dir / "events.jsonl"
 
 
-def _records(path: Path) -> Iterator[dict[str, Any]]:
+def _records(path: Path) -> Iterator[Logged]:
     if not path.is_file():
         raise ToolError("IOError", f"no event log at {path}")
-    return iter_events(path)
+    return read_log(path)
 
 
-def _texts(record: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def _texts(event: Event) -> Iterator[tuple[str, str]]:
     """(label, text) for each searchable text of one event."""
-    kind = record.get("type")
-    if kind == "tool_result":
+    if isinstance(event, ToolResult):
         # Its own earlier answers would only echo the snippets back: not searched.
-        if record.get("tool") != MemorySearch.name and isinstance(record.get("content"), str):
-            yield f"tool_result · {record.get('tool')} {record.get('call_id')}", record["content"]
-    elif kind == "model_response":
-        message = record.get("message")
+        if event.tool != MemorySearch.name and event.content:
+            yield f"tool_result · {event.tool} {event.call_id}", event.content
+    elif isinstance(event, ModelResponse):
+        message = event.message
         if isinstance(message, dict) and message.get("role", "assistant") == "assistant":
             text = _message_text(message.get("content"))
             if text:
-                yield f"model_response · turn {record.get('turn')}", text
-    if isinstance(record.get("summary"), str):  # compaction events and the like
-        stage = f" · {record['stage']}" if isinstance(record.get("stage"), str) else ""
-        yield f"{kind}{stage}", record["summary"]
+                yield f"model_response · turn {event.turn}", text
+    elif isinstance(event, Compaction) and event.summary is not None:
+        stage = f" · {event.stage}" if event.stage is not None else ""
+        yield f"{event.type}{stage}", event.summary
 
 
 def _message_text(content: Any) -> str:
