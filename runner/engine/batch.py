@@ -7,8 +7,8 @@ consecutive `task` calls (child agents, `concurrent = "agent"`), runs at once, u
 What stays sequential, so that a run with concurrency decides, records and stops as the same run without it:
 - each call is recorded (`tool_call`) and decided by the policy (`permission_decision`) on the loop's thread, in
   the model's order, before any of the group runs; a group ends at a call that was refused or denied (the denial
-  guard may stop the run there), at a `skill` call (what it loads narrows the calls after it), and before a call
-  identical to one already in it (the doom-loop guard counts repeats);
+  guard may stop the run there), at a call of a tool that `narrows` (a `skill` call: what it loads narrows the
+  calls after it), and before a call identical to one already in it (the doom-loop guard counts repeats);
 - results are admitted (context stage 1), seen by the guards and recorded (`tool_result`) in the model's order, each
   as soon as it and every call before it have finished; the tool messages go back in that order, so the prompt is
   byte for byte a sequential run's.
@@ -69,7 +69,7 @@ def run_calls(calls: list[dict[str, Any]], env: CallEnv, turn: int, emit: Emit, 
 
 def _kind(call: dict[str, Any], env: CallEnv) -> str | None:
     tool = env.registry.get(call.get("function", {}).get("name", ""))
-    return getattr(tool, "concurrent", None) if tool is not None else None
+    return tool.concurrent if tool is not None else None
 
 
 def _limit(kind: str | None, parallel: Parallel) -> int:
@@ -92,7 +92,8 @@ def _begin_group(calls: list[dict[str, Any]], start: int, env: CallEnv, turn: in
         begun = begin(call, env, turn, emit, source=source, index=index)
         group.append(begun)
         seen.add(same)
-        if begun.result is not None or begun.name == "skill":
+        tool = env.registry.get(begun.name)
+        if begun.result is not None or (tool is not None and tool.narrows):
             break
     return group
 

@@ -49,6 +49,7 @@ from runner.run.options import RunOptions, rerun_base, trusted_inputs
 from runner.run.task import Task, parse_task
 from runner.run.toolset import offered_names, offers, pick, tools_problem
 from runner.sandbox.session import start_sandbox
+from runner.subagents.builtin import ALIASES
 from runner.subagents.delegate import attach
 from runner.tools.readable import policy_decider
 from runner.tools.registry import core_tools
@@ -201,7 +202,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
 
 def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any]:
     """Skills from --skills and the workspace; their index goes into the system prompt (runner/workspace/skills.py)."""
-    skills, warnings = discover(rec.workspace, opts.skills)
+    skills, warnings = discover(rec.workspace, opts.skills, ALIASES)
     for warning in warnings:
         print(f"agent-run: warning: skill skipped: {warning}", file=sys.stderr)
     if skills:

@@ -16,16 +16,18 @@ from typing import Any
 
 from runner.core.events import RunWarning
 from runner.core.outcome import UsageError
-from runner.tools.registry import OPTIONAL, Registry, core_tools
+from runner.subagents.builtin import BUILTIN
+from runner.tools.registry import Registry
 
 MCP_PREFIX = "mcp__"
 SOURCE = "--tools (or AGENT_RUN_TOOLS)"
-# Built-in tools a run adds after the core ones when it has what they need (skills; subagents on).
-ADDED = ("skill", "task")
+# The order `--tools` lists the built-in names in: what every run offers, what the trusted environment configures,
+# what a run adds when it has what they need (the classes' `offered`).
+OFFERED = ("always", "configured", "added")
 
 
 def builtin_names() -> list[str]:
-    return [*core_tools().names, *OPTIONAL, *ADDED]
+    return [cls.name for cls in sorted(BUILTIN, key=lambda cls: OFFERED.index(cls.offered))]
 
 
 def tools_problem(spec: str | None) -> str | None:

@@ -25,6 +25,7 @@ from runner.mcp.setup import recorded_mcp_configs
 from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sessions.load import Recorded
 from runner.sessions.vouch import vouched
+from runner.subagents.builtin import ALIASES
 from runner.subagents.profiles import recorded_dirs
 from runner.tools.registry import Registry
 from runner.workspace.skills import discover, index
@@ -130,7 +131,7 @@ def restored_skills(tools: list[dict[str, Any]] | None, started: dict[str, Any],
     it, must hash to what run_started.instructions recorded (source `skills`); else UsageError."""
     if not any((t.get("function") or {}).get("name") == "skill" for t in tools or []):
         return None
-    skills = discover(workspace, dirs)[0]
+    skills = discover(workspace, dirs, ALIASES)[0]
     entry = next((i for i in started.get("instructions") or [] if i.get("source") == "skills"), None)
     if entry is not None and (not skills or sha256_text(index(skills)) != entry.get("sha256")):
         raise UsageError("the skills the run had are not here unchanged (their index differs from the one in the "

@@ -15,7 +15,6 @@ append-only `continuations.jsonl` names the runs that continued it.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import sys
@@ -146,29 +145,14 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversat
     note_torn_tail(rec, source)
     check_served(tools, agent.env.registry, source.started, rec.extra.get("mcp") or {}, opts.kind)
     _append_continuation(source.run_dir, rec, origin)
-    todo = agent.env.registry.get("todo")
-    if todo is not None:  # the plan goes on with the conversation
-        todo.items = last_plan(source.own_events, conversation.last_turn)
+    for tool in agent.env.registry.tools:  # what a tool keeps (the plan) goes on with the conversation
+        tool.restore(source.own_events, conversation.last_turn)
     turn = conversation.last_turn + 1
     note = stop_note(source, opts.kind, conversation, message)
     rec.emit(UserMessage(turn=turn, reason=opts.kind, content=note))
     note_cache_break(rec, conversation)
     messages = [*conversation.messages, {"role": "user", "content": note}]
     return drive(rec, task, agent, messages, turn=turn, previous=conversation.last_prompt, schema=schema)
-
-
-def last_plan(events: list[dict[str, Any]], upto_turn: int) -> list[dict[str, str]]:
-    """The todo list as the run left it (by turn `upto_turn`): the last todo call that succeeded."""
-    ok = {e.get("call_id") for e in events
-          if e.get("type") == "tool_result" and e.get("tool") == "todo" and e.get("ok")}
-    for e in reversed(events):
-        if e.get("type") == "tool_call" and e.get("tool") == "todo" and e.get("call_id") in ok \
-                and e.get("turn", 0) <= upto_turn:
-            try:
-                return list(json.loads(e["arguments"])["todos"])
-            except (ValueError, KeyError, TypeError):
-                return []
-    return []
 
 
 def locate(opts: ContinueOptions) -> Path:

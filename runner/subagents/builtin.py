@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from runner.subagents.tool import TaskTool
 from runner.tools.base import Tool
-from runner.tools.registry import CORE
+from runner.tools.registry import CORE, alias_table
 from runner.tools.skill import SkillTool
 
 BUILTIN: tuple[type[Tool], ...] = (*CORE, SkillTool, TaskTool)
+# Other agents' tool names (Claude Code's `Bash`, `MultiEdit`, `LS`, …, lower-cased) -> ours: the one table of them,
+# from the classes' `aliases`, for skills' `allowed-tools` and profiles' `tools`.
+ALIASES = alias_table(BUILTIN)

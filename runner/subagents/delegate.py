@@ -46,6 +46,7 @@ from runner.guards.denials import DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
 from runner.model.catalog import price_for, window_for
 from runner.record.rundir import LogBroken, portable, write_atomic
+from runner.subagents.builtin import ALIASES
 from runner.subagents.profiles import Profile
 from runner.subagents.tool import TaskTool
 from runner.tools.base import ToolContext, ToolError, ToolOutput
@@ -415,7 +416,8 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     section = policy.sections.get("subagents", {})
     if settings.subagent_max_depth < 1 or settings.subagent_max_calls < 1:
         return None
-    found = discover(rec.workspace, trusted_dirs(dirs, policy.path, section), [Path(d) for d in untrusted_dirs])
+    found = discover(rec.workspace, trusted_dirs(dirs, policy.path, section), [Path(d) for d in untrusted_dirs],
+                     aliases=ALIASES)
     profiles = found.profiles
     for warning in found.warnings + found.shadowed:
         print(f"agent-run: warning: {warning}", file=sys.stderr)

@@ -25,7 +25,7 @@ a warning.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,8 +63,9 @@ class Profile:
 BUILTIN = Profile(GENERAL, "any subtask", "", None, None, None, None, None, True)
 
 
-def load_profile(path: Path, trusted: bool) -> tuple[Profile, list[str]]:
-    """The profile in `path`, and warnings (unknown keys, model aliases)."""
+def load_profile(path: Path, trusted: bool, aliases: Mapping[str, str]) -> tuple[Profile, list[str]]:
+    """The profile in `path`, and warnings (unknown keys, model aliases). `aliases`: other agents' tool names
+    (runner/subagents/builtin.py ALIASES; not imported here: it imports the task tool, which imports this)."""
     try:
         # A trusted (--agents) profile is the workflow's own file: read as one (symlinks followed, exit 2 for a
         # FIFO or a device); a repository profile never through a symlink (runner/workspace/repofile.py).
@@ -81,7 +82,7 @@ def load_profile(path: Path, trusted: bool) -> tuple[Profile, list[str]]:
     if not meta.get("description"):
         raise ProfileError(f"{path}: front matter needs a description (the parent chooses by it)")
     try:
-        tools = parse_allowed(meta.get("tools"), str(path))
+        tools = parse_allowed(meta.get("tools"), str(path), aliases)
     except SkillError as exc:
         raise ProfileError(str(exc).replace("allowed-tools", "tools")) from None
     model = meta.get("model")
@@ -110,9 +111,11 @@ class Found:
     shadowed: list[str]
 
 
-def discover(workspace: Path, trusted_dirs: list[Path], untrusted_dirs: Sequence[Path] = ()) -> Found:
+def discover(workspace: Path, trusted_dirs: list[Path], untrusted_dirs: Sequence[Path] = (), *,
+             aliases: Mapping[str, str]) -> Found:
     """Profiles by name, in a stable order (the `task` tool's description lists them), and warnings.
-    `untrusted_dirs` are searched after the trusted ones, as repository content (a replay's recorded dirs)."""
+    `untrusted_dirs` are searched after the trusted ones, as repository content (a replay's recorded dirs);
+    `aliases` as load_profile's."""
     roots = ([(d, True) for d in trusted_dirs] + [(d, False) for d in untrusted_dirs]
              + [((workspace / s).resolve(), False) for s in SOURCES])
     found: dict[str, Profile] = {}
@@ -122,7 +125,7 @@ def discover(workspace: Path, trusted_dirs: list[Path], untrusted_dirs: Sequence
             if not trusted and (path.is_symlink() or not path.resolve().is_relative_to(workspace.resolve())):
                 continue  # a repository profile must not reach outside the workspace
             try:
-                profile, notes = load_profile(path, trusted)
+                profile, notes = load_profile(path, trusted, aliases)
             except (ProfileError, OSError, UnicodeDecodeError) as exc:
                 out.warnings.append(f"profile skipped: {exc}")
                 continue

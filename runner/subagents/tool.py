@@ -22,6 +22,8 @@ class TaskTool(Tool):
     concurrent = "agent"  # a reply's task calls run at once (--parallel-agents)
     risk = "high"  # a child whose profile is not known (risk_of says more for one that is)
     context_class = "whole"  # a subagent's answer: half of one is worse than none
+    aliases = ("Task",)
+    offered = "added"  # with subagents on
 
     def __init__(self, profiles: dict[str, Profile], delegation: Any) -> None:
         self.profiles = profiles

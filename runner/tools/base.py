@@ -170,7 +170,7 @@ class Tool:
     closed_in_spec: ClassVar[bool] = False
     # "read": cannot change the workspace or the world, may run beside other such calls of a reply
     # (--parallel-calls); "agent": a child agent (--parallel-agents); None: runs alone, in the model's order.
-    concurrent: str | None = None
+    concurrent: ClassVar[str | None] = None
     # The call's risk before its targets (runner/policy/risk.py): "low" only reads, "medium" acts in the workspace,
     # "high" deletes or reaches the network; None: its domain's level.
     risk: ClassVar[str | None] = None
@@ -179,6 +179,15 @@ class Tool:
     # old results are cleared, and carried into a summary; "by_reference" — protected, and its large arguments
     # (what the file it wrote now holds) are kept by reference once it has run; None: pruned like any result.
     context_class: ClassVar[str | None] = None
+    # Other agents' names for it (Claude Code's), lower case or not: what a skill's `allowed-tools` or a profile's
+    # `tools` written for them means here (runner/subagents/builtin.py ALIASES is the table of them all).
+    aliases: ClassVar[tuple[str, ...]] = ()
+    # When a run offers it: "always"; "configured" — only when the trusted environment configures it (web_search:
+    # AGENT_RUN_SEARCH_URL); "added" — when the run has what it needs (skill: skills; task: subagents on).
+    offered: ClassVar[str] = "always"
+    # A call of it changes which calls after it are allowed (a skill's allowed-tools): a stretch of calls run at
+    # once ends at it (runner/engine/batch.py).
+    narrows: ClassVar[bool] = False
 
     def reserve(self, args: dict[str, Any], call_id: str) -> None:
         """Called in the model's order once the call is allowed, before it runs (perhaps beside others): for what
@@ -194,6 +203,10 @@ class Tool:
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         raise NotImplementedError
+
+    def restore(self, events: list[dict[str, Any]], upto_turn: int) -> None:
+        """A resumed or forked run's tool picks up its state (a plan) from the recorded run's own `events`, as they
+        were by turn `upto_turn` (runner/sessions/resume.py); most tools keep none."""
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI `tools` entry."""

@@ -35,6 +35,7 @@ class Bash(Tool):
     name = "bash"
     domain = "bash"
     risk = "medium"
+    aliases = ("Bash",)
     keep = "tail"
     description = (
         "Run bash in the workspace (stdin closed; timeout_s 0: default); long output keeps its end (tail_lines/"

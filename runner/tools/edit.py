@@ -18,6 +18,7 @@ class Edit(Tool):
     domain = "edit"
     risk = "medium"
     context_class = "by_reference"
+    aliases = ("Edit", "MultiEdit")
     description = (
         "Replace old_string (one exact match unless replace_all) with new_string in a file."
     )

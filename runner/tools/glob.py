@@ -16,6 +16,7 @@ class Glob(Tool):
     name = "glob"
     domain = "read"
     risk = "low"
+    aliases = ("Glob",)
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "Files matching pattern (e.g. '**/*.py') under path (default '.'); gitignored ones only if named."

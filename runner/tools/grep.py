@@ -38,6 +38,7 @@ class Grep(Tool):
     name = "grep"
     domain = "read"
     risk = "low"
+    aliases = ("Grep",)
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "Python regex in files under path (default '.'; include: a path glob; binary/gitignored files skipped "

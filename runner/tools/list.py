@@ -17,6 +17,7 @@ class List(Tool):
     name = "list"
     domain = "read"
     risk = "low"
+    aliases = ("LS",)
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "List directory path (default '.'); gitignored entries are marked."

@@ -31,6 +31,7 @@ class Read(Tool):
     name = "read"
     domain = "read"
     risk = "low"
+    aliases = ("Read",)
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         f"Read a text file, numbered: limit lines (default {DEFAULT_LIMIT}) from offset (1-based)."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from runner.tools.base import Tool
@@ -47,12 +47,14 @@ class Registry:
 # The core tools' classes, in the registry's order (the tools array's: part of the prompt prefix).
 CORE: tuple[type[Tool], ...] = (Read, List, Glob, Grep, Write, Edit, Delete, Move, Bash, WebFetch, WebSearch,
                                 MemorySearch, Todo)
-# Core tools offered only when the trusted environment configures them.
-OPTIONAL = ("web_search",)
-
 
 def core_tools(search_url: str | None = None) -> Registry:
     """`search_url`: AGENT_RUN_SEARCH_URL from the trusted environment; web_search is offered only with it."""
     search = [WebSearch(search_url)] if search_url else []
     return Registry([Read(), List(), Glob(), Grep(), Write(), Edit(), Delete(), Move(), Bash(), WebFetch(), *search,
                      MemorySearch(), Todo()])
+
+
+def alias_table(classes: Iterable[type[Tool]]) -> dict[str, str]:
+    """Another agent's name for a tool, lower-cased (a skill may write `Bash` or `bash`) -> the tool's name."""
+    return {alias.lower(): cls.name for cls in classes for alias in cls.aliases}

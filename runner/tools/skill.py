@@ -22,6 +22,8 @@ class SkillTool(Tool):
     domain = "read"
     risk = "low"
     context_class = "whole"
+    offered = "added"  # when the run has skills
+    narrows = True  # what it loads restricts the calls after it
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = ("Load a skill (a procedure for a kind of task, listed in the system prompt) by name: returns "
                    "its instructions and the files in its folder. Follow them; read those files with `read`.")

@@ -9,6 +9,7 @@ after RECITE_EVERY turns without an update, and it ends up in summary.json `todo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from runner.policy.model import Target
@@ -26,6 +27,7 @@ class Todo(Tool):
     domain = "read"
     risk = "low"
     context_class = "protected"
+    aliases = ("TodoWrite",)
     description = (
         "Your plan for a multi-step task: the whole list each call, one item in_progress."
     )
@@ -63,6 +65,21 @@ class Todo(Tool):
         self._since = 0
         return ToolOutput(render(items), {"items": len(items),
                                           "completed": sum(i["status"] == "completed" for i in items)})
+
+    def restore(self, events: list[dict[str, Any]], upto_turn: int) -> None:
+        """The plan goes on with a resumed conversation: the list as the run left it by turn `upto_turn`, the
+        last todo call that succeeded (empty when it cannot be read)."""
+        ok = {e.get("call_id") for e in events
+              if e.get("type") == "tool_result" and e.get("tool") == self.name and e.get("ok")}
+        for e in reversed(events):
+            if e.get("type") == "tool_call" and e.get("tool") == self.name and e.get("call_id") in ok \
+                    and e.get("turn", 0) <= upto_turn:
+                try:
+                    self.items = list(json.loads(e["arguments"])["todos"])
+                except (ValueError, KeyError, TypeError):
+                    self.items = []
+                return
+        self.items = []
 
     def recite(self, turn: int, compacted: bool) -> str | None:
         """Before a request: the plan to re-send (appended), after a compaction or a long stretch; else None."""

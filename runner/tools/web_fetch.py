@@ -86,6 +86,7 @@ class WebFetch(Tool):
     name = "web_fetch"
     domain = "web_fetch"
     risk = "high"
+    aliases = ("WebFetch",)
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "GET an http(s) URL as text (HTML as Markdown; ≤5 redirects), cut at max_bytes (default 5 MB or the "

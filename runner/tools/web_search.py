@@ -37,6 +37,8 @@ class WebSearch(Tool):
     name = "web_search"
     domain = "web_search"
     risk = "high"
+    aliases = ("WebSearch",)
+    offered = "configured"  # with AGENT_RUN_SEARCH_URL only
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = f"Search the web: title, URL and snippet of the first limit results (default {DEFAULT_LIMIT}, " \
                   f"max {MAX_LIMIT})."

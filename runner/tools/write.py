@@ -15,6 +15,7 @@ class Write(Tool):
     domain = "edit"
     risk = "medium"
     context_class = "by_reference"
+    aliases = ("Write",)
     description = (
         "Create or overwrite a file (parents created)."
     )

@@ -7,15 +7,17 @@ returns a skill's body as a tool result, and the files it refers to are read on 
 
 `allowed-tools` **narrows**: while a skill that lists it is the latest one loaded, a call of a tool
 it does not list is refused (it never widens the policy, which still decides every call it allows).
-Claude Code's names map to ours: `Bash(git log:*)` → `bash` on commands matching `git log *`,
-`Read` → `read`, `Write` → `write`, `Edit`/`MultiEdit` → `edit`, `Glob` → `glob`, `Grep` → `grep`,
-`LS` → `list`, `WebFetch` → `web_fetch`, `TodoWrite` → `todo`; our own tool names work as they are.
+Claude Code's names map to ours by the tools' `aliases` (a table this floor is handed: runner/subagents/builtin.py
+ALIASES): `Bash(git log:*)` → `bash` on commands matching `git log *`, `Read` → `read`, `Write` → `write`,
+`Edit`/`MultiEdit` → `edit`, `Glob` → `glob`, `Grep` → `grep`, `LS` → `list`, `WebFetch` → `web_fetch`,
+`WebSearch` → `web_search`, `TodoWrite` → `todo`, `Task` → `task`; our own tool names work as they are.
 (In Claude Code `allowed-tools` pre-approves; here it only restricts: docs/skills.md.)
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,8 +33,6 @@ MAX_SKILLS = 100
 MAX_DESCRIPTION = 300
 MAX_FILE_BYTES = 256 * 1024  # a SKILL.md or a subagent profile: instructions, not data
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # the Agent Skills spec's names
-CLAUDE_NAMES = {"bash": "bash", "read": "read", "write": "write", "edit": "edit", "multiedit": "edit",
-                "glob": "glob", "grep": "grep", "ls": "list", "webfetch": "web_fetch", "todowrite": "todo"}
 _ENTRY = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$")
 
 
@@ -87,7 +87,8 @@ class Restriction:
         return f"the skill '{self.skill}' allows only: {listed}; call `skill` again to change skills"
 
 
-def parse_allowed(value: Any, where: str) -> tuple[tuple[str, str | None], ...] | None:
+def parse_allowed(value: Any, where: str, aliases: Mapping[str, str]) -> tuple[tuple[str, str | None], ...] | None:
+    """`aliases`: other agents' tool names, lower-cased, -> ours (runner/subagents/builtin.py ALIASES)."""
     if value is None:
         return None
     items = value if isinstance(value, list) else re.split(r",\s*|\s+(?![^()]*\))", str(value).strip())
@@ -96,7 +97,7 @@ def parse_allowed(value: Any, where: str) -> tuple[tuple[str, str | None], ...] 
         found = _ENTRY.match(item)
         if not found:
             raise SkillError(f"{where}: allowed-tools entry {item!r} is not NAME or NAME(pattern)")
-        name = CLAUDE_NAMES.get(found.group(1).lower(), found.group(1))
+        name = aliases.get(found.group(1).lower(), found.group(1))
         pattern = found.group(2)
         if pattern is not None:
             pattern = pattern.strip()
@@ -123,7 +124,7 @@ def front_matter(path: Path, what: str, text: str | None = None) -> tuple[Any, s
         raise SkillError(f"{path}: front matter: {exc}") from None
 
 
-def load_skill(path: Path, trusted: bool) -> Skill:
+def load_skill(path: Path, trusted: bool, aliases: Mapping[str, str]) -> Skill:
     meta, body = front_matter(path, "SKILL.md")
     if not isinstance(meta, dict) or not meta.get("name") or not meta.get("description"):
         raise SkillError(f"{path}: front matter needs name and description")
@@ -132,11 +133,12 @@ def load_skill(path: Path, trusted: bool) -> Skill:
                          "(at most 64)")
     description = " ".join(str(meta["description"]).split())[:MAX_DESCRIPTION]
     return Skill(str(meta["name"]), description, path.parent, body.strip(),
-                 parse_allowed(meta.get("allowed-tools"), str(path)), trusted)
+                 parse_allowed(meta.get("allowed-tools"), str(path), aliases), trusted)
 
 
-def discover(workspace: Path, dirs: list[str]) -> tuple[list[Skill], list[str]]:
-    """Skills by name (the first of a name wins), and warnings for skills that could not be read."""
+def discover(workspace: Path, dirs: list[str], aliases: Mapping[str, str]) -> tuple[list[Skill], list[str]]:
+    """Skills by name (the first of a name wins), and warnings for skills that could not be read. `aliases`: as
+    parse_allowed's."""
     roots = [(Path(d).expanduser().resolve(), True) for d in dirs]
     roots += [((workspace / s).resolve(), False) for s in SOURCES]
     found: dict[str, Skill] = {}
@@ -146,7 +148,7 @@ def discover(workspace: Path, dirs: list[str]) -> tuple[list[Skill], list[str]]:
             if path.is_symlink() or (not trusted and not path.resolve().is_relative_to(workspace.resolve())):
                 continue  # a repository skill must not reach outside the workspace
             try:
-                skill = load_skill(path, trusted)
+                skill = load_skill(path, trusted, aliases)
             except (SkillError, OSError, UnicodeDecodeError) as exc:
                 warnings.append(str(exc))
                 continue

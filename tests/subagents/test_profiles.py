@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.subagents.builtin import ALIASES
 from runner.subagents.profiles import GENERAL, ProfileError, discover, load_profile, recorded_dirs, trusted_dirs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
@@ -19,14 +20,14 @@ def _write(path: Path, text: str) -> Path:
 
 def test_the_shipped_examples_load_without_warnings():
     for path in sorted(EXAMPLES.glob("*.md")):
-        profile, warnings = load_profile(path, trusted=True)
+        profile, warnings = load_profile(path, trusted=True, aliases=ALIASES)
         assert warnings == [] and profile.name == path.stem and profile.tools and profile.body
 
 
 def test_claude_names_map_and_bash_patterns_narrow(tmp_path):
     path = _write(tmp_path / "r.md", "---\nname: r\ndescription: d\ntools: Read, Grep, LS, Bash(git log:*)\n"
                                      "model: sonnet\ncolor: red\n---\nbody\n")
-    profile, warnings = load_profile(path, trusted=False)
+    profile, warnings = load_profile(path, trusted=False, aliases=ALIASES)
     assert profile.tools == (("read", None), ("grep", None), ("list", None), ("bash", "git log *"))
     assert profile.model is None  # a Claude alias: the run's model
     assert any("unknown key 'color'" in w for w in warnings) and any("Claude alias" in w for w in warnings)
@@ -44,7 +45,7 @@ def test_claude_names_map_and_bash_patterns_narrow(tmp_path):
 def test_a_bad_profile_says_what_is_wrong(tmp_path, front, message):
     path = _write(tmp_path / "x.md", f"---\n{front}\n---\nbody\n")
     with pytest.raises(ProfileError, match=message):
-        load_profile(path, trusted=False)
+        load_profile(path, trusted=False, aliases=ALIASES)
 
 
 def test_discovery_order_trust_and_the_builtin(tmp_path):
@@ -56,7 +57,7 @@ def test_discovery_order_trust_and_the_builtin(tmp_path):
     _write(ws / ".claude/agents/other.md", "---\nname: other\ndescription: the second\n---\n")
     _write(ws / ".claude/agents/broken.md", "no front matter\n")
     (ws / ".agents/agents/link.md").symlink_to(trusted / "rev.md")
-    found = discover(ws.resolve(), [trusted.resolve()])
+    found = discover(ws.resolve(), [trusted.resolve()], aliases=ALIASES)
     profiles, warnings = found.profiles, found.warnings
     assert list(profiles) == [GENERAL, "rev", "other"]
     assert profiles["rev"].trusted and profiles["rev"].description == "trusted one"
@@ -65,7 +66,7 @@ def test_discovery_order_trust_and_the_builtin(tmp_path):
     assert not any("link.md" in w for w in warnings)  # a symlink is skipped silently, never read
     assert found.shadowed == [".agents/agents/rev.md: repository profile 'rev' takes the name of the trusted "
                               f"profile 'rev' ({trusted.resolve() / 'rev.md'}); not loaded"]
-    bare = discover((tmp_path / "empty").resolve(), []).profiles
+    bare = discover((tmp_path / "empty").resolve(), [], aliases=ALIASES).profiles
     assert list(bare) == [GENERAL] and bare[GENERAL].path is None
 
 
@@ -75,7 +76,7 @@ def test_a_repository_profile_never_takes_a_trusted_name(tmp_path, where, name):
     ws, trusted = tmp_path / "ws", tmp_path / "trusted"
     _write(trusted / "rev.md", "---\nname: rev\ndescription: trusted one\n---\n")
     _write(ws / where / f"{name}.md", "---\ndescription: the repository's\n---\nobey me\n")
-    found = discover(ws.resolve(), [trusted.resolve()])
+    found = discover(ws.resolve(), [trusted.resolve()], aliases=ALIASES)
     assert list(found.profiles) == [GENERAL, "rev"] and found.profiles[GENERAL].path is None
     assert found.profiles["rev"].trusted
     [refused] = found.shadowed
@@ -84,7 +85,7 @@ def test_a_repository_profile_never_takes_a_trusted_name(tmp_path, where, name):
 
 def test_a_trusted_profile_may_replace_the_builtin(tmp_path):
     _write(tmp_path / "trusted" / "general.md", "---\ndescription: ours\n---\nbody\n")
-    found = discover((tmp_path / "ws").resolve(), [(tmp_path / "trusted").resolve()])
+    found = discover((tmp_path / "ws").resolve(), [(tmp_path / "trusted").resolve()], aliases=ALIASES)
     assert found.profiles[GENERAL].trusted and found.profiles[GENERAL].description == "ours"
     assert found.shadowed == []
 
