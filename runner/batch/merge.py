@@ -21,7 +21,7 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from runner.batch.result import ENTRY_FIELDS, worst
 from runner.batch.shard import MAX_SHARDS, Shard, cut, task_order, tasks_sha256
@@ -190,7 +190,7 @@ def _summary(directory: Path, entry: Mapping[str, Any]) -> dict[str, Any]:
     return {**(read_summary(run_dir, SUMMARY_CAP) or {}), **own}
 
 
-def _int(value: Any) -> bool:
+def _int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -10,7 +10,7 @@ of different batches apart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.core.jsonutil import sha256_json
@@ -29,7 +29,7 @@ class Shard:
     total: int
 
 
-def task_order(tasks: Sequence[str]) -> list[str]:
+def task_order(tasks: Iterable[str]) -> list[str]:
     """The batch's task order: the paths as given, sorted by code point (the same on every machine)."""
     return sorted(tasks)
 

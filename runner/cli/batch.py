@@ -121,7 +121,7 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
 
     summaries = run_all(tasks, jobs, common)
     entries = [entry(t, s) for t, s in zip(tasks, summaries, strict=True)]
-    result = {"exit_code": worst(int(s.get("exit_code") or 0) for s in summaries), "jobs": jobs,
+    result: dict[str, Any] = {"exit_code": worst(int(s.get("exit_code") or 0) for s in summaries), "jobs": jobs,
               "isolation": isolation, "workspace": str(home), "tasks": entries,
               **({"shard": cut_of} if cut_of is not None else {})}
     out = Path(batch_json).expanduser() if batch_json else runs_dir_for(runs_dir, home) / "batch.json"

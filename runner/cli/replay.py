@@ -78,9 +78,9 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
             click.echo(f"  would run {describe_call(c)}", err=True)
         click.echo(f"{len(chosen)} denied call(s); add --approve to execute them", err=True)
         return
-    given = {**for_model, "timeout": timeout}
+    overrides = {**for_model, "timeout": timeout}
     outcome, reporter = with_github(lambda: replay(run_dir, list(calls), resume=resume,
-                                                   cli_settings={k: v for k, v in given.items() if v is not None},
+                                                   cli_settings={k: v for k, v in overrides.items() if v is not None},
                                                    verbosity=0 if quiet else 1, sandbox=sandbox,
                                                    expect_hash=expect_hash, policy_spec=policy_spec,
                                                    workspace=workspace, force=force, apply_changes=apply_changes,

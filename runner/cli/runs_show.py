@@ -58,7 +58,7 @@ def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool, 
         return
     spool = Spool()
     try:
-        out = click.get_binary_stream("stdout")
+        out = sys.stdout.buffer
         write_json(account(path, summary, spool), spool, out)
         out.flush()
     finally:
@@ -194,7 +194,7 @@ def _who(agent: dict[str, Any] | None) -> str:
     """An agent's id, indented by its depth: `main`, `  a1`, `    a2`."""
     if not agent:
         return MAIN
-    depth = agent.get("depth") if isinstance(agent.get("depth"), int) else 1
+    depth = agent["depth"] if isinstance(agent.get("depth"), int) else 1
     return "  " * depth + str(agent.get("id"))
 
 

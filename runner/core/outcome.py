@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 from enum import StrEnum
+from typing import Any
 
 
 class Status(StrEnum):
@@ -49,7 +50,7 @@ class RunEnded(Exception):
 
     status: Status = Status.FAILED
 
-    def __init__(self, reason: str, **details: object) -> None:
+    def __init__(self, reason: str, **details: Any) -> None:
         super().__init__(reason)
         self.reason = reason
         self.details = details  # extra keys for summary.json (which loop, which budget, the figures)

@@ -50,14 +50,15 @@ def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str
     return FallbackChat(chain, client, on_delta) if len(chain.names) > 1 else client(chain.current)
 
 
-def context_manager(rec: Recording, config: ContextConfig, model: ChatModel, tools: list[dict[str, Any]], emit: Any,
-                    history: Path, turn: Callable[[], int], root: Path | None = None,
+def context_manager(rec: Recording, config: ContextConfig, model: ChatModel | None, tools: list[dict[str, Any]],
+                    emit: Any, history: Path, turn: Callable[[], int], root: Path | None = None,
                     deadline: float | None = None) -> ContextManager:
     """An agent's context manager: its compaction call (on its model, with its tools, tool_choice none), its
     spill files in the run's outputs, its history snapshots in `history` (a subagent's: under the run's), its
     compaction call bounded by `deadline` (a subagent's own clock), else the run's."""
 
     def summarize(messages: list[dict[str, Any]]) -> str:
+        assert model is not None, "an agent prepared without a model (a replay that only executes) never compacts"
         started = time.monotonic()
         until = deadline if deadline is not None else rec.ctx.deadline
         left = until - time.monotonic() if until is not None else None

@@ -52,7 +52,7 @@ class McpTool(Tool):
         self.runtime = runtime
         marked = runtime.read_only(server)
         # Only the trusted MCP config marks a tool read-only (never the server's own annotations).
-        self.concurrent = "read" if marked is True or (marked and tool in marked) else None
+        self.concurrent = "read" if marked is True or (marked and tool in marked) else None  # type: ignore[misc]
 
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
         return [Target("mcp", f"mcp:{self.server}/{self.tool}")]

@@ -25,6 +25,7 @@ from runner.engine.call import CallEnv, bind_hooks
 from runner.engine.loop import Limits, LoopResult, run_loop
 from runner.engine.recorder import Recording, RunOutcome, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
+from runner.guards.base import Guard
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
 from runner.mcp.setup import mcp_servers, start_mcp
@@ -55,6 +56,7 @@ from runner.tools.readable import policy_decider
 from runner.tools.registry import core_tools
 from runner.tools.skill import SkillTool
 from runner.tools.spill import fallback_dir
+from runner.tools.todo import Todo
 from runner.tools.truncate import Limits as TruncationLimits
 from runner.workspace.git import SafeGit
 from runner.workspace.instructions import InstructionsError, gather
@@ -193,7 +195,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                     (budget.before_request,) + ((turns,) if turns else ()), (budget.on_reply,),
                     text_calls=settings.text_tool_calls == "auto", parallel=parallel_of(settings))
     todo = env.registry.get("todo")
-    if todo is not None:  # the plan, for the people reading the run (summary.json, step summary)
+    if isinstance(todo, Todo):  # the plan, for the people reading the run (summary.json, step summary)
         rec.finishers.append(lambda data: data.update(todos=todo.items) if todo.items else None)
     context = context_for(rec, policy, settings, model, env)
     limits = replace(limits, checks=(*limits.checks, context.fits))  # no request over the window (context/)
@@ -244,7 +246,8 @@ def finish(rec: Recording, task: Task, agent: Agent, result: LoopResult | None,
     return rec.finished_status()
 
 
-def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatModel, env: CallEnv) -> ContextManager:
+def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatModel | None,
+                env: CallEnv) -> ContextManager:
     """Pruning and compaction for this run; the compaction call goes to the same model, with the
     same tools (so its prompt shares the conversation's cached prefix) and tool_choice none."""
     window = None if settings.model.startswith("replay:") else window_for(settings.model, settings.context_window)
@@ -293,7 +296,8 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     policy = policy.with_rules([*own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
     write_json(rec.run_dir / "policy.json", portable_snapshot(policy.resolved, rec.home or rec.workspace))
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
-    guards = [DenialGuard(max_denials), LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
+    guards: list[Guard] = [DenialGuard(max_denials),
+                           LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
     # web_search only when the trusted environment names a search endpoint (runner/tools/web_search.py).
     tools = core_tools(search_url=(environ or {}).get("AGENT_RUN_SEARCH_URL") or None)
     env = CallEnv(tools, policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards, home=rec.home)

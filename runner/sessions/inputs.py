@@ -58,7 +58,7 @@ def restored_mcp_configs(run: Recorded, home: Path) -> list[str]:
                              f"keyed ({AUDIT_KEY_ENV}): the log alone does not start commands named there; pass "
                              f"--mcp-config {name} to use it")
         try:
-            sha = file_sha256(path)
+            sha = file_sha256(path) or ""
         except OSError as exc:
             raise UsageError(f"the run was given --mcp-config {name}, which cannot be read now "
                              f"({exc.strerror or exc}): restore it, or pass --mcp-config") from None

@@ -49,7 +49,7 @@ from runner.record.rundir import LogBroken, portable, write_atomic
 from runner.subagents.builtin import ALIASES
 from runner.subagents.profiles import Profile
 from runner.subagents.tool import TaskTool
-from runner.tools.base import ToolContext, ToolError, ToolOutput
+from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.readable import policy_decider
 from runner.tools.registry import Registry
 from runner.tools.todo import Todo
@@ -283,7 +283,7 @@ class Delegation:
 
         todo = Todo()
         skills = Restriction()
-        tools = []
+        tools: list[Tool] = []
         for tool in self.env.registry.tools:
             if isinstance(tool, TaskTool):
                 if delegation is not None:
@@ -363,8 +363,8 @@ def _status(exc: RunEnded) -> str:
         return "doom_loop"
     if isinstance(exc, BudgetExhausted):
         # A child whose context window cannot be kept failed (its reason says so); it did not run out of time.
-        return {"max_turns": "max_turns", "context_window": "failed"}.get((exc.details.get("budget") or {}).get("name"),
-                                                                           "timeout")
+        budget: dict[str, Any] = exc.details.get("budget") or {}
+        return {"max_turns": "max_turns", "context_window": "failed"}.get(budget.get("name", ""), "timeout")
     return "failed"
 
 
