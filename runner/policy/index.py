@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wcmatch import fnmatch, glob
 
@@ -68,7 +68,7 @@ def glob_suffix(body: str, *, path: bool) -> str:
     return body
 
 
-def _literal_run(items: list[tuple[object, object]], reverse: bool) -> tuple[str, bool]:
+def _literal_run(items: list[tuple[Any, Any]], reverse: bool) -> tuple[str, bool]:
     """The literal text every match of these regex parse items starts (or, reversed, ends) with, and whether
     the items are wholly that literal. Zero-width items (anchors, lookarounds) constrain without consuming:
     skipping them keeps the literal a necessary condition."""
@@ -77,11 +77,11 @@ def _literal_run(items: list[tuple[object, object]], reverse: bool) -> tuple[str
     out: list[str] = []
     for op, av in reversed(items) if reverse else items:
         if op is c.LITERAL:
-            out.append(chr(av))  # type: ignore[arg-type]
+            out.append(chr(av))
         elif op in (c.AT, c.ASSERT, c.ASSERT_NOT):
             continue
-        elif op is c.SUBPATTERN and not (av[1] & c.SRE_FLAG_IGNORECASE):  # type: ignore[index]
-            inner, whole = _literal_run(list(av[3]), reverse)  # type: ignore[index]
+        elif op is c.SUBPATTERN and not (av[1] & c.SRE_FLAG_IGNORECASE):
+            inner, whole = _literal_run(list(av[3]), reverse)
             out.append(inner)
             if not whole:
                 return "".join(reversed(out) if reverse else out), False

@@ -49,9 +49,10 @@ def markdown(result: Mapping[str, Any], limit: int = SUMMARY_LIMIT) -> str:
     if shards is not None:
         what += f", merged from {len(shards.get('reported') or [])} of {shards.get('total')} shards"
     head = [f"## {icon} agent-run batch: {what} (exit {code})", ""]
-    for index in (shards or {}).get("missing") or []:
-        head += [f"**Shard {index} of {shards['total']} never reported**: its tasks are not in this table "  # type: ignore[index]
-                 "and the batch fails.", ""]
+    if shards is not None:
+        for index in shards.get("missing") or []:
+            head += [f"**Shard {index} of {shards['total']} never reported**: its tasks are not in this table "
+                     "and the batch fails.", ""]
     columns = ["task", "status", "exit", "turns", "time", *(["shard"] if shards is not None else []), "run id",
                "reason"]
     head += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]

@@ -181,7 +181,8 @@ def _pipe(a: socket.socket, b: socket.socket) -> None:
     try:
         while True:
             for key, _ in sel.select(timeout=300):
-                src: socket.socket = key.fileobj  # type: ignore[assignment]
+                src = key.fileobj
+                assert isinstance(src, socket.socket)  # a or b
                 data = src.recv(65536)
                 if not data:
                     return
