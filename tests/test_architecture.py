@@ -318,3 +318,41 @@ def test_ruff_passes():
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "runner", "tests", "bench", "examples"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def tool_name_tables(root: Path, names: set[str]) -> list[tuple[str, str]]:
+    """(file, name) of each module-level assignment outside runner/tools/ whose value holds a dict, set, tuple,
+    list or frozenset literal with two or more of `names` as keys or members: a trait of tools kept by their
+    names, which belongs on their classes (runner/tools/base.py `Tool`)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.is_relative_to(root / "tools"):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) or node.value is None:
+                continue
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            label = ast.unparse(target)
+            for inner in ast.walk(node.value):
+                members = (inner.keys if isinstance(inner, ast.Dict)
+                           else inner.elts if isinstance(inner, ast.Set | ast.Tuple | ast.List) else [])
+                strings = {m.value for m in members if isinstance(m, ast.Constant) and isinstance(m.value, str)}
+                if len(strings & names) >= 2:
+                    found.append((path.relative_to(root.parent).as_posix(), label))
+                    break
+    return found
+
+
+def test_no_table_of_tools_by_name_outside_their_classes(tmp_path):
+    from runner.subagents.builtin import BUILTIN
+
+    names = {cls.name for cls in BUILTIN}
+    # The domains' table (runner/policy/domains.py) names some domains as the tools that use them, in rows, not
+    # as members of a literal: a domain is what the policy decides in, not a tool.
+    assert tool_name_tables(PACKAGE, names) == []
+    planted = tmp_path / "runner"
+    (planted / "tools").mkdir(parents=True)
+    (planted / "tools" / "ok.py").write_text('ORDER = ("read", "bash")\n')
+    (planted / "x.py").write_text('A = {"read": 1, "bash": 2}\nB: frozenset[str] = frozenset({"edit", "write"}) | C\n'
+                                  'D = ("read", "other")\ndef f():\n    return ("read", "bash")\n')
+    assert tool_name_tables(planted, names) == [("runner/x.py", "A"), ("runner/x.py", "B")]

@@ -42,7 +42,8 @@ from runner.core.events import (
 from runner.core.jsonutil import sha256_text
 from runner.core.outcome import EXIT_CODES, Status
 from runner.model.base import assistant_message, usage_dict
-from runner.policy.model import DOMAINS, Decision
+from runner.policy.domains import DOMAINS
+from runner.policy.model import Decision
 from runner.record.rundir import EventLog, create_run_dir, utc_now
 from runner.tools.base import ERROR_TYPES
 from tests.fakes.event_schema import event_error, load_schema, validate_events_file

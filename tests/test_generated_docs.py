@@ -52,7 +52,7 @@ def test_cells_escape_pipes_and_newlines():
 
 
 def test_check_mode_names_the_command(tmp_path, monkeypatch, capsys):
-    for rel in {rel for rel, _ in docgen.REGIONS.values()}:
+    for rel in {rel for rel, _ in docgen.REGIONS.values()} | set(docgen.SCHEMA_ENUMS):
         target = tmp_path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text((ROOT / rel).read_text(encoding="utf-8"), encoding="utf-8")
@@ -63,6 +63,25 @@ def test_check_mode_names_the_command(tmp_path, monkeypatch, capsys):
     assert docgen.COMMAND in capsys.readouterr().err
     assert docgen.main([]) == 0 and docgen.main(["--check"]) == 0
     assert "| `bash` |" in stale.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", sorted(docgen.SCHEMA_ENUMS))
+def test_the_schemas_domain_enums_are_generated_from_the_domain_table(path):
+    old, new = docgen.regenerate(ROOT)[ROOT / path]
+    assert old == new, f"{path}: its domain enums drifted from runner/policy/domains.py; regenerate: {docgen.COMMAND}"
+
+
+def test_a_new_domain_reaches_both_schemas(monkeypatch):
+    from runner.policy import domains
+
+    monkeypatch.setattr(domains, "DOMAINS", (*domains.DOMAINS, "spaceship"))
+    events = json.loads(docgen.events_schema_enums((ROOT / "runner/schemas/events.schema.json").read_text()))
+    assert events["$defs"]["domain"]["enum"][-1] == "spaceship"
+    policy = json.loads(docgen.policy_schema_enums((ROOT / "policies/policy.schema.json").read_text()))
+    rule = policy["properties"]["permission"]["properties"]["rules"]["items"]["properties"]["domain"]
+    assert rule["enum"] == ["*", *domains.DOMAINS]
+    risk = policy["properties"]["risk"]["properties"]["rules"]["items"]["properties"]["domain"]
+    assert risk["enum"] == ["*", *domains.DOMAINS]
 
 
 def test_run_help_names_every_shipped_policy():

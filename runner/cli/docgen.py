@@ -8,6 +8,9 @@ everything outside the markers is hand-written and left alone.
 
 - `events` (docs/run-directory.md): the event table, from runner/schemas/events.schema.json.
 - `tools` (docs/tools.md): the tool table, from runner/tools/registry.py `core_tools()`.
+
+JSON Schemas are generated in part the same way: the policy domains' enums of policies/policy.schema.json and
+runner/schemas/events.schema.json, from runner/policy/domains.py (`SCHEMA_ENUMS`).
 """
 
 from __future__ import annotations
@@ -104,6 +107,37 @@ REGIONS: dict[str, tuple[str, Callable[[], str]]] = {
 }
 
 
+def _domains() -> list[str]:
+    from runner.policy.domains import DOMAINS
+
+    return list(DOMAINS)
+
+
+def events_schema_enums(text: str) -> str:
+    """runner/schemas/events.schema.json (`json.dumps`, indent 2) with `$defs.domain.enum` the domains."""
+    schema = json.loads(text)
+    schema["$defs"]["domain"]["enum"] = _domains()
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+_RULE_DOMAIN = re.compile(r'("domain": \{ "enum": )\[[^\]]*\]( \})')
+
+
+def policy_schema_enums(text: str) -> str:
+    """policies/policy.schema.json (written by hand: only the enum lines are replaced) with every rule's `domain`
+    enum `*` and the domains."""
+    if len(_RULE_DOMAIN.findall(text)) != 2:  # permission rules, risk rules
+        raise ValueError('expected two \'"domain": { "enum": [...] }\' lines in policies/policy.schema.json')
+    return _RULE_DOMAIN.sub(lambda m: m.group(1) + json.dumps(["*", *_domains()]) + m.group(2), text)
+
+
+# a schema (relative to the repo root) -> what rewrites its generated enums
+SCHEMA_ENUMS: dict[str, Callable[[str], str]] = {
+    "runner/schemas/events.schema.json": events_schema_enums,
+    "policies/policy.schema.json": policy_schema_enums,
+}
+
+
 def _pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(<!-- generated: {re.escape(name)} -->\n)(.*?)(^{re.escape(END)})", re.S | re.M)
 
@@ -126,6 +160,9 @@ def regenerate(root: Path | None = None) -> dict[Path, tuple[str, str]]:
         current = out[path][1] if path in out else path.read_text(encoding="utf-8")
         original = out[path][0] if path in out else current
         out[path] = (original, render(current, name, generate()))
+    for rel, rewrite in SCHEMA_ENUMS.items():
+        text = (root / rel).read_text(encoding="utf-8")
+        out[root / rel] = (text, rewrite(text))
     return out
 
 

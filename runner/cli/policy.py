@@ -9,9 +9,9 @@ import click
 
 from runner.core.outcome import EXIT_CODES, Status
 from runner.engine.explain import dumps, explain, explain_text, simulate, simulate_text
+from runner.policy.domains import DOMAINS
 from runner.policy.jsonc import PolicyError
 from runner.policy.load import check_policy, load_policy
-from runner.policy.model import DOMAINS
 from runner.record.rundir import default_runs_dir
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     import jsonschema
 
 from runner.core.inputfile import InputRefused, read_input_text
+from runner.policy.domains import DOMAINS
 from runner.policy.jsonc import Located, PolicyError, parse
 from runner.policy.match import compile_pattern, compile_rule_pattern
-from runner.policy.model import DOMAINS, Policy, Rule, snapshot
+from runner.policy.model import Policy, Rule, snapshot
 from runner.policy.sandbox_config import SandboxConfigError, config_from, network_rules
 from runner.record.rundir import portable
 

@@ -8,7 +8,6 @@ from typing import Any, Literal
 from runner.policy.match import Pattern
 
 Decision = Literal["allow", "deny", "ask"]
-DOMAINS = ("read", "edit", "bash", "web_fetch", "web_search", "mcp", "task", "network")
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 
@@ -24,7 +23,7 @@ class Target:
 
 @dataclass(frozen=True)
 class Rule:
-    domain: str  # one of DOMAINS, or "*"
+    domain: str  # one of DOMAINS (runner/policy/domains.py), or "*"
     pattern: Pattern
     decision: Decision
     source: str  # the file it came from, or "--approve"

@@ -20,6 +20,7 @@ import json
 from functools import cache
 from typing import Any
 
+from runner.policy.domains import TABLE
 from runner.policy.match import Pattern, compile_pattern
 from runner.policy.model import Policy, Target
 
@@ -28,9 +29,8 @@ RANK = {level: i for i, level in enumerate(LEVELS)}
 
 # A call's level before its targets is its tool's (`Tool.risk`, handed to decide() by the call site); what is decided
 # without a tool (a connection a running tool meets, a `task` profile decided ahead, `policy explain`) is its domain's.
-_BY_DOMAIN = {"read": "low", "edit": "medium", "bash": "medium", "mcp": "medium", "web_fetch": "high",
-              "web_search": "high", "network": "high", "task": "high"}
-_NETWORK_DOMAINS = frozenset({"web_fetch", "web_search", "network"})
+_BY_DOMAIN = {d.name: d.risk for d in TABLE}
+_NETWORK_DOMAINS = frozenset(d.name for d in TABLE if d.network)
 
 
 def domain_risk(domain: str) -> str:

@@ -11,9 +11,10 @@ import random
 import pytest
 
 from runner.policy.decide import decide_target, decide_target_linear, rule_index
+from runner.policy.domains import DOMAINS
 from runner.policy.index import glob_prefix, glob_suffix, regex_literals
 from runner.policy.match import SCHEMES, compile_pattern
-from runner.policy.model import DOMAINS, Policy, Rule, Target
+from runner.policy.model import Policy, Rule, Target
 
 WORDS = ["src", "srcx", "a", "ab", "b", "lib", "module5", "module55", "x.py", "a.py", ".env", "secret.txt",
          "git", "npm", "test", "tool5", "tool55", "--danger", "host5.example.com", "https:", "."]
