@@ -85,7 +85,7 @@ def test_a_new_domain_reaches_both_schemas(monkeypatch):
 
 
 def test_run_help_names_every_shipped_policy():
-    from runner.cli.run import SHIPPED_POLICIES
+    from runner.run.option_table import SHIPPED_POLICIES
     from runner.policy.load import shipped_names
 
     assert list(SHIPPED_POLICIES) == shipped_names()

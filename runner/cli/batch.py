@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,70 +26,79 @@ from runner.batch.result import entry, worst
 from runner.batch.shard import SHARD_ENV, ShardError, cut, resolve, tasks_sha256
 from runner.batch.tasks import run_all
 from runner.cli.batch_output import format_of, refuse, report
+from runner.cli.flags import forwarded, named, options
 from runner.cli.output import secrets_to_mask
 from runner.record.rundir import runs_dir_for
 from runner.report.github import mask
+from runner.run.option_table import OPTIONS, Option
 
 
-@click.command("batch")
-@click.argument("tasks", nargs=-1, required=True, metavar="TASK...")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Tasks run at once. Above 1, each task runs in its own git worktree.")
-@click.option("--junit", metavar="PATH", help="One JUnit XML file with one testcase per task.")
-@click.option("--batch-json", metavar="PATH",
-              help="Where to write the batch's result (every task's run dir, status, exit code). "
-                   "[default: RUNS_DIR/batch.json]")
-@click.option("--shard", metavar="I/N|auto", envvar=SHARD_ENV,
-              help="Run only shard I of N (1-based): task k of the task paths sorted by code point runs in shard "
-                   "k mod N + 1. auto: CI_NODE_INDEX/CI_NODE_TOTAL (GitLab parallel:), else AGENT_RUN_SHARD. "
-                   "[env: AGENT_RUN_SHARD] Merge the shards' outputs with `agent-run batch-merge`.")
-@click.option("--output-format", type=click.Choice(["text", "json"]),
-              help="stdout: a table, or the batch.json object. [default: text]")
-@click.option("--policy", metavar="PATH|NAME")
-@click.option("--workspace", metavar="DIR")
-@click.option("--runs-dir", metavar="DIR", help="As `run --runs-dir`. [default: WORKSPACE/.agent-run/runs]")
-@click.option("--model", metavar="NAME")
-@click.option("--max-turns", type=click.IntRange(min=1))
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS")
-@click.option("--max-tokens", type=click.IntRange(min=1), help="As `run --max-tokens` (each task's own budget).")
-@click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), metavar="USD")
-@click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN",
-              help="As `run --approve`, for every task (repeatable).")
-@click.option("--mode", type=click.Choice(["agent", "full_access"]), help="As `run --mode`.")
-@click.option("--sandbox", type=click.Choice(["required", "auto", "off"]), help="As `run --sandbox`.")
-@click.option("--env-file", "env_files", multiple=True, metavar="PATH", help="As `run --env-file` (repeatable).")
-@click.option("--mcp-config", "mcp_configs", multiple=True, metavar="FILE",
-              help="As `run --mcp-config`, for every task (repeatable).")
-@click.option("--tools", metavar="LIST", help="As `run --tools`, for every task.")
-@click.option("--isolate", type=click.Choice(["worktree"]),
-              help="Each task in its own worktree even with -j 1 (with -j above 1 this is the default).")
-@click.option("--shared-workspace", is_flag=True,
-              help="Run parallel tasks in the workspace itself, sharing it (each sees the others' changes); "
-                   "needed for -j above 1 outside git.")
-def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str | None, shard: str | None,
-          output_format: str | None,
-          policy: str | None, workspace: str | None, runs_dir: str | None, model: str | None,
-          max_turns: int | None, timeout: float | None, max_tokens: int | None, max_cost_usd: float | None,
-          approvals: tuple[str, ...], mode: str | None, sandbox: str | None, env_files: tuple[str, ...],
-          mcp_configs: tuple[str, ...], tools: str | None, isolate: str | None, shared_workspace: bool) -> None:
-    """Run TASK... (each in its own run directory), print a table, exit with the worst code.
+def make_batch(table: Sequence[Option] = OPTIONS) -> click.Command:
+    """`batch` with the options of `table` it passes on to each task (a test gives its own)."""
 
-    \b
-    -j 1 runs the tasks one after another in the workspace itself. -j N above 1
-    runs each task in its own worktree under WORKSPACE/.agent-run/worktrees/, so
-    each run's changes.patch is its own; that needs a git workspace with a
-    commit, else the batch is refused (exit 2) unless --shared-workspace.
-    The result is also written to --batch-json as JSON:
-    {exit_code, tasks: [{task, run_dir, status, exit_code, duration_s, worktree, ...}]}.
-    See docs/batch.md.
-    """
-    fmt = format_of(output_format)
+    @click.command("batch")
+    @click.argument("tasks", nargs=-1, required=True, metavar="TASK...")
+    @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+                  help="Tasks run at once. Above 1, each task runs in its own git worktree.")
+    @click.option("--junit", metavar="PATH", help="One JUnit XML file with one testcase per task.")
+    @click.option("--batch-json", metavar="PATH",
+                  help="Where to write the batch's result (every task's run dir, status, exit code). "
+                       "[default: RUNS_DIR/batch.json]")
+    @click.option("--shard", metavar="I/N|auto", envvar=SHARD_ENV,
+                  help="Run only shard I of N (1-based): task k of the task paths sorted by code point runs in "
+                       "shard k mod N + 1. auto: CI_NODE_INDEX/CI_NODE_TOTAL (GitLab parallel:), else "
+                       "AGENT_RUN_SHARD. [env: AGENT_RUN_SHARD] Merge the shards' outputs with `agent-run "
+                       "batch-merge`.")
+    @click.option("--output-format", type=click.Choice(["text", "json"]),
+                  help="stdout: a table, or the batch.json object. [default: text]")
+    @options((o for o in table if o.batch), "batch")
+    @named("batch", "--isolate", "--shared-workspace")  # not passed on as given: they decide the isolation
+    def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str | None, shard: str | None,
+              output_format: str | None, isolate: str | None, shared_workspace: bool, **kw: Any) -> None:
+        """Run TASK... (each in its own run directory), print a table, exit with the worst code.
+
+        \b
+        -j 1 runs the tasks one after another in the workspace itself. -j N above 1
+        runs each task in its own worktree under WORKSPACE/.agent-run/worktrees/, so
+        each run's changes.patch is its own; that needs a git workspace with a
+        commit, else the batch is refused (exit 2) unless --shared-workspace.
+        The result is also written to --batch-json as JSON:
+        {exit_code, tasks: [{task, run_dir, status, exit_code, duration_s, worktree, ...}]}.
+        See docs/batch.md.
+        """
+        given = Given(tasks, jobs, junit, batch_json, shard, output_format, isolate, shared_workspace,
+                      kw["workspace"], kw["runs_dir"])
+        _batch(given, forwarded(kw, table))
+
+    return batch
+
+
+@dataclass(frozen=True)
+class Given:
+    """What batch reads of its options itself (the others it passes on)."""
+
+    tasks: tuple[str, ...]
+    jobs: int
+    junit: str | None
+    batch_json: str | None
+    shard: str | None
+    output_format: str | None
+    isolate: str | None
+    shared_workspace: bool
+    workspace: str | None
+    runs_dir: str | None
+
+
+def _batch(given: Given, common: list[str]) -> None:
+    """The tasks run, each `agent-run run` given `common` (and its isolation); the result reported."""
+    tasks, jobs, shard, runs_dir = given.tasks, given.jobs, given.shard, given.runs_dir
+    fmt = format_of(given.output_format)
     on_github = os.environ.get("GITHUB_ACTIONS") == "true"
     if on_github:  # before anything is printed: the runner hides these values in the whole log from here on
         for line in mask(secrets_to_mask()):
             click.echo(line, err=True)
-    home = Path(workspace or os.getcwd()).expanduser().resolve()
-    isolation = decide_isolation(home, jobs, isolate, shared_workspace)
+    home = Path(given.workspace or os.getcwd()).expanduser().resolve()
+    isolation = decide_isolation(home, jobs, given.isolate, given.shared_workspace)
     if isinstance(isolation, Refusal):
         refuse(str(isolation), fmt, on_github)
         return
@@ -101,19 +112,6 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
         cut_of = {"index": which.index, "total": which.total, "tasks_sha256": tasks_sha256(tasks)}
         tasks = tuple(cut(tasks, which))
 
-    common: list[str] = []
-    for flag, value in (("--policy", policy), ("--workspace", workspace), ("--runs-dir", runs_dir),
-                        ("--model", model), ("--max-turns", max_turns), ("--timeout", timeout),
-                        ("--max-tokens", max_tokens), ("--max-cost-usd", max_cost_usd), ("--mode", mode),
-                        ("--sandbox", sandbox), ("--tools", tools)):
-        if value is not None:
-            common += [flag, str(value)]
-    for approval in approvals:
-        common += ["--approve", approval]
-    for env_file in env_files:
-        common += ["--env-file", env_file]
-    for config in mcp_configs:
-        common += ["--mcp-config", config]
     if isolation == "worktree":
         common += ["--isolate", "worktree"]
     elif isolation == "shared":
@@ -124,6 +122,9 @@ def batch(tasks: tuple[str, ...], jobs: int, junit: str | None, batch_json: str 
     result: dict[str, Any] = {"exit_code": worst(int(s.get("exit_code") or 0) for s in summaries), "jobs": jobs,
               "isolation": isolation, "workspace": str(home), "tasks": entries,
               **({"shard": cut_of} if cut_of is not None else {})}
-    out = Path(batch_json).expanduser() if batch_json else runs_dir_for(runs_dir, home) / "batch.json"
-    report(result, tasks, summaries, out=out, fmt=fmt, on_github=on_github, junit=junit)
+    out = Path(given.batch_json).expanduser() if given.batch_json else runs_dir_for(runs_dir, home) / "batch.json"
+    report(result, tasks, summaries, out=out, fmt=fmt, on_github=on_github, junit=given.junit)
     sys.exit(result["exit_code"])
+
+
+batch = make_batch()

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from runner.cli.flags import named
 from runner.cli.output import finish, with_github
 from runner.cli.run import options_from, run_options
 from runner.core.outcome import UsageError
@@ -30,25 +31,17 @@ def _say(line: str) -> None:
 
 
 @github.command("respond")
-@run_options
+@run_options("respond")
 @click.option("--trigger-phrase", default=DEFAULT_PHRASE, show_default=True, metavar="TEXT",
               help="A comment triggers only when it says this (case-insensitive, outside quotes and code).")
 @click.option("--allowed-actors", metavar="LIST",
               help="Logins that may trigger without write access (comma-separated; bots included).")
-@click.option("--output-schema", metavar="FILE",
-              help="The final answer must be a JSON value valid against this JSON Schema (as for `run`).")
-@click.option("--findings", is_flag=True,
-              help="The final answer is review findings (as for `run`): findings.json, findings.sarif, annotations. "
-                   "Not with --output-schema.")
+@named("respond", "--output-schema", "--findings")
 @click.option("--review", is_flag=True,
               help="On a pull request, post the findings as one review: inline comments on the diff's lines "
                    "(suggestions as suggested changes), the others in its body. Implies --findings.")
-@click.option("--sarif-denials", is_flag=True,
-              help="Also write the run's denials as SARIF results in findings.sarif (as for `run`).")
-@click.option("--tools", metavar="LIST",
-              help="Offer only these tools, comma-separated (as for `run`; also AGENT_RUN_TOOLS). [default: all]")
-def respond(trigger_phrase: str, allowed_actors: str | None, output_schema: str | None, findings: bool,
-            review: bool, sarif_denials: bool, tools: str | None, **kw: Any) -> None:
+@named("respond", "--sarif-denials", "--tools")
+def respond(trigger_phrase: str, allowed_actors: str | None, review: bool, **kw: Any) -> None:
     """Answer the event this GitHub Actions job runs for: a comment that mentions the trigger phrase, an
     opened issue or pull request. A writer's request runs as `agent-run run` would (policy, sandbox, budgets,
     exit code); one comment in the conversation says it is working and then what came of it.
@@ -59,10 +52,8 @@ def respond(trigger_phrase: str, allowed_actors: str | None, output_schema: str 
     without write access, a fork's pull request, pull_request_target.
     Otherwise the exit code is the run's, as for `agent-run run`.
     """
-    opts, fmt = options_from("-", kw, output_schema=output_schema, findings=findings or review,
-                             sarif_denials=sarif_denials,
-                             tools=tools if tools is not None else os.environ.get("AGENT_RUN_TOOLS"))
-    if output_schema and (findings or review):  # refused before anything is asked of GitHub or posted there
+    opts, fmt = options_from("-", kw, findings=kw["findings"] or review)
+    if opts.output_schema and opts.findings:  # refused before anything is asked of GitHub or posted there
         flag = "--review (which implies --findings)" if review else "--findings"
         return _end(early_failure(f"{flag} is an output schema of its own: it cannot be used with "
                                   "--output-schema"), fmt, kw["quiet"])

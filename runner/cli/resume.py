@@ -14,7 +14,6 @@ ALLOW_UNKEYED = ("With AGENT_RUN_AUDIT_KEY set: accept a run directory that is n
                  "chain is then only as good as without a key).")
 
 
-
 def _tools_sealed(_ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     if value is not None:
         raise click.UsageError("--tools cannot be given to a resume or fork: the tool list is sealed in the run "
@@ -35,7 +34,7 @@ TOOLS_SEALED = click.option("--tools", hidden=True, expose_value=False, callback
               help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
 @click.option("--allow-unkeyed", is_flag=True, help=ALLOW_UNKEYED)
 @TOOLS_SEALED
-@run_options
+@run_options("resume")
 def resume(run_dir: str | None, message: str | None, last: bool, force: bool, apply_changes: bool,
            allow_unkeyed: bool, **kw: Any) -> None:
     """Continue RUN_DIR's conversation in a new run, with fresh budgets: after a budget, a timeout, a loop
@@ -65,7 +64,7 @@ def resume(run_dir: str | None, message: str | None, last: bool, force: bool, ap
               help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
 @click.option("--allow-unkeyed", is_flag=True, help=ALLOW_UNKEYED)
 @TOOLS_SEALED
-@run_options
+@run_options("fork")
 def fork(run_dir: str, message: str | None, at: int | None, force: bool, apply_changes: bool, allow_unkeyed: bool,
          **kw: Any) -> None:
     """Start a new run from RUN_DIR's conversation as it was at a turn, leaving RUN_DIR untouched: to try a
@@ -77,32 +76,3 @@ def fork(run_dir: str, message: str | None, at: int | None, force: bool, apply_c
                            allow_unkeyed=allow_unkeyed)
     outcome, reporter = with_github(lambda: execute_continue(cont))
     finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"])
-
-
-# The shared options of `run` as a continued run reads them: a default the recorded run supplies is said so,
-# and what a continued run refuses (its system prompt is the recorded one) is kept, for the clear refusal
-# runner/sessions/resume.py gives, but not listed.
-REFUSED = ("instructions", "append_system_prompt", "system_prompt")
-CONTINUED_HELP = {
-    "policy": "Decide under this policy file, or shipped name, instead of the run's own (required for a killed "
-              "run whose snapshot cannot be vouched for). [default: the run's policy snapshot]",
-    "workspace": "Directory to go on in. [default: the workspace the run directory sits in, else the one the "
-                 "run recorded, else the current directory]",
-    "model": "Model name, or replay:RUN_DIR to replay a recorded run offline. [default: the run's model]",
-    "mcp_configs": "MCP servers as tools, as `run --mcp-config` (repeatable). [default: the files the run was "
-                   "given, checked unchanged]",
-}
-
-
-def _continued(command: click.Command, runs_dir_help: str) -> None:
-    for param in command.params:
-        if not isinstance(param, click.Option):
-            continue
-        if param.name in REFUSED:
-            param.hidden = True
-        param.help = runs_dir_help if param.name == "runs_dir" else CONTINUED_HELP.get(param.name or "", param.help)
-
-
-_continued(resume, "Where the new run directory goes, and where --last looks. [default: the directory RUN_DIR is "
-                   "in; with --last, WORKSPACE/.agent-run/runs]")
-_continued(fork, "Where the new run directory goes. [default: the directory RUN_DIR is in]")

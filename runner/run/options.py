@@ -4,6 +4,7 @@ command a denial prints, and the workflow's input files the agent may not edit."
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from runner.policy.load import policy_ref
 from runner.policy.model import Policy
 from runner.record.rundir import portable
+from runner.run.option_table import OPTIONS, Option, Rerun
 
 
 @dataclass
@@ -41,49 +43,43 @@ class RunOptions:
     task_text: str | None = None  # with task "-": the text itself, untrusted as stdin is (github respond's task)
 
 
-def trusted_inputs(opts: RunOptions, environ: dict[str, str]) -> tuple[Path, ...]:
-    """The workflow's files besides the policy that the runner reads (MCP configs, instructions, skills,
-    profiles, the output schema, env files): the agent may not edit them (a replay reads the configs again)."""
-    given = [*opts.mcp_configs, *(p for p in environ.get("AGENT_RUN_MCP_CONFIG", "").split(os.pathsep) if p),
-             *opts.instructions, *opts.skills, *opts.agents, *opts.env_files,
-             *([opts.output_schema] if opts.output_schema else []),
-             *([opts.system_prompt] if opts.system_prompt else [])]
+def trusted_inputs(opts: RunOptions, environ: dict[str, str], table: Sequence[Option] = OPTIONS) -> tuple[Path, ...]:
+    """The workflow's files besides the policy that the runner reads (the table's `protect` rows: MCP configs,
+    instructions, skills, profiles, env files, the output schema, the system prompt, in that order — a
+    hard-limit rule's index follows it): the agent may not edit them (a replay reads the configs again). A
+    row's environment variable (a list, os.pathsep between) adds its files after the flag's."""
+    given: list[str] = []
+    for option in sorted((o for o in table if o.protect is not None), key=lambda o: o.protect or 0):
+        given += _words(getattr(opts, option.name))
+        if option.env:
+            given += [p for p in environ.get(option.env, "").split(os.pathsep) if p]
     return tuple(Path(p).expanduser() for p in given)
 
 
-# The budgets a rerun repeats, as the flags that set them. Not the model or its sampling: a rerun (which the
-# model reads in a denial) must be the same text when the run is replayed with `--model replay:…`.
-RERUN_SETTINGS = (("--max-turns", "max_turns"), ("--timeout", "timeout"), ("--max-tokens", "max_tokens"),
-                  ("--max-cost-usd", "max_cost_usd"), ("--text-tool-calls", "text_tool_calls"))
-
-
-def rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Path) -> list[str]:
+def rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Path,
+               table: Sequence[Option] = OPTIONS) -> list[str]:
     """The words after `agent-run` that rerun this task with approvals added (runner/record/commands.py
-    prints it): every option that changes what the run does, paths relative to the workspace root (where
-    it is run, from a downloaded artifact too) and a shipped policy by name, so the model, which sees it,
-    gets the same text on every machine."""
-    words = ["--policy", policy_ref(policy.path, workspace)]
-    if opts.mode:
-        words += ["--mode", opts.mode]
-    if opts.sandbox:
-        words += ["--sandbox", opts.sandbox]
-    if opts.isolate:
-        words += ["--isolate", opts.isolate]
-    if opts.tools is not None:
-        words += ["--tools", opts.tools]
-    for flag, key in RERUN_SETTINGS:
-        if key in opts.cli_settings:
-            words += [flag, str(opts.cli_settings[key])]
-    system_prompt = [opts.system_prompt] if opts.system_prompt else []
-    for flag, paths in (("--env-file", opts.env_files), ("--system-prompt", system_prompt),
-                        ("--instructions", opts.instructions),
-                        ("--skills", opts.skills), ("--agents", opts.agents), ("--mcp-config", opts.mcp_configs),
-                        ("--output-schema", [opts.output_schema] if opts.output_schema else [])):
-        for path in paths:
-            words += [flag, portable(path, workspace)]
-    words += [flag for flag, on in (("--findings", opts.findings), ("--sarif-denials", opts.sarif_denials)) if on]
-    for text in opts.append_system_prompt:
-        words += ["--append-system-prompt", text]
-    for approval in opts.approvals:
-        words += ["--approve", approval]
+    prints it): every option that changes what the run does (the table's `rerun` rows, in the order of
+    `Rerun`), paths relative to the workspace root (where it is run, from a downloaded artifact too) and a
+    shipped policy by name, so the model, which sees it, gets the same text on every machine."""
+    words: list[str] = []
+    for option in sorted((o for o in table if o.rerun is not None), key=lambda o: o.rerun or 0):
+        if option.rerun is Rerun.POLICY:
+            words += [option.flag, policy_ref(policy.path, workspace)]
+        elif option.rerun is Rerun.SETTING:
+            if option.name in opts.cli_settings:
+                words += [option.flag, str(opts.cli_settings[option.name])]
+        elif option.rerun is Rerun.VALUE:
+            if (value := getattr(opts, option.name)) is not None:
+                words += [option.flag, str(value)]
+        elif option.rerun is Rerun.SWITCH:
+            words += [option.flag] if getattr(opts, option.name) else []
+        else:  # PATH, TEXT, APPROVAL: each value
+            for value in _words(getattr(opts, option.name)):
+                words += [option.flag, portable(value, workspace) if option.rerun is Rerun.PATH else value]
     return [*words, portable(task_path, workspace)]
+
+
+def _words(value: str | list[str] | None) -> list[str]:
+    """A repeatable option's values; a single one's, when given."""
+    return list(value) if isinstance(value, list) else [value] if value else []
