@@ -85,8 +85,8 @@ def test_a_new_domain_reaches_both_schemas(monkeypatch):
 
 
 def test_run_help_names_every_shipped_policy():
-    from runner.run.option_table import SHIPPED_POLICIES
     from runner.policy.load import shipped_names
+    from runner.run.option_table import SHIPPED_POLICIES
 
     assert list(SHIPPED_POLICIES) == shipped_names()
     cli_md = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
