@@ -110,11 +110,11 @@ def begin(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: 
         if why is not None:  # a loaded skill's allowed-tools: narrows, before (never instead of) the policy
             raise ToolError("ToolNotAllowed", why, **env.restrict.fields())
         decision, denial = decide_and_record(env, begun.call_id, begun.name, tool.domain, targets, emit,
-                                             tool.risk_of(args))
+                                             tool.risk_of(args, env.ctx))
         if denial is not None:
             begun.denied = True
             raise _denial_error(decision, denial)
-        tool.reserve(args, begun.call_id)
+        tool.reserve(args, env.ctx, begun.call_id)
     except ToolError as err:
         begun.result = err
         return begun

@@ -59,7 +59,7 @@ def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
         except ToolError:
             continue  # never reached the policy in the recorded run either
         calls += 1
-        now = decide(full, tool.domain, targets, base_risk=tool.risk_of(args))
+        now = decide(full, tool.domain, targets, base_risk=tool.risk_of(args, ctx))
         old = before.get(call.call_id)
         was = old.decision if old else None
         if was != now.effective:

@@ -24,6 +24,8 @@ from runner.engine.call import CallEnv
 from runner.model.base import ChatModel, ModelReply, assistant_message
 from runner.model.text_calls import TextCall, Unusable, parse_text_call
 
+Check = Callable[[int], None]  # before a request, with its prompt's estimated tokens: raises to stop (a budget)
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -31,7 +33,7 @@ class Limits:
     deadline: float | None  # time.monotonic() value; None for no wall-clock limit
     timeout_s: float | None = None
     # Called with the next prompt's estimated tokens before every request; raise to stop (budgets).
-    checks: tuple[Callable[[int], None], ...] = ()
+    checks: tuple[Check, ...] = ()
     # Called with every reply and its prompt's estimated tokens (usage accounting: estimates, warnings).
     replies: tuple[Callable[[ModelReply, int], None], ...] = ()
     # --text-tool-calls auto: a call a small model wrote in its text is run (or it is told why not)

@@ -14,6 +14,7 @@ from runner.engine.call import CallEnv
 from runner.engine.recorder import Recording
 from runner.engine.settings import Settings
 from runner.policy.model import Policy
+from runner.tools.base import Tool
 
 
 def mcp_servers(rec: Recording, policy: Policy, given: list[str], environ: dict[str, str]) -> dict[str, Any]:
@@ -29,15 +30,16 @@ def mcp_servers(rec: Recording, policy: Policy, given: list[str], environ: dict[
 
 
 def start_mcp(rec: Recording, env: CallEnv, servers: dict[str, Any], environ: dict[str, str],
-              settings: Settings) -> None:
-    """Started inside the run's sandbox (call_env made it), before the first request; their tools go after
-    the core ones."""
-    if servers:
-        from runner.mcp.runtime import start_all
+              settings: Settings) -> list[Tool]:
+    """Started inside the run's sandbox (call_env made it), before the first request, their connections decided
+    under `env`'s policy: their tools, which go after the core ones."""
+    if not servers:
+        return []
+    from runner.mcp.runtime import start_all
 
-        runtime = start_all(rec, env, servers, environ, settings.mcp_start_timeout_s)
-        runtime.call_timeout_s = settings.mcp_call_timeout_s
-        env.registry = env.registry.with_tools(runtime.tools())
+    runtime = start_all(rec, env, servers, environ, settings.mcp_start_timeout_s)
+    runtime.call_timeout_s = settings.mcp_call_timeout_s
+    return list(runtime.tools())
 
 
 def recorded_mcp_configs(summary: dict[str, Any] | None, home: Path) -> list[str]:

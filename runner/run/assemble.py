@@ -5,32 +5,26 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pydantic
 
 from runner import __version__
-from runner.context.manager import ContextConfig, ContextManager
-from runner.context.prune import ToolKinds
+from runner.context.manager import ContextManager
 from runner.core.events import ModelRequest, RunStarted, RunWarning
 from runner.core.inputfile import TASK_CAP, read_input_text
 from runner.core.jsonutil import file_sha256, sha256_text
 from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
-from runner.engine.batch import parallel_of
-from runner.engine.build import context_manager, make_model
+from runner.engine.build import Agent, AgentSpec, Services, build_agent, make_model
 from runner.engine.call import CallEnv, bind_hooks
-from runner.engine.loop import Limits, LoopResult, run_loop
+from runner.engine.loop import LoopResult, run_loop
 from runner.engine.recorder import Recording, RunOutcome, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
-from runner.guards.base import Guard
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
-from runner.guards.loops import LoopConfig, LoopGuard
 from runner.mcp.setup import mcp_servers, start_mcp
-from runner.model.base import ChatModel
-from runner.model.catalog import window_for
 from runner.model.replay import ReplayModel
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
@@ -53,15 +47,14 @@ from runner.sandbox.session import start_sandbox
 from runner.subagents.builtin import ALIASES
 from runner.subagents.delegate import attach
 from runner.tools.readable import policy_decider
-from runner.tools.registry import core_tools
+from runner.tools.registry import Registry, core_tools
 from runner.tools.skill import SkillTool
 from runner.tools.spill import fallback_dir
-from runner.tools.todo import Todo
 from runner.tools.truncate import Limits as TruncationLimits
 from runner.workspace.git import SafeGit
 from runner.workspace.instructions import InstructionsError, gather
 from runner.workspace.output_schema import OutputSchema
-from runner.workspace.skills import Restriction, discover, index
+from runner.workspace.skills import Skill, discover, index
 from runner.workspace.trust import EnvFiles, load_env_files, narrow, task_is_trusted
 from runner.workspace.worktree import WorktreeError, create_worktree
 
@@ -114,40 +107,46 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
         instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema, source=schema.source)
     keep_findings(rec, opts.findings, opts.sarif_denials)
     skills = load_skills(rec, opts, instructions)
-    agent = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md",
-                    readable=tuple(Path(d).expanduser().resolve() for d in opts.skills), skills=skills or None,
-                    child_prompt=instructions.system_prompt(leave_out=("--output-schema",)),
-                    instructions=instructions.records or None)
+    given = Given(readable=tuple(Path(d).expanduser().resolve() for d in opts.skills), skills=skills or None,
+                  child_prompt=instructions.system_prompt(leave_out=("--output-schema",)),
+                  started={"instructions": instructions.records or None})
+    run = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md", given)
     messages = [{"role": "system", "content": instructions.system_prompt()}, {"role": "user", "content": task.text}]
-    return drive(rec, task, agent, messages, schema=schema)
+    return drive(rec, task, run, messages, schema=schema)
 
 
-@dataclass
-class Agent:
-    """What the loop runs with: built once per run by `prepare`."""
+@dataclass(frozen=True)
+class Given:
+    """What a continued run brings to `prepare` besides its options: its recorded tools array (it keeps its prefix),
+    the earlier runs' directories the agent may read (their spill files), the skills it serves (None: no `skill`
+    tool), a subagent's system prompt before its profile (None: agent-run's own and the workspace's AGENTS.md), its
+    profile directories (read as repository content), the argv printed commands start with (None: this task's),
+    whether it needs a model (False: a replay that only executes calls, with no endpoint or key), and extra
+    run_started fields."""
 
-    model: ChatModel | None  # None: prepared to execute calls only (a replay without --continue)
-    env: CallEnv
-    limits: Limits
-    context: ContextManager
-    tools: list[dict[str, Any]]
-    recite: Any = None  # the todo tool's recitation hook, for run_loop
-    changes: ChangeRecord | None = None  # taken before the task's check: its writes are not the agent's
+    tools: list[dict[str, Any]] | None = None
+    readable: tuple[Path, ...] = ()
+    skills: list[Skill] | None = None
+    child_prompt: str | None = None
+    profile_dirs: Sequence[str] = ()
+    rerun: list[str] | None = None
+    needs_model: bool = True
+    started: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The run's own agent, and its change record (taken before the task's check: its writes are not the agent's)."""
+
+    agent: Agent
+    changes: ChangeRecord
 
 
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
-            task_path: Path, *, tools: list[dict[str, Any]] | None = None, readable: tuple[Path, ...] = (),
-            skills: list[Any] | None = None, child_prompt: str | None = None, profile_dirs: Sequence[str] = (),
-            rerun: list[str] | None = None, needs_model: bool = True, **started: Any) -> Agent:
-    """Budgets, the model, the call hooks (policy, guards, sandbox), change tracking and `run_started`:
-    everything between a run's settings and its loop, the one path for `run`, `resume`, `fork` and `replay`.
-    `tools` is a recorded tools array (a continued run keeps its prefix); `readable` are earlier runs'
-    directories the agent may read (their spill files); `skills` (runner/workspace/skills.py), when given, get
-    the `skill` tool and its allowed-tools restriction; `child_prompt` is a subagent's system prompt before
-    its profile (None: agent-run's own and the workspace's AGENTS.md); `profile_dirs` are a recorded run's
-    profile directories, read as repository content; `rerun` the argv printed commands start with (None:
-    this task's); `needs_model` False for a replay that only executes calls (it needs no endpoint or key);
-    `started` are extra run_started fields."""
+            task_path: Path, given: Given = Given()) -> Prepared:
+    """Everything between a run's settings and its loop, the one path for `run`, `resume`, `fork` and `replay`:
+    the run's services (budgets, call hooks with the policy and hard limits, the sandbox, MCP servers, subagents,
+    change tracking), then its agent (engine/build.py), `run_started`."""
     rec.summary.policy = policy_ref(policy.path, rec.home or rec.workspace)
     rec.summary.model = settings.model
     servers = mcp_servers(rec, policy, opts.mcp_configs, files.environ())  # checked: exit 2 before anything starts
@@ -157,49 +156,51 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     if opts.stream_events and settings.stream:  # --stream with stream-json: text_delta lines as they arrive
         on_delta = TextDeltas(sys.stdout, rec.ctx.masker)
         rec.closers.insert(0, on_delta.close)
-    model = make_model(settings, deadline, on_delta, budget.chain) if needs_model else None
-    if rerun is None:
-        rerun = rerun_base(opts, policy, rec.workspace, task_path)
-    env = call_env(rec, policy, settings, deadline, rerun,
-                   sandbox_mode=opts.sandbox, environ=files.environ(), readable=readable,
-                   inputs=trusted_inputs(opts, files.environ()))
-    if isinstance(model, ReplayModel):  # policy.json is written by now (call_env)
-        for why in model.differences(sha256_text(task.text), rec.run_dir / "policy.json"):
+    client = make_model(settings, deadline, on_delta, budget.chain) if given.needs_model else None
+    rerun = given.rerun if given.rerun is not None else rerun_base(opts, policy, rec.workspace, task_path)
+    hooks = call_env(rec, opts, files, policy, settings, deadline, rerun, given.readable)
+    policy = hooks.policy  # with the run's own outputs readable and the hard limits last
+    if isinstance(client, ReplayModel):  # policy.json is written by now (call_env)
+        for why in client.differences(sha256_text(task.text), rec.run_dir / "policy.json"):
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
-    start_mcp(rec, env, servers, files.environ(), settings)
-    names = offered_names(opts.tools, tools)  # a continued run's are its recorded ones
-    if skills is not None and offers(names, "skill"):
-        env.restrict = Restriction()
-        env.registry = env.registry.with_tools([SkillTool(skills, env.restrict)])
-    turns = attach(rec, env, settings, policy, budget, opts.agents, child_prompt, profile_dirs) \
+    tools = [*core_tools(search_url=files.environ().get("AGENT_RUN_SEARCH_URL") or None).tools,
+             *start_mcp(rec, hooks, servers, files.environ(), settings)]
+    names = offered_names(opts.tools, given.tools)  # a continued run's are its recorded ones
+    if given.skills is not None and offers(names, "skill"):
+        tools.append(SkillTool(given.skills))
+    offered = attach(rec, policy, settings, budget, opts.agents, given.child_prompt, given.profile_dirs) \
         if offers(names, "task") else None
-    env.registry = pick(rec, env.registry, names, sealed=tools is not None)  # a child picks from these too
+    if offered is not None:
+        tools.append(offered.tool)
+    registry = pick(rec, Registry(tools), names, sealed=given.tools is not None)  # a child picks from these too
     runs = rec.runs_dir.relative_to(rec.workspace).as_posix() if rec.runs_dir.is_relative_to(rec.workspace) else ""
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox), exclude=(runs,) if runs else ())
-    env.before_edit = tracker.before_edit
     changes = ChangeRecord(tracker, rec.run_dir, rec.ctx)
     rec.finishers.append(changes.write)
     rec.closers.insert(0, tracker.close)
-    tools = env.registry.specs() if tools is None else tools
-    write_json(rec.run_dir / "tools.json", tools)  # sealed: a resume sends exactly these
-    inputs = run_inputs(opts.mcp_configs, env.registry, rec.home or rec.workspace, rec.workspace)
+    denials = hooks.guards[0]
+    assert isinstance(denials, DenialGuard)
+    services = Services(rec, budget, denials, rerun, edits=tracker,
+                        delegations=offered.shared if offered is not None else None)
+    checks = (budget.before_request, *((offered.turns,) if offered is not None else ()))
+    spec = AgentSpec(policy, settings, registry, settings.max_turns, deadline, settings.timeout,
+                     rec.run_dir / "history", checks=checks, chain=budget.chain, tools=given.tools,
+                     needs_model=given.needs_model, client=client)
+    agent = build_agent(spec, services, rec.ctx, rec.emit)
+    write_json(rec.run_dir / "tools.json", agent.tools)  # sealed: a resume sends exactly these
+    inputs = run_inputs(opts.mcp_configs, registry, rec.home or rec.workspace, rec.workspace)
     rec.extra.update(summary_copies(inputs))
     rec.emit(RunStarted(version=__version__, model=settings.model, policy=rec.summary.policy, mode=policy.mode,
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
                         sandbox=rec.ctx.sandbox.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
                         model_params=model_params(settings) or None, audit_key_id=rec.audit_key_id, inputs=inputs,
-                        **started))
+                        **given.started))
     rec.claim_keyed(rec.ctx.sandbox is not None and rec.ctx.sandbox.active)
-    limits = Limits(settings.max_turns, deadline, settings.timeout,
-                    (budget.before_request,) + ((turns,) if turns else ()), (budget.on_reply,),
-                    text_calls=settings.text_tool_calls == "auto", parallel=parallel_of(settings))
-    todo = env.registry.get("todo")
-    if isinstance(todo, Todo):  # the plan, for the people reading the run (summary.json, step summary)
-        rec.finishers.append(lambda data: data.update(todos=todo.items) if todo.items else None)
-    context = context_for(rec, policy, settings, model, env)
-    limits = replace(limits, checks=(*limits.checks, context.fits))  # no request over the window (context/)
-    return Agent(model, env, limits, context, tools, getattr(todo, "recite", None), changes)
+    plan = agent.state.plan  # for the people reading the run (summary.json, step summary)
+    rec.finishers.append(lambda data: data.update(todos=plan.items) if plan.items else None)
+    _metrics(rec, agent.context)
+    return Prepared(agent, changes)
 
 
 def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any]:
@@ -214,19 +215,20 @@ def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any
     return skills
 
 
-def drive(rec: Recording, task: Task, agent: Agent, messages: list[dict[str, Any]], *, turn: int = 1,
+def drive(rec: Recording, task: Task, run: Prepared, messages: list[dict[str, Any]], *, turn: int = 1,
           previous: list[dict[str, Any]] | None = None,
           schema: OutputSchema | None = None) -> tuple[Status, str | None]:
     """The loop from `messages` (a continued run: from its recorded conversation, at `turn`, its last prompt's
     hash `previous`), then `finish`: the same for every kind of run."""
+    agent = run.agent
     assert agent.model is not None, "prepare(needs_model=False) builds an agent that cannot be driven"
     result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, turn, context=agent.context,
                       tools=agent.tools, previous=previous, snapshot=agent.context.snapshot, recite=agent.recite,
                       check_answer=schema.check if schema else None)
-    return finish(rec, task, agent, result, schema)
+    return finish(rec, task, run, result, schema)
 
 
-def finish(rec: Recording, task: Task, agent: Agent, result: LoopResult | None,
+def finish(rec: Recording, task: Task, run: Prepared, result: LoopResult | None,
            schema: OutputSchema | None = None) -> tuple[Status, str | None]:
     """How every run ends once its work is done: the output schema's answer kept, the task's check run on
     the answer, and the status (denied when anything was denied). `result` None: a replay that executed
@@ -238,26 +240,17 @@ def finish(rec: Recording, task: Task, agent: Agent, result: LoopResult | None,
         return rec.finished_status()
     rec.answer = result.answer
     if task.check:
-        if agent.changes is not None:
-            agent.changes.take()
-        failed = run_check(task.check, agent.env, rec)
+        run.changes.take()
+        failed = run_check(task.check, run.agent.env, rec)
         if failed is not None:
             return failed
     return rec.finished_status()
 
 
-def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatModel | None,
-                env: CallEnv) -> ContextManager:
-    """Pruning and compaction for this run; the compaction call goes to the same model, with the
-    same tools (so its prompt shares the conversation's cached prefix) and tool_choice none."""
-    window = None if settings.model.startswith("replay:") else window_for(settings.model, settings.context_window)
-    config = ContextConfig.from_policy(policy.sections.get("compaction", {}), window, ToolKinds.of(env.registry.tools))
-    manager = context_manager(rec, config, model, env.registry.specs(), rec.emit, rec.run_dir / "history",
-                              lambda: rec.summary.turns)
-    env.admit = manager.admit_bound
-
+def _metrics(rec: Recording, context: ContextManager) -> None:
+    """summary.json `metrics`: the run's own conversation's prefix stability and cache hits, its context's
+    pruning stages and peak (a subagent's first request starts a conversation of its own)."""
     requests: list[bool] = []  # extends_previous, per model request
-    # The run's own conversation: a subagent's first request starts a conversation of its own.
     rec.consumers.append(lambda e: requests.append(e.extends_previous)
                          if isinstance(e, ModelRequest) and e.agent is None else None)
 
@@ -267,21 +260,22 @@ def context_for(rec: Recording, policy: Policy, settings: Settings, model: ChatM
             prefix_stability_ratio=round(sum(requests[1:]) / (len(requests) - 1), 4) if len(requests) > 1 else 1.0,
             cache_hit_ratio=round(usage.get("cached_tokens", 0) / usage["prompt_tokens"], 4)
             if usage.get("prompt_tokens") else 0.0,
-            pruning_stage_counts=dict(manager.counts), peak_context_utilization=round(manager.peak, 4),
+            pruning_stage_counts=dict(context.counts), peak_context_utilization=round(context.peak, 4),
             loop_warnings=len(data.get("loop_warnings") or []))
 
     rec.finishers.append(metrics)
-    return manager
 
 
-def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float | None,
-             rerun: list[str], sandbox_mode: str | None = None, environ: dict[str, str] | None = None,
-             readable: tuple[Path, ...] = (), inputs: tuple[Path, ...] = ()) -> CallEnv:
-    """The call hooks for a run: the policy with the hard limits last, the tool context, the guards,
-    and the sandbox every process of the run is started in. `inputs`: the workflow's files, protected."""
+def call_env(rec: Recording, opts: RunOptions, files: EnvFiles, policy: Policy, settings: Settings,
+             deadline: float | None, rerun: list[str], readable: tuple[Path, ...] = ()) -> CallEnv:
+    """The run's base tool context and its decisions outside any agent's calls: the policy with the hard limits last
+    (the workflow's files protected), decided and recorded for the sandbox's and the MCP servers' connections; the
+    sandbox every process of the run is started in. `readable`: the runs a continued run may read."""
+    environ = files.environ()
     rec.ctx.deadline = deadline
     rec.ctx.default_timeout_s = settings.bash_timeout_s
-    rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files, inputs))
+    rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files,
+                                              trusted_inputs(opts, environ)))
     rec.ctx.outputs_dir = rec.run_dir / "outputs"
     rec.ctx.run_dir = rec.run_dir
     rec.ctx.truncation = TruncationLimits.from_policy(policy.sections.get("truncation", {}))
@@ -296,15 +290,12 @@ def call_env(rec: Recording, policy: Policy, settings: Settings, deadline: float
     policy = policy.with_rules([*own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
     write_json(rec.run_dir / "policy.json", portable_snapshot(policy.resolved, rec.home or rec.workspace))
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
-    guards: list[Guard] = [DenialGuard(max_denials),
-                           LoopGuard(LoopConfig.from_policy(policy.sections.get("doomLoop", {})))]
-    # web_search only when the trusted environment names a search endpoint (runner/tools/web_search.py).
-    tools = core_tools(search_url=(environ or {}).get("AGENT_RUN_SEARCH_URL") or None)
-    env = CallEnv(tools, policy, rec.ctx, rec.run_id, rec.run_dir, rerun, guards, home=rec.home)
+    env = CallEnv(Registry([]), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, [DenialGuard(max_denials)],
+                  home=rec.home)
     bind_hooks(env, rec.emit)
     # Files grep, glob and list meet: decided like a read, not recorded; skipped unless allowed.
     rec.ctx.decide = policy_decider(env.policy)
-    rec.ctx.sandbox = start_sandbox(rec, env, sandbox_mode, environ)
+    rec.ctx.sandbox = start_sandbox(rec, env, opts.sandbox, environ)
     return env
 
 

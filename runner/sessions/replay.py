@@ -20,13 +20,14 @@ from typing import Any
 from runner.core.events import ToolResult, call_ref, tag
 from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
+from runner.engine.build import Agent
 from runner.engine.call import handle_call
 from runner.engine.recorder import Held, Recording, RunOutcome, early_failure, hold_continued, hold_workspace, record
 from runner.policy.load import parse_approval
 from runner.policy.model import Policy
 from runner.record.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
 from runner.record.mask import MARKER
-from runner.run.assemble import Agent, drive, finish, prepare
+from runner.run.assemble import Given, Prepared, drive, finish, prepare
 from runner.run.check import run_check
 from runner.run.options import RunOptions
 from runner.run.task import Task, parse_task
@@ -180,19 +181,19 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     skills = restored_skills(tools, run.started, rec.workspace, [])  # --continue: the recorded `skill` tool served
     settings = recorded_settings(run, policy, opts.cli_settings, ())
     # The task tool: an approved `task` call runs its child; --continue goes on inside a child.
-    agent = prepare(rec, opts, load_env_files([]), task, policy, settings, run.run_dir / "task.md", tools=tools,
-                    skills=skills,
-                    child_prompt=without_output_schema(system_prompt_of(run.run_dir, run.events) or "") or None,
-                    profile_dirs=recorded_profile_dirs(run.started, run.summary, rec.home or rec.workspace), rerun=[],
-                    needs_model=resume, replay_of=run.started["run_id"], approved_calls=refs,
-                    torn_tail_bytes=run.torn_tail_bytes)
+    given = Given(tools=tools, skills=skills,
+                  child_prompt=without_output_schema(system_prompt_of(run.run_dir, run.events) or "") or None,
+                  profile_dirs=recorded_profile_dirs(run.started, run.summary, rec.home or rec.workspace), rerun=[],
+                  needs_model=resume, started={"replay_of": run.started["run_id"], "approved_calls": refs,
+                                               "torn_tail_bytes": run.torn_tail_bytes})
+    prepared = prepare(rec, opts, load_env_files([]), task, policy, settings, run.run_dir / "task.md", given)
     note_torn_tail(rec, run)
     if resume:  # the conversation goes on with the recorded tools: each must be served
-        check_served(tools, agent.env.registry, run.started, rec.extra.get("mcp") or {}, "continue it")
+        check_served(tools, prepared.agent.env.registry, run.started, rec.extra.get("mcp") or {}, "continue it")
     # An approved check runs as the check, after the calls (as in the run); with --continue, `finish` runs it.
     checks = [c["check"] for c in chosen if "check" in c]
     chosen = [c for c in chosen if "check" not in c]
-    outcomes, results = _execute(rec, agent, chosen)
+    outcomes, results = _execute(rec, prepared.agent, chosen)
     if not resume or not chosen:
         failed = [r for r in outcomes if not r["ok"]]
         if failed and not rec.summary.denials:
@@ -200,13 +201,12 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
                 f"{r['call_id']} {r['error_type']}" for r in failed)
         if checks:
             print(f"agent-run replay: running the check: {checks[0]}", file=sys.stderr, flush=True)
-            if agent.changes is not None:
-                agent.changes.take()
-            checked = run_check(checks[0], agent.env, rec)
+            prepared.changes.take()
+            checked = run_check(checks[0], prepared.agent.env, rec)
             if checked is not None:
                 return checked
-        return finish(rec, task, agent, None)
-    return _continue(rec, run, task, agent, chosen, results, schema)
+        return finish(rec, task, prepared, None)
+    return _continue(rec, run, task, prepared, chosen, results, schema)
 
 
 def _execute(rec: Recording, agent: Agent, chosen: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
@@ -231,17 +231,17 @@ def _execute(rec: Recording, agent: Agent, chosen: list[dict[str, Any]]) -> tupl
     return outcomes, results
 
 
-def _continue(rec: Recording, run: Recorded, task: Task, agent: Agent, chosen: list[dict[str, Any]],
+def _continue(rec: Recording, run: Recorded, task: Task, prepared: Prepared, chosen: list[dict[str, Any]],
               results: dict[str | None, dict[str, str]], schema: OutputSchema | None) -> tuple[Status, str | None]:
     """--continue: the conversation from the turn of the last approved call, the approved results in
     place of the denials (a subagent's call: its child goes on first, runner/subagents/replay.py)."""
     try:
-        own, upto = continue_children(run.run_dir, run.events, chosen, results, agent.env)
+        own, upto = continue_children(run.run_dir, run.events, chosen, results, prepared.agent)
         conversation = rebuild(run.run_dir, run.events, upto, own)
     except ConversationError as exc:
         return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
     except UsageError as exc:
         return Status.USAGE_ERROR, exc.reason
     note_cache_break(rec, conversation)
-    return drive(rec, task, agent, conversation.messages, turn=conversation.last_turn + 1,
+    return drive(rec, task, prepared, conversation.messages, turn=conversation.last_turn + 1,
                  previous=conversation.last_prompt, schema=schema)

@@ -31,7 +31,7 @@ from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
 from runner.record.jsonl import iter_events
 from runner.record.rundir import portable, runs_dir_for
-from runner.run.assemble import drive, prepare
+from runner.run.assemble import Given, drive, prepare
 from runner.run.options import RunOptions
 from runner.run.task import parse_task
 from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
@@ -137,22 +137,22 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversat
                      task_file=(source.summary or {}).get("task_file") or "-")
     files = load_env_files(opts.run.env_files)
     settings = recorded_settings(source, policy, opts.run.cli_settings, files.paths)
-    agent = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", tools=tools,
-                    readable=lineage(source), skills=skills, resumed_from=origin,
-                    child_prompt=without_output_schema(system_text(conversation.messages) or "") or None,
-                    profile_dirs=recorded_profile_dirs(source.started, source.summary, home),
-                    torn_tail_bytes=source.torn_tail_bytes)
+    given = Given(tools=tools, readable=lineage(source), skills=skills,
+                  child_prompt=without_output_schema(system_text(conversation.messages) or "") or None,
+                  profile_dirs=recorded_profile_dirs(source.started, source.summary, home),
+                  started={"resumed_from": origin, "torn_tail_bytes": source.torn_tail_bytes})
+    run = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", given)
     note_torn_tail(rec, source)
-    check_served(tools, agent.env.registry, source.started, rec.extra.get("mcp") or {}, opts.kind)
+    check_served(tools, run.agent.env.registry, source.started, rec.extra.get("mcp") or {}, opts.kind)
     _append_continuation(source.run_dir, rec, origin)
-    for tool in agent.env.registry.tools:  # what a tool keeps (the plan) goes on with the conversation
-        tool.restore(source.own_events, conversation.last_turn)
+    for tool in run.agent.env.registry.tools:  # what a tool keeps (the plan) goes on with the conversation
+        tool.restore(run.agent.state, source.own_events, conversation.last_turn)
     turn = conversation.last_turn + 1
     note = stop_note(source, opts.kind, conversation, message)
     rec.emit(UserMessage(turn=turn, reason=opts.kind, content=note))
     note_cache_break(rec, conversation)
     messages = [*conversation.messages, {"role": "user", "content": note}]
-    return drive(rec, task, agent, messages, turn=turn, previous=conversation.last_prompt, schema=schema)
+    return drive(rec, task, run, messages, turn=turn, previous=conversation.last_prompt, schema=schema)
 
 
 def locate(opts: ContinueOptions) -> Path:

@@ -33,26 +33,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.context.manager import ContextConfig, ContextManager
-from runner.context.prune import ToolKinds
-from runner.core.events import MAIN, Emit, ModelRequest, RunWarning, SubagentFinished, SubagentStarted, tag
+from runner.core.events import MAIN, Emit, Event, ModelRequest, RunWarning, SubagentFinished, SubagentStarted, tag
 from runner.core.jsonutil import canonical, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, Stopped, UsageError
-from runner.engine.batch import parallel_of
-from runner.engine.build import context_manager, make_model
-from runner.engine.call import CallEnv, bind_hooks
-from runner.engine.loop import Limits, LoopResult, run_loop
-from runner.guards.denials import DenialGuard
-from runner.guards.loops import LoopConfig, LoopGuard
-from runner.model.catalog import price_for, window_for
+from runner.engine.build import Agent, AgentSpec, Services, build_agent
+from runner.engine.loop import Check, LoopResult, run_loop
+from runner.engine.recorder import Recording
+from runner.engine.settings import Settings
+from runner.guards.budget import Budget
+from runner.model.catalog import Price, price_for
+from runner.model.fallback import Chain
+from runner.policy.model import Policy
 from runner.record.rundir import LogBroken, portable, write_atomic
 from runner.subagents.builtin import ALIASES
-from runner.subagents.profiles import Profile
+from runner.subagents.profiles import GENERAL, Profile
 from runner.subagents.tool import TaskTool
-from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.readable import policy_decider
+from runner.tools.base import ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
-from runner.tools.todo import Todo
 from runner.workspace.skills import Restriction
 
 SUBAGENT_PROMPT = """
@@ -72,7 +69,7 @@ class TurnCounter:
         self.max_turns = max_turns
         self.used = 0
 
-    def on_event(self, event: Any) -> None:
+    def on_event(self, event: Event) -> None:
         if isinstance(event, ModelRequest):
             self.used += 1
 
@@ -83,17 +80,30 @@ class TurnCounter:
                                   budget={"name": "max_turns", "limit": self.max_turns, "used": self.used})
 
 
+@dataclass(frozen=True)
+class Child:
+    """One `task` call's child: its profile and the call; replaying into a recorded child, also its recorded id, the
+    tools it was sent, its first turn and its previous prompt."""
+
+    profile: Profile
+    call_id: str
+    description: str
+    aid: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    first_turn: int = 1
+    previous: list[dict[str, Any]] | None = None
+
+
 @dataclass
 class Shared:
-    """One per run: what every agent's delegation shares."""
+    """One per run: what every agent's delegation shares (the run's `Delegations`, runner/engine/build.py)."""
 
-    rec: Any  # runner.engine.recorder.Recording
-    settings: Any  # runner.engine.settings.Settings
+    rec: Recording
+    settings: Settings
     policy_sections: dict[str, Any]
     profiles: dict[str, Profile]
-    budget: Any  # runner.guards.budget.Budget
+    budget: Budget
     turns: TurnCounter
-    denials: DenialGuard
     prompt: str  # a child's system prompt before its profile: agent-run's text and the project's instructions
     models: tuple[str, ...]  # models a repository profile may name (policy subagents.models)
     mode: str  # the run's own agent's
@@ -103,35 +113,42 @@ class Shared:
     next_id: int = 1  # the next child's id number (a1, a2, …)
     records: list[dict[str, Any]] = field(default_factory=list)  # summary.json `agents`, children in order
 
-    def run_checks(self) -> tuple[Any, ...]:
+    def run_checks(self) -> tuple[Check, ...]:
         return (_run_level(self.budget.before_request), _run_level(self.turns.before_request))
+
+    def for_agent(self, agent: Agent, services: Services, emit: Emit) -> Delegation:
+        return Delegation(self, agent, services, emit)
 
 
 @dataclass
 class Delegation:
-    """What one agent's `task` calls need: the shared run, and the calling agent's own hooks."""
+    """What one agent's `task` calls need: the shared run, and the calling agent."""
 
     shared: Shared
-    env: CallEnv  # the calling agent's
+    parent: Agent  # the calling agent
+    services: Services
     emit: Emit
-    depth: int  # the calling agent's: 0 for the run's own
     reserved: dict[str, str] = field(default_factory=dict)  # call id -> the child id `reserve` gave it
 
-    def run(self, profile: Profile, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    @property
+    def depth(self) -> int:  # the calling agent's: 0 for the run's own
+        return self.parent.spec.depth
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        profile = self.shared.profiles[args.get("agent") or GENERAL]
         prompt = system_prompt(self.shared.prompt, profile, self.shared.rec.workspace)
         messages = [{"role": "system", "content": prompt}, {"role": "user", "content": str(args["prompt"])}]
-        return self.start(profile, ctx, ctx.call_id, str(args.get("description", "")), messages)
+        return self.start(Child(profile, ctx.call_id, str(args.get("description", ""))), ctx, messages)
 
-    def start(self, profile: Profile, ctx: ToolContext, call_id: str, description: str,
-              messages: list[dict[str, Any]], *, first_turn: int = 1, tools: list[dict[str, Any]] | None = None,
-              previous: list[dict[str, Any]] | None = None, aid: str | None = None) -> ToolOutput:
-        """A child for the parent's `call_id`, on `messages` (a fresh conversation; or, replaying into a recorded
-        child, its rebuilt one with the `tools` it was sent, its `previous` prompt and its recorded `aid`). Its
-        answer, or a SubagentFailed error; raises what ends the run."""
-        shared, settings, rec = self.shared, self.shared.settings, self.shared.rec
+    def start(self, child: Child, ctx: ToolContext, messages: list[dict[str, Any]]) -> ToolOutput:
+        """A child for the parent's call (`ctx` is that call's: the child stops with it), on `messages` (a fresh
+        conversation; or, replaying into a recorded child, its rebuilt one with the tools it was sent, its
+        previous prompt and its recorded id). Its answer, or a SubagentFailed error; raises what ends the run."""
+        shared, settings, rec, profile, call_id = self.shared, self.shared.settings, self.shared.rec, child.profile, \
+            child.call_id
         model_name, note, price, chain = self._admit(profile)
         # Reserved in the model's order (`reserve`); a replayed child keeps its recorded id (and is counted too).
-        aid = self.reserved.pop(call_id, None) or self._take(aid)
+        aid = self.reserved.pop(call_id, None) or self._take(child.aid)
         info = {"id": aid, "name": profile.name, "parent_call_id": call_id, "depth": self.depth + 1}
         parent_emit = self.emit
 
@@ -139,57 +156,36 @@ class Delegation:
             parent_emit(tag(event, info))
 
         started = time.monotonic()
-        run_deadline = rec.ctx.deadline
-        deadline = started + settings.subagent_timeout_s
-        deadline = min(deadline, run_deadline) if run_deadline is not None else deadline
-        policy = self.env.policy
-        if policy.mode == "full_access" and profile.mode == "agent":
-            policy = policy.with_mode("agent")  # narrower: `ask` is a denial again (never the other way)
-        below = self.depth + 1 < settings.subagent_max_depth
-        child_ctx = dataclasses.replace(ctx, deadline=deadline, call_id="", call_tool="", agent=aid,
-                                        decide=policy_decider(policy),
-                                        truncation=dataclasses.replace(ctx.truncation,
-                                                                       delegate=ctx.truncation.delegate and below))
-        loops = LoopGuard(LoopConfig.from_policy(shared.policy_sections.get("doomLoop", {})))
-        env = CallEnv(Registry([]), policy, child_ctx, self.env.run_id, self.env.run_dir, self.env.rerun_base,
-                      [shared.denials, loops], before_edit=self.env.before_edit, home=self.env.home, agent=info)
-        env.registry, todo, env.restrict = self._registry(profile, Delegation(shared, env, emit, self.depth + 1)
-                                                          if below else None)
-        bind_hooks(env, emit)
-        tools = env.registry.specs() if tools is None else tools
         history = rec.run_dir / "history" / "agents" / aid
         history.mkdir(parents=True, exist_ok=True)
+        agent = build_agent(self._narrowed(child, info, model_name, chain, history, started), self.services, ctx,
+                            emit)
+        tools = agent.tools
         # What replaying into the child sends (verified against subagent_started.tools_sha256).
         write_atomic(history.parent / f"{aid}.tools.json", canonical(tools))
         shared.budget.prices[aid] = price
         if chain is None:
             shared.budget.agent_models[aid] = model_name
-        model = _make_model(settings, model_name, deadline, aid, chain, child_ctx.abort)
-        context = _context(rec, shared.policy_sections, settings, model_name, model, tools, emit, history, aid,
-                           deadline, ToolKinds.of(env.registry.tools))
-        env.admit = context.admit_bound
-        max_turns = profile.max_turns or settings.subagent_max_turns
         record = {"id": aid, "name": profile.name, "parent_call_id": call_id, "depth": self.depth + 1,
-                  "model": model_name, "mode": policy.mode, "status": "running", "reason": None}
+                  "model": model_name, "mode": agent.env.policy.mode, "status": "running", "reason": None}
         with shared.lock:
             shared.records.append(record)
         if note:
             record["warning"] = note
             print(f"agent-run: warning: {note}", file=sys.stderr)
-        emit(SubagentStarted(call_id=call_id, name=profile.name, description=description,
+        emit(SubagentStarted(call_id=call_id, name=profile.name, description=child.description,
                              profile=portable(profile.path, rec.workspace) if profile.path else "builtin",
-                             trusted=profile.trusted, model=model_name, mode=policy.mode,
+                             trusted=profile.trusted, model=model_name, mode=agent.env.policy.mode,
                              tools=[t["function"]["name"] for t in tools], tools_sha256=sha256_text(canonical(tools)),
-                             max_turns=max_turns, timeout_s=settings.subagent_timeout_s))
-        limits = Limits(max_turns, deadline, settings.subagent_timeout_s, (*shared.run_checks(), context.fits),
-                        (shared.budget.on_reply,), text_calls=settings.text_tool_calls == "auto",
-                        parallel=parallel_of(settings))
+                             max_turns=agent.limits.max_turns, timeout_s=settings.subagent_timeout_s))
+        assert agent.model is not None
         try:
-            result: LoopResult | RunEnded = run_loop(messages, model, env, limits, emit, first_turn, context=context,
-                                                      tools=tools, previous=previous, snapshot=context.snapshot,
-                                                      recite=todo.recite)
+            result: LoopResult | RunEnded = run_loop(messages, agent.model, agent.env, agent.limits, emit,
+                                                      child.first_turn, context=agent.context, tools=tools,
+                                                      previous=child.previous, snapshot=agent.context.snapshot,
+                                                      recite=agent.recite)
         except RunEnded as exc:
-            if _ends_run(exc, run_deadline):
+            if _ends_run(exc, rec.ctx.deadline):
                 self._stopped(record, emit, call_id, started, exc.reason)
                 raise
             result = exc
@@ -197,15 +193,38 @@ class Delegation:
             self._stopped(record, emit, call_id, started, getattr(exc, "reason", None) or type(exc).__name__)
             raise
         finally:
-            if todo.items:
-                record["todos"] = todo.items
+            if agent.state.plan.items:
+                record["todos"] = agent.state.plan.items
         return self._finish(result, record, emit, call_id, started, messages)
 
-    def reserve(self, call_id: str, profile: Profile) -> None:
+    def _narrowed(self, child: Child, info: dict[str, Any], model_name: str, chain: Chain | None, history: Path,
+                  started: float) -> AgentSpec:
+        """The parent's spec, narrowed for the child: the parent's policy in its mode or narrower, the parent's tools
+        (`task` only below the depth limit) cut to the profile's, the parent's restrictions and the profile's, a
+        clock of its own within the run's."""
+        settings, parent, profile = self.shared.settings, self.parent, child.profile
+        policy = parent.env.policy
+        if policy.mode == "full_access" and profile.mode == "agent":
+            policy = policy.with_mode("agent")  # narrower: `ask` is a denial again (never the other way)
+        run_deadline = self.shared.rec.ctx.deadline
+        deadline = started + settings.subagent_timeout_s
+        deadline = min(deadline, run_deadline) if run_deadline is not None else deadline
+        below = self.depth + 1 < settings.subagent_max_depth
+        listed = None if profile.tools is None else {name for name, _ in profile.tools}
+        registry = Registry([t for t in parent.env.registry.tools if (t.name != "task" or below)
+                             and (listed is None or t.name in listed)])
+        restrictions = tuple(r for r in (parent.env.restrict,) if r is not None)
+        if profile.tools is not None:
+            restrictions = (Restriction(skill=profile.name, allowed=profile.tools, profile=True), *restrictions)
+        return AgentSpec(policy, settings, registry, profile.max_turns or settings.subagent_max_turns, deadline,
+                         settings.subagent_timeout_s, history, checks=self.shared.run_checks(), model=model_name,
+                         chain=chain, tools=child.tools, restrictions=restrictions, info=info)
+
+    def reserve(self, call_id: str, args: dict[str, Any]) -> None:
         """In the model's order, before any of a reply's `task` calls runs (they may run at once): the child's id
         and its place under the run's subagent limit, so neither depends on which child starts first. A child
         refused for its model (`_admit`) takes neither, as before."""
-        self._admit(profile)
+        self._admit(self.shared.profiles[args.get("agent") or GENERAL])
         self.reserved[call_id] = self._take(None)
 
     def _take(self, aid: str | None) -> str:
@@ -221,7 +240,7 @@ class Delegation:
             shared.next_id = max(shared.next_id, int(aid[1:]) + 1)
             return aid
 
-    def _admit(self, profile: Profile) -> tuple[str, str | None, Any, Any]:
+    def _admit(self, profile: Profile) -> tuple[str, str | None, Price | None, Chain | None]:
         """The child's model, a note about it, its price and the run's fallback chain when the child is on it — or a
         SubagentFailed the parent can act on: the run's subagent limit is reached, or a cost budget cannot be kept
         on an unpriced model. A child on the run's model starts on the model the run is on now (after a fallback,
@@ -276,51 +295,6 @@ class Delegation:
         return settings.model, (f"repository profile {profile.name!r} asks for model {profile.model}; not in the "
                                 f"policy's subagents.models, so it runs on {settings.model}")
 
-    def _registry(self, profile: Profile, delegation: Delegation | None) -> tuple[Registry, Todo, AllOf]:
-        """The parent's tools, for the child: its own plan and skill state, `task` (for its own `delegation`)
-        only below the depth limit, then only those the profile lists."""
-        from runner.tools.skill import SkillTool
-
-        todo = Todo()
-        skills = Restriction()
-        tools: list[Tool] = []
-        for tool in self.env.registry.tools:
-            if isinstance(tool, TaskTool):
-                if delegation is not None:
-                    tools.append(TaskTool(tool.profiles, delegation))
-            elif isinstance(tool, Todo):
-                tools.append(todo)
-            elif isinstance(tool, SkillTool):
-                tools.append(SkillTool(list(tool.skills.values()), skills))
-            else:
-                tools.append(tool)
-        listed = None if profile.tools is None else {name for name, _ in profile.tools}
-        tools = [t for t in tools if listed is None or t.name in listed]
-        parts = [r for r in (self.env.restrict, skills) if r is not None]
-        if profile.tools is not None:
-            parts.insert(0, Restriction(skill=profile.name, allowed=profile.tools, profile=True))
-        return Registry(tools), todo, AllOf(tuple(parts))
-
-
-@dataclass
-class AllOf:
-    """Every restriction must let a call through (a profile's tools, a skill the child loaded, and what its
-    parent was restricted to when it delegated)."""
-
-    parts: tuple[Any, ...]
-    _refused: Any = None  # the part that refused the last call: its fields go into the error
-
-    def refuses(self, tool: str, targets: list[Any]) -> str | None:
-        for part in self.parts:
-            why = part.refuses(tool, targets)
-            if why is not None:
-                self._refused = part
-                return why
-        return None
-
-    def fields(self) -> dict[str, Any]:
-        return self._refused.fields() if self._refused is not None else {}
-
 
 def system_prompt(base: str, profile: Profile, workspace: Path) -> str:
     parts = [base.rstrip() + "\n", SUBAGENT_PROMPT]
@@ -335,7 +309,7 @@ def system_prompt(base: str, profile: Profile, workspace: Path) -> str:
     return "".join(parts)
 
 
-def _run_level(check: Any) -> Any:
+def _run_level(check: Check) -> Check:
     """A run budget's check, marked: when it stops a child, it ends the run too."""
 
     def checked(estimated: int) -> None:
@@ -368,25 +342,6 @@ def _status(exc: RunEnded) -> str:
     return "failed"
 
 
-def _make_model(settings: Any, name: str, deadline: float, aid: str, chain: Any = None, abort: Any = None) -> Any:
-    if name.startswith("replay:"):  # a recorded run replayed: this child's own recorded replies
-        from runner.model.replay import ReplayModel
-
-        return ReplayModel(Path(name[len("replay:"):]).expanduser(), agent=aid)
-    return make_model(settings.model_copy(update={"model": name}), deadline, chain=chain, abort=abort)
-
-
-def _context(rec: Any, sections: dict[str, Any], settings: Any, model_name: str, model: Any,
-             tools: list[dict[str, Any]], emit: Emit, history: Path, aid: str, deadline: float,
-             kinds: ToolKinds) -> ContextManager:
-    """The child's pruning and compaction, as the run's, its history apart; `kinds`: its registry's."""
-    window = window_for(model_name, settings.context_window if model_name == settings.model else None)
-    config = ContextConfig.from_policy(sections.get("compaction", {}), window, kinds)
-    return context_manager(rec, config, model, tools, emit, history,
-                           lambda: rec.summary.agents.get(aid, {}).get("turns", 0), root=rec.run_dir,
-                           deadline=deadline)
-
-
 def summary_agents(shared: Shared, data: dict[str, Any]) -> None:
     """summary.json `agents`: the run's own, then each child, with usage and cost (totals stay at the top)."""
     counts = shared.rec.summary.agents
@@ -403,12 +358,21 @@ def summary_agents(shared: Shared, data: dict[str, Any]) -> None:
     data["agents"] = out
 
 
-def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs: list[str],
-           prompt: str | None, untrusted_dirs: Sequence[str] = ()) -> Any | None:
-    """The `task` tool for the run's own agent, when subagents are on (subagents.maxDepth ≥ 1) and the policy
-    does not deny every profile (a denied profile is not offered). `prompt`: a child's system prompt before
-    its profile (a resume or replay passes the run's recorded one; None: agent-run's own). Returns the
-    shared turns check for the run's own loop, or None."""
+@dataclass(frozen=True)
+class Offered:
+    """Subagents for a run: what its agents' delegations share, the `task` tool, and the run's turns check."""
+
+    shared: Shared
+    tool: TaskTool
+    turns: Check
+
+
+def attach(rec: Recording, policy: Policy, settings: Settings, budget: Budget, dirs: Sequence[str],
+           prompt: str | None, untrusted_dirs: Sequence[str] = ()) -> Offered | None:
+    """The `task` tool for the run's agents, when subagents are on (subagents.maxDepth ≥ 1) and `policy` (the
+    run's, hard limits included) does not deny every profile (a denied profile is not offered). `prompt`: a
+    child's system prompt before its profile (a resume or replay passes the run's recorded one; None: agent-run's
+    own)."""
     from runner.policy.decide import decide
     from runner.policy.model import Target
     from runner.subagents.profiles import discover, trusted_dirs
@@ -416,14 +380,14 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
     section = policy.sections.get("subagents", {})
     if settings.subagent_max_depth < 1 or settings.subagent_max_calls < 1:
         return None
-    found = discover(rec.workspace, trusted_dirs(dirs, policy.path, section), [Path(d) for d in untrusted_dirs],
-                     aliases=ALIASES)
+    found = discover(rec.workspace, trusted_dirs(list(dirs), policy.path, section),
+                     [Path(d) for d in untrusted_dirs], aliases=ALIASES)
     profiles = found.profiles
     for warning in found.warnings + found.shadowed:
         print(f"agent-run: warning: {warning}", file=sys.stderr)
     for message in found.shadowed:  # in the record too: a workflow greps for the code, not stderr
         rec.emit(RunWarning(code="profile_shadowed", message=message))
-    decisions = {name: decide(env.policy, "task", [Target("task", f"agent:{name}")]) for name in profiles}
+    decisions = {name: decide(policy, "task", [Target("task", f"agent:{name}")]) for name in profiles}
     offered = {name: p for name, p in profiles.items() if decisions[name].decision != "deny"}
     if not offered:
         return None
@@ -433,14 +397,12 @@ def attach(rec: Any, env: CallEnv, settings: Any, policy: Any, budget: Any, dirs
         prompt = SYSTEM_PROMPT
     turns = TurnCounter(settings.max_turns)
     rec.consumers.append(turns.on_event)
-    denials = next(g for g in env.guards if isinstance(g, DenialGuard))
-    shared = Shared(rec, settings, policy.sections, offered, budget, turns, denials, prompt,
-                    tuple(section.get("models") or ()), env.policy.mode)
-    env.registry = env.registry.with_tools([TaskTool(offered, Delegation(shared, env, rec.emit, 0))])
+    shared = Shared(rec, settings, policy.sections, offered, budget, turns, prompt,
+                    tuple(section.get("models") or ()), policy.mode)
     if any(decisions[name].allowed for name in offered):
         # The truncation hint may then suggest delegating (OpenCode's does): only where a delegation can run.
         rec.ctx.truncation = dataclasses.replace(rec.ctx.truncation, delegate=True)
     rec.extra["subagent_profiles"] = [{"name": p.name, "path": portable(p.path, rec.workspace) if p.path else "builtin",
                                        "trusted": p.trusted} for p in offered.values()]
     rec.finishers.append(lambda data: summary_agents(shared, data))
-    return turns.before_request
+    return Offered(shared, TaskTool(offered), turns.before_request)

@@ -13,13 +13,16 @@ from typing import Any
 
 from runner.core.jsonutil import canonical, sha256_text
 from runner.core.outcome import UsageError
+from runner.engine.build import Agent
 from runner.engine.call import truncated
 from runner.record.conversation import ConversationError, of_agent, read_recorded, rebuild
+from runner.subagents.delegate import Child, Delegation
+from runner.subagents.tool import TaskTool
 from runner.tools.base import ToolError
 
 
 def continue_children(run_dir: Any, events: list[dict[str, Any]], chosen: list[dict[str, Any]],
-                      results: dict[str | None, dict[str, str]], env: Any) -> tuple[dict[str, str], int]:
+                      results: dict[str | None, dict[str, str]], agent: Agent) -> tuple[dict[str, str], int]:
     """Each child with approved calls, continued to its answer. Returns the parent's results (the approved
     ones, and each continued child's new `task` result) and the parent's turn to rebuild up to."""
     parent = dict(results.get(None, {}))
@@ -30,8 +33,9 @@ def continue_children(run_dir: Any, events: list[dict[str, Any]], chosen: list[d
             children.setdefault(c["agent"]["id"], c["agent"])
     if not children:
         return parent, upto
-    task = env.registry.get("task")
-    if task is None:
+    task = agent.env.registry.get("task")
+    delegation = agent.state.delegation
+    if not isinstance(task, TaskTool) or not isinstance(delegation, Delegation):
         raise UsageError("cannot --continue into a subagent: subagents are off for this replay (subagents.maxDepth "
                          "is 0, or the policy denies every profile)")
     for aid, info in sorted(children.items(), key=lambda kv: int(kv[0][1:])):
@@ -50,10 +54,10 @@ def continue_children(run_dir: Any, events: list[dict[str, Any]], chosen: list[d
         turn = max(c["turn"] for c in chosen if (c.get("agent") or {}).get("id") == aid)
         conversation = rebuild(run_dir, events, turn, results.get(aid, {}), agent=aid)
         try:
-            output = task.delegation.start(profile, env.ctx, started["call_id"], started["description"],
-                                           conversation.messages, first_turn=conversation.last_turn + 1,
-                                           tools=tools, previous=conversation.last_prompt, aid=aid)
-            content = truncated(task, output, env.ctx).content
+            child = Child(profile, started["call_id"], started["description"], aid=aid, tools=tools,
+                          first_turn=conversation.last_turn + 1, previous=conversation.last_prompt)
+            output = delegation.start(child, agent.env.ctx, conversation.messages)
+            content = truncated(task, output, agent.env.ctx).content
         except ToolError as err:
             content = canonical(err.payload())
         parent[started["call_id"]] = content

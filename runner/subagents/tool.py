@@ -12,6 +12,7 @@ from typing import Any
 from runner.policy.model import Target
 from runner.subagents.profiles import GENERAL, Profile
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.state import Delegator
 
 MAX_PROMPT_CHARS = 100_000
 
@@ -25,9 +26,8 @@ class TaskTool(Tool):
     aliases = ("Task",)
     offered = "added"  # with subagents on
 
-    def __init__(self, profiles: dict[str, Profile], delegation: Any) -> None:
+    def __init__(self, profiles: dict[str, Profile]) -> None:
         self.profiles = profiles
-        self.delegation = delegation  # runner.subagents.delegate.Delegation: runs the child
         listed = "\n".join(f"- {p.name}: {p.description}" for p in profiles.values())
         self.description = (  # type: ignore[misc]
             "Delegate a self-contained subtask to a subagent with your tools and permissions; only its answer "
@@ -50,18 +50,24 @@ class TaskTool(Tool):
                             "subagent the essentials and the paths of files to read")
         return [Target("task", f"agent:{args.get('agent') or GENERAL}")]
 
-    def risk_of(self, args: dict[str, Any]) -> str | None:
+    def risk_of(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
         """`high` for a child that can run commands (its profile offers `bash`, or every tool of a parent that
         has it); `medium` for one that can only read and edit."""
         profile = self.profiles.get(args.get("agent") or GENERAL)
         if profile is None:
             return self.risk
-        names = ([name for name, _ in profile.tools] if profile.tools is not None
-                 else self.delegation.env.registry.names)
+        names = [name for name, _ in profile.tools] if profile.tools is not None else ctx.state.tools
         return "high" if "bash" in names else "medium"
 
-    def reserve(self, args: dict[str, Any], call_id: str) -> None:
-        self.delegation.reserve(call_id, self.profiles[args.get("agent") or GENERAL])
+    def reserve(self, args: dict[str, Any], ctx: ToolContext, call_id: str) -> None:
+        _delegation(ctx).reserve(call_id, args)
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        return self.delegation.run(self.profiles[args.get("agent") or GENERAL], args, ctx)
+        return _delegation(ctx).run(args, ctx)
+
+
+def _delegation(ctx: ToolContext) -> Delegator:
+    """The calling agent's delegation (runner/tools/state.py): every agent that is offered `task` has one."""
+    if ctx.state.delegation is None:
+        raise ToolError("SubagentFailed", "this agent cannot delegate", status="refused")
+    return ctx.state.delegation

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from runner.core.outcome import Interrupted
 from runner.policy.decide import CallDecision
 from runner.policy.model import Target
+from runner.tools.state import AgentState
 from runner.tools.truncate import Limits
 
 ERROR_TYPES = (
@@ -141,6 +142,7 @@ class ToolContext:
     sandbox: Any = None
     # runner.record.mask.Masker: what a tool writes to the run directory (spill files) is masked; None keeps it as is.
     masker: Any = None
+    state: AgentState = field(default_factory=AgentState)  # this agent's own plan, skill and delegation
 
     def for_call(self, call_id: str, tool: str, abort: threading.Event | None = None) -> ToolContext:
         """This context for one call: calls of one reply may run at once, each with its own copy (what is
@@ -189,7 +191,7 @@ class Tool:
     # once ends at it (runner/engine/batch.py).
     narrows: ClassVar[bool] = False
 
-    def reserve(self, args: dict[str, Any], call_id: str) -> None:
+    def reserve(self, args: dict[str, Any], ctx: ToolContext, call_id: str) -> None:
         """Called in the model's order once the call is allowed, before it runs (perhaps beside others): for what
         must not depend on which of several calls starts first. Raises ToolError to refuse the call."""
 
@@ -197,16 +199,16 @@ class Tool:
         """What the policy decides for these arguments (see runner.policy.targets)."""
         raise NotImplementedError
 
-    def risk_of(self, args: dict[str, Any]) -> str | None:
+    def risk_of(self, args: dict[str, Any], ctx: ToolContext) -> str | None:
         """This call's own risk level before its targets: the class's `risk`, unless its arguments say more."""
         return self.risk
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         raise NotImplementedError
 
-    def restore(self, events: list[dict[str, Any]], upto_turn: int) -> None:
-        """A resumed or forked run's tool picks up its state (a plan) from the recorded run's own `events`, as they
-        were by turn `upto_turn` (runner/sessions/resume.py); most tools keep none."""
+    def restore(self, state: AgentState, events: list[dict[str, Any]], upto_turn: int) -> None:
+        """A resumed or forked run's agent picks up what this tool keeps in its `state` (a plan) from the recorded
+        run's own `events`, as they were by turn `upto_turn` (runner/sessions/resume.py); most tools keep none."""
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI `tools` entry."""

@@ -12,7 +12,7 @@ from typing import Any
 from runner.policy.model import Target
 from runner.policy.targets import path_target
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.workspace.skills import Restriction, Skill
+from runner.workspace.skills import Skill
 
 MAX_FILES_LISTED = 30
 
@@ -28,9 +28,8 @@ class SkillTool(Tool):
     description = ("Load a skill (a procedure for a kind of task, listed in the system prompt) by name: returns "
                    "its instructions and the files in its folder. Follow them; read those files with `read`.")
 
-    def __init__(self, skills: list[Skill], restriction: Restriction) -> None:
+    def __init__(self, skills: list[Skill]) -> None:
         self.skills = {s.name: s for s in skills}
-        self.restriction = restriction
         self.schema = {"type": "object", "additionalProperties": False, "required": ["name"],  # type: ignore[misc]
                        "properties": {"name": {"type": "string", "enum": sorted(self.skills)}}}
 
@@ -44,7 +43,7 @@ class SkillTool(Tool):
         skill = self.skills.get(str(args["name"]))
         if skill is None:
             raise ToolError("InvalidArguments", f"no skill named {args['name']!r}; known: {', '.join(self.skills)}")
-        self.restriction.set(skill)
+        ctx.state.skill.set(skill)  # the calling agent's restriction (runner/tools/state.py)
         files = sorted(p.relative_to(skill.directory).as_posix() for p in skill.directory.rglob("*")
                        if p.is_file() and p.name != "SKILL.md")[:MAX_FILES_LISTED]
         limit = ("" if skill.allowed is None else

@@ -15,11 +15,10 @@ from typing import Any
 from runner.policy.model import Target
 from runner.policy.targets import path_target
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.state import AgentState, render
 
 STATUSES = ("pending", "in_progress", "completed")
-MARKS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 MAX_ITEMS = 50
-RECITE_EVERY = 8  # turns without an update or a recitation before the plan is re-sent
 
 
 class Todo(Tool):
@@ -48,10 +47,6 @@ class Todo(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self) -> None:
-        self.items: list[dict[str, str]] = []
-        self._since = 0  # turns since the plan was last written or recited
-
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
         where = ctx.run_dir / "todos" if ctx.run_dir else ctx.workspace / ".agent-run"
         return [Target("read", path_target(ctx.workspace, where))]
@@ -61,12 +56,12 @@ class Todo(Tool):
         busy = sum(i["status"] == "in_progress" for i in items)
         if busy > 1:
             raise ToolError("InvalidArguments", f"{busy} items are in_progress: mark one at a time")
-        self.items = items
-        self._since = 0
+        ctx.state.plan.write(items)  # the calling agent's plan (runner/tools/state.py)
         return ToolOutput(render(items), {"items": len(items),
                                           "completed": sum(i["status"] == "completed" for i in items)})
 
-    def restore(self, events: list[dict[str, Any]], upto_turn: int) -> None:
+
+    def restore(self, state: AgentState, events: list[dict[str, Any]], upto_turn: int) -> None:
         """The plan goes on with a resumed conversation: the list as the run left it by turn `upto_turn`, the
         last todo call that succeeded (empty when it cannot be read)."""
         ok = {e.get("call_id") for e in events
@@ -75,26 +70,8 @@ class Todo(Tool):
             if e.get("type") == "tool_call" and e.get("tool") == self.name and e.get("call_id") in ok \
                     and e.get("turn", 0) <= upto_turn:
                 try:
-                    self.items = list(json.loads(e["arguments"])["todos"])
+                    state.plan.items = list(json.loads(e["arguments"])["todos"])
                 except (ValueError, KeyError, TypeError):
-                    self.items = []
+                    state.plan.items = []
                 return
-        self.items = []
-
-    def recite(self, turn: int, compacted: bool) -> str | None:
-        """Before a request: the plan to re-send (appended), after a compaction or a long stretch; else None."""
-        if not self.items:
-            return None
-        self._since += 1
-        if not compacted and self._since <= RECITE_EVERY:
-            return None
-        self._since = 0
-        return f"[agent-run: your plan so far (todo)]\n{render(self.items)}"
-
-
-def render(items: list[dict[str, str]]) -> str:
-    if not items:
-        return "(the plan is empty)"
-    done = sum(i["status"] == "completed" for i in items)
-    lines = [f"{MARKS[i['status']]} {i['content']}" for i in items]
-    return "\n".join(lines) + f"\n({done}/{len(items)} completed)"
+        state.plan.items = []

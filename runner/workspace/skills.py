@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -85,6 +85,34 @@ class Restriction:
         if self.profile:
             return f"your profile '{self.skill}' allows only: {listed}"
         return f"the skill '{self.skill}' allows only: {listed}; call `skill` again to change skills"
+
+
+class Restricting(Protocol):
+    """What may refuse a call before the policy: a loaded skill's allowed-tools, a subagent profile's tools."""
+
+    def refuses(self, tool: str, targets: list[Target]) -> str | None: ...
+
+    def fields(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class AllOf:
+    """Every restriction must let a call through (a profile's tools, a skill the child loaded, and what its
+    parent was restricted to when it delegated)."""
+
+    parts: tuple[Restricting, ...]
+    _refused: Restricting | None = None  # the part that refused the last call: its fields go into the error
+
+    def refuses(self, tool: str, targets: list[Target]) -> str | None:
+        for part in self.parts:
+            why = part.refuses(tool, targets)
+            if why is not None:
+                self._refused = part
+                return why
+        return None
+
+    def fields(self) -> dict[str, Any]:
+        return self._refused.fields() if self._refused is not None else {}
 
 
 def parse_allowed(value: Any, where: str, aliases: Mapping[str, str]) -> tuple[tuple[str, str | None], ...] | None:

@@ -19,7 +19,7 @@ BOUNDS = ("maxLength", "maxItems", "maxProperties", "maxContains")
 
 
 def _schemas() -> list[tuple[str, dict[str, Any]]]:
-    specs = core_tools().with_tools([TaskTool({GENERAL: BUILTIN}, delegation=None)]).specs()
+    specs = core_tools().with_tools([TaskTool({GENERAL: BUILTIN})]).specs()
     return [(s["function"]["name"], s["function"]["parameters"]) for s in specs]
 
 
@@ -42,7 +42,7 @@ def test_no_tool_schema_bounds_a_length_above_1000():
 
 
 def test_the_task_prompt_limit_is_enforced_in_code(tmp_path):
-    tool = TaskTool({GENERAL: BUILTIN}, delegation=None)
+    tool = TaskTool({GENERAL: BUILTIN})
     ctx = ToolContext(workspace=tmp_path)
     assert tool.targets({"description": "d", "prompt": "x" * MAX_PROMPT_CHARS}, ctx)[0].target == "agent:general"
     with pytest.raises(ToolError) as err:

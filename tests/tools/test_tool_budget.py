@@ -13,7 +13,7 @@ BUDGET_TOKENS = 1_100
 
 
 def test_the_default_tools_array_is_at_most_1100_tokens():
-    specs = core_tools().with_tools([TaskTool({GENERAL: BUILTIN}, delegation=None)]).specs()
+    specs = core_tools().with_tools([TaskTool({GENERAL: BUILTIN})]).specs()
     assert len(specs) == 13  # what a run under the default policy offers
     sent = json.dumps(specs, ensure_ascii=False, separators=(",", ":"))  # runner/model/transport.py's form
     assert len(sent) / 4 <= BUDGET_TOKENS, f"{len(sent) / 4:.0f} tokens: shorten a description"
