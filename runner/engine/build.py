@@ -35,11 +35,10 @@ from runner.model.catalog import window_for
 from runner.model.fallback import Chain, FallbackChat
 from runner.model.replay import ReplayModel
 from runner.policy.model import Policy
-from runner.tools.base import ToolContext
+from runner.tools.base import AgentState, Delegator, ToolContext
 from runner.tools.readable import policy_decider
 from runner.tools.registry import Registry
 from runner.tools.spill import keep
-from runner.tools.state import AgentState, Delegator
 from runner.workspace.skills import AllOf, Restricting
 
 

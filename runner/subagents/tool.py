@@ -11,8 +11,7 @@ from typing import Any
 
 from runner.policy.model import Target
 from runner.subagents.profiles import GENERAL, Profile
-from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.state import Delegator
+from runner.tools.base import Delegator, Tool, ToolContext, ToolError, ToolOutput
 
 MAX_PROMPT_CHARS = 100_000
 
@@ -67,7 +66,7 @@ class TaskTool(Tool):
 
 
 def _delegation(ctx: ToolContext) -> Delegator:
-    """The calling agent's delegation (runner/tools/state.py): every agent that is offered `task` has one."""
+    """The calling agent's delegation (AgentState, runner/tools/base.py): every agent that is offered `task` has one."""
     if ctx.state.delegation is None:
         raise ToolError("SubagentFailed", "this agent cannot delegate", status="refused")
     return ctx.state.delegation

@@ -10,13 +10,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from runner.core.outcome import Interrupted
 from runner.policy.decide import CallDecision
 from runner.policy.model import Target
-from runner.tools.state import AgentState
+from runner.tools.plan import Plan
 from runner.tools.truncate import Limits
+from runner.workspace.skills import Restriction
 
 ERROR_TYPES = (
     "ToolNotAllowed", "ApprovalRequired", "PathTraversalBlocked", "FileTooLarge", "Timeout",
@@ -111,6 +112,27 @@ class Shield:
             self.exit_now(exiting)
         if signum is not None:
             raise Interrupted(signum)
+
+
+class Delegator(Protocol):
+    """An agent's `task` calls (runner/subagents/delegate.py): a child for a call, its place reserved in the model's
+    order before calls of one reply run at once."""
+
+    def reserve(self, call_id: str, args: dict[str, Any]) -> None: ...
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
+
+
+@dataclass
+class AgentState:
+    """What one agent's calls change for it, never shared with another agent: its plan (`todo`), the skill it loaded
+    (`skill`), its delegation (`task`). Tool instances are definitions, shared by the run's agent and every child (a
+    child's registry is its parent's, narrowed); runner/engine/build.py gives each agent a state of its own."""
+
+    plan: Plan = field(default_factory=Plan)
+    skill: Restriction = field(default_factory=Restriction)  # the loaded skill's allowed-tools
+    delegation: Delegator | None = None  # None: this agent cannot delegate (no `task`, or at the depth limit)
+    tools: tuple[str, ...] = ()  # the names of the agent's tools (a task call's risk: can its child run commands)
 
 
 @dataclass

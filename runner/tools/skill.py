@@ -43,7 +43,7 @@ class SkillTool(Tool):
         skill = self.skills.get(str(args["name"]))
         if skill is None:
             raise ToolError("InvalidArguments", f"no skill named {args['name']!r}; known: {', '.join(self.skills)}")
-        ctx.state.skill.set(skill)  # the calling agent's restriction (runner/tools/state.py)
+        ctx.state.skill.set(skill)  # the calling agent's restriction (AgentState, runner/tools/base.py)
         files = sorted(p.relative_to(skill.directory).as_posix() for p in skill.directory.rglob("*")
                        if p.is_file() and p.name != "SKILL.md")[:MAX_FILES_LISTED]
         limit = ("" if skill.allowed is None else

@@ -14,8 +14,8 @@ from typing import Any
 
 from runner.policy.model import Target
 from runner.policy.targets import path_target
-from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.state import AgentState, render
+from runner.tools.base import AgentState, Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.plan import render
 
 STATUSES = ("pending", "in_progress", "completed")
 MAX_ITEMS = 50
@@ -56,7 +56,7 @@ class Todo(Tool):
         busy = sum(i["status"] == "in_progress" for i in items)
         if busy > 1:
             raise ToolError("InvalidArguments", f"{busy} items are in_progress: mark one at a time")
-        ctx.state.plan.write(items)  # the calling agent's plan (runner/tools/state.py)
+        ctx.state.plan.write(items)  # the calling agent's plan (AgentState, runner/tools/base.py)
         return ToolOutput(render(items), {"items": len(items),
                                           "completed": sum(i["status"] == "completed" for i in items)})
 
