@@ -27,6 +27,7 @@ from runner.engine.call import CallEnv, bind_hooks
 from runner.engine.loop import Check, Limits
 from runner.engine.recorder import Recording
 from runner.engine.settings import Settings, model_params
+from runner.guards.base import Guard
 from runner.guards.budget import Budget
 from runner.guards.denials import DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
@@ -126,7 +127,7 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
                                                              and below))
     own = (state.skill,) if spec.info is not None or "skill" in spec.registry.names else ()
     parts = (*spec.restrictions, *own)
-    guards = [services.denials, LoopGuard(LoopConfig.from_policy(spec.policy.sections.get("doomLoop", {})))]
+    guards: list[Guard] = [services.denials, LoopGuard(LoopConfig.from_policy(spec.policy.sections.get("doomLoop", {})))]
     env = CallEnv(spec.registry, spec.policy, ctx, rec.run_id, rec.run_dir, services.rerun, guards,
                   before_edit=services.edits.before_edit if services.edits is not None else None, home=rec.home,
                   restrict=(parts[0] if len(parts) == 1 and spec.info is None else AllOf(parts)) if parts else None,
