@@ -127,7 +127,8 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
                                                              and below))
     own = (state.skill,) if spec.info is not None or "skill" in spec.registry.names else ()
     parts = (*spec.restrictions, *own)
-    guards: list[Guard] = [services.denials, LoopGuard(LoopConfig.from_policy(spec.policy.sections.get("doomLoop", {})))]
+    loops = LoopGuard(LoopConfig.from_policy(spec.policy.sections.get("doomLoop", {})))
+    guards: list[Guard] = [services.denials, loops]
     env = CallEnv(spec.registry, spec.policy, ctx, rec.run_id, rec.run_dir, services.rerun, guards,
                   before_edit=services.edits.before_edit if services.edits is not None else None, home=rec.home,
                   restrict=(parts[0] if len(parts) == 1 and spec.info is None else AllOf(parts)) if parts else None,
