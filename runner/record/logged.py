@@ -80,10 +80,10 @@ class _Field:
     name: str  # the dataclass field's
     key: str  # the record's (a field renamed: `from`)
     accepts: tuple[type, ...] | None  # the JSON types it may hold (None: anything)
-    default: Any  # when the record lacks it (or holds another type)
-    factory: Callable[[], Any] | None  # the default's, when it is made afresh for each event
+    default: object  # when the record lacks it (or holds another type)
+    factory: Callable[[], object] | None  # the default's, when it is made afresh for each event
 
-    def absent(self) -> Any:
+    def absent(self) -> object:
         return self.factory() if self.factory is not None else self.default
 
 
@@ -107,7 +107,7 @@ def _fields_of(cls: type[Event]) -> tuple[_Field, ...]:
     return tuple(out)
 
 
-def _accepts(hint: Any) -> tuple[type, ...] | None:
+def _accepts(hint: object) -> tuple[type, ...] | None:
     """The JSON types a field's annotation allows: its outer types only (a dict's values are not checked)."""
     if hint is Any:
         return None
@@ -121,10 +121,11 @@ def _accepts(hint: Any) -> tuple[type, ...] | None:
         return (type(None),)
     if hint is float:
         return (int, float)  # JSON writes 2.0 as 2.0, but a hand-written log may say 2
-    return (origin or hint,)
+    base = origin or hint
+    return (base,) if isinstance(base, type) else None  # an annotation that names no class: anything
 
 
-def _holds(value: Any, accepts: tuple[type, ...] | None) -> bool:
+def _holds(value: object, accepts: tuple[type, ...] | None) -> bool:
     if accepts is None:
         return True
     if isinstance(value, bool):  # a bool is an int to isinstance, never to JSON
@@ -141,7 +142,7 @@ def parse_event(record: Mapping[str, Any]) -> Event:
         event: Event = Unknown(kind=kind if isinstance(kind, str) else "",
                                data={k: v for k, v in record.items() if k not in ENVELOPE})
     else:
-        values = {}
+        values: dict[str, Any] = {}
         for f in _fields(cls):
             value = record.get(f.key, f)
             if value is f or not _holds(value, f.accepts):
@@ -160,7 +161,7 @@ def parse_record(record: Mapping[str, Any]) -> Logged:
                   event=parse_event(record), record=record)
 
 
-def _typed(value: Any, kind: type) -> Any:
+def _typed(value: object, kind: type) -> Any:
     return value if isinstance(value, kind) and not isinstance(value, bool) else None
 
 

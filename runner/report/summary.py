@@ -161,7 +161,7 @@ def _ref(event: ToolCall | CheckStarted | PermissionDecision | ToolResult) -> st
     return call_ref(event.agent, str(event.call_id))
 
 
-def _tokens(value: Any) -> int:
+def _tokens(value: object) -> int:
     """A usage figure; anything but a number (a log of another version) counts nothing."""
     return value if isinstance(value, int) else 0
 

@@ -130,7 +130,7 @@ def _result(e: ToolResult, seq: int | None) -> list[str]:
     return out
 
 
-def _known(value: Any) -> Any:
+def _known(value: object) -> object:
     """A field a log of another version lacks (None read back) as the transcript shows an unknown figure."""
     return "?" if value is None else value
 
