@@ -1,8 +1,8 @@
 """Compare two suites' event logs after normalization: did a refactor change any event?
 
-    AGENT_RUN_GOLDEN_DIR=/tmp/golden-base python -m pytest      # on the base commit
-    AGENT_RUN_GOLDEN_DIR=/tmp/golden-new python -m pytest       # on the last commit
-    python bench/events_diff.py /tmp/golden-base /tmp/golden-new [--noise /tmp/golden-base2]
+    AGENT_RUN_GOLDEN_DIR=BASE python -m pytest      # on the base commit (BASE, NEW: directories of your own)
+    AGENT_RUN_GOLDEN_DIR=NEW python -m pytest       # on the last commit
+    python bench/events_diff.py BASE NEW [--noise BASE2]
 
 tests/conftest.py copies every events.jsonl a test made into GOLDEN/<test id>/<path under tmp_path>. What
 differs between two runs of the same code is made a placeholder: run ids, `ts`, durations, `prev` and every
@@ -29,8 +29,10 @@ RUN_ID = re.compile(r"\d{8}T\d{12}Z-[0-9a-f]{6}")
 HEX = re.compile(r"\b[0-9a-f]{32,}\b")
 PORT = re.compile(r"((?:127\.0\.0\.1|localhost|\[::1\]):)\d{2,5}")
 TMPDIR = re.compile(r"/tmp/(?:pytest-of-[^/\"\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\"\s]+|tmp[A-Za-z0-9_]{6,})")
+# The code's own checkout (a shipped policy's path names where agent-run is installed).
+SHIPPED = re.compile(r"/[^\"\s\\]*?/(?:policies|runner/_shipped_policies)/([a-z_-]+\.jsonc)")
 DURATION = re.compile(r"(duration|elapsed|wall|waited)(_s|_ms)?$")
-VOLATILE = {"ts", "prev", "seq", "eventId", "pid", "started_at", "ended_at"}
+VOLATILE = {"ts", "timestamp", "prev", "seq", "eventId", "pid", "started_at", "ended_at"}
 
 
 def _scrub(value: Any, key: str, ids: dict[str, str]) -> Any:
@@ -39,7 +41,10 @@ def _scrub(value: Any, key: str, ids: dict[str, str]) -> Any:
     if DURATION.search(key) and isinstance(value, int | float):
         return "<duration>"
     if isinstance(value, dict):
-        return {k: _scrub(v, k, ids) for k, v in value.items()}
+        out = {k: _scrub(v, k, ids) for k, v in value.items()}
+        if isinstance(value.get("content"), str) and out["content"] != value["content"] and "bytes" in out:
+            out["bytes"] = "<bytes of a normalized content>"  # a path's length is the machine's
+        return out
     if isinstance(value, list):
         return [_scrub(v, key, ids) for v in value]
     if isinstance(value, str):
@@ -51,7 +56,18 @@ def _text(text: str, ids: dict[str, str]) -> str:
     text = RUN_ID.sub(lambda m: ids.setdefault(m.group(0), f"<run{len(ids)}>"), text)
     text = HEX.sub(lambda m: ids.setdefault(m.group(0), f"<hash{len(ids)}>"), text)
     text = PORT.sub(r"\1<port>", text)
+    text = SHIPPED.sub(r"<checkout>/policies/\1", text)
     return TMPDIR.sub("<tmp>", text)
+
+
+def _streams(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run's own agent's events, then each child's (by id: ids are given in the model's order), each stream in
+    its own order: children that ran at once interleave by the clock, not by what they did."""
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for event in events:
+        agent = event.get("agent")
+        by[agent.get("id", "") if isinstance(agent, dict) else ""].append(event)
+    return [e for key in sorted(by, key=lambda k: (k != "", len(k), k)) for e in _order(by[key])]
 
 
 def _order(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -83,7 +99,7 @@ def normalize(path: Path, tmp: str) -> list[str]:
         except ValueError:
             events.append({"unparsed": line})
     # call ids name the call by position; concurrency decides only the order of their events
-    return [json.dumps(_scrub(e, "", ids), sort_keys=True, ensure_ascii=False) for e in _order(events)]
+    return [json.dumps(_scrub(e, "", ids), sort_keys=True, ensure_ascii=False) for e in _streams(events)]
 
 
 def load(golden: Path) -> dict[str, dict[str, list[list[str]]]]:
@@ -114,12 +130,21 @@ def differences(base: dict[str, Any], new: dict[str, Any]) -> dict[str, str]:
             for x, y in zip(a, b, strict=True):
                 if x != y:
                     line = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), min(len(x), len(y)))
-                    found[test] = (f"{key} event {line + 1} ({len(x)} → {len(y)} events)\n    - "
-                                   f"{x[line][:400] if line < len(x) else '(none)'}\n    + "
-                                   f"{y[line][:400] if line < len(y) else '(none)'}")
+                    found[test] = f"{key} event {line + 1} ({len(x)} → {len(y)} events)" + _shown(x, y, line)
                     break
             break
     return found
+
+
+def _shown(x: list[str], y: list[str], line: int) -> str:
+    """The keys of the first differing event that differ, before and after (or the whole lines)."""
+    if line >= len(x) or line >= len(y):
+        before, after = (x[line][:400] if line < len(x) else "(none)"), (y[line][:400] if line < len(y) else "(none)")
+        return f"\n    - {before}\n    + {after}"
+    a, b = json.loads(x[line]), json.loads(y[line])
+    keys = sorted(k for k in {*a, *b} if a.get(k) != b.get(k))
+    return "".join(f"\n    {k}: - {json.dumps(a.get(k))[:300]}\n    {' ' * len(k)}  + {json.dumps(b.get(k))[:300]}"
+                   for k in keys)
 
 
 def main() -> int:
