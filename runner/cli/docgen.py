@@ -8,6 +8,7 @@ everything outside the markers is hand-written and left alone.
 
 - `events` (docs/run-directory.md): the event table, from runner/schemas/events.schema.json.
 - `tools` (docs/tools.md): the tool table, from runner/tools/registry.py `core_tools()`.
+- `action-inputs` (docs/ci.md): the GitHub Action's inputs, from action.yml and the run options' table.
 
 JSON Schemas are generated in part the same way: the policy domains' enums of policies/policy.schema.json and
 runner/schemas/events.schema.json, from runner/policy/domains.py (`SCHEMA_ENUMS`).
@@ -25,6 +26,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = "python -m runner.cli.docgen"
+ACTION = ROOT / "action.yml"  # a source, read where it is (ROOT may be pointed elsewhere for the regions)
 END = "<!-- end generated -->"
 # Every event has these; the hand-written text above the table says what they are.
 COMMON_FIELDS = ("seq", "ts", "run_id", "type", "prev")
@@ -100,10 +102,35 @@ def tools_table() -> str:
     return "\n".join(lines)
 
 
+def action_inputs_table() -> str:
+    """The GitHub Action's inputs (action.yml), in its order, with their defaults and descriptions; an input
+    that sets a run option names its flag, and the flags the `args` input refuses are the option table's
+    (runner/run/option_table.py `action`; tests/run/test_option_table.py holds action.yml to them). A
+    `docs/X.md` a description mentions becomes a link."""
+    import yaml
+
+    from runner.run.option_table import ACTION_OWN, OPTIONS, action_owned
+
+    inputs = yaml.safe_load(ACTION.read_text(encoding="utf-8"))["inputs"]
+    flags = {o.action: o.flag for o in OPTIONS if o.action not in (None, ACTION_OWN)}
+    owned = [" ".join(flags) for flags in action_owned()]
+    lines = ["| input | default | meaning |", "|---|---|---|"]
+    for name, spec in inputs.items():
+        default = "(required)" if spec.get("required") else f"`{spec['default']}`" if spec.get("default") else ""
+        meaning = re.sub(r"docs/([a-z-]+\.md)", r"[\1](\1)", _cell(spec["description"]))
+        if name in flags:
+            meaning = f"`{flags[name]}`: " + _sentence(meaning) + "."
+        for words in owned:
+            meaning = meaning.replace(words, f"`{words}`")
+        lines.append(f"| `{name}` | {default + ' ' if default else ''}| {meaning} |")
+    return "\n".join(lines)
+
+
 # region name -> (the file holding it, relative to the repo root; what generates it)
 REGIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "events": ("docs/run-directory.md", events_table),
     "tools": ("docs/tools.md", tools_table),
+    "action-inputs": ("docs/ci.md", action_inputs_table),
 }
 
 

@@ -281,7 +281,7 @@ def row(flag: str, table: Sequence[Option] = OPTIONS) -> Option:
 
 
 def action_owned(table: Sequence[Option] = OPTIONS) -> tuple[list[str], list[str]]:
-    """The flags the GitHub Action refuses in its `args` input: those an input sets (named by the input,
-    in `input_order`), and its own."""
+    """The flags the GitHub Action refuses in its `args` input (action.yml's INPUTS and FIXED): those an
+    input sets, and those it sets itself, each in the table's order."""
     return ([o.flag for o in table if o.action not in (None, ACTION_OWN)],
             [o.flag for o in table if o.action == ACTION_OWN])
