@@ -1,17 +1,18 @@
 """Every option a run is given, declared once: one row per option of `agent-run run`, saying everything the
-rest of the runner needs to know about it. The click options of `run`, `resume`, `fork`, `github respond`,
-`batch` and `replay` (runner/cli/flags.py), `options_from` (runner/cli/run.py), the rerun command a denial
-prints and the workflow's protected input files (runner/run/options.py), batch's forwarding, the flags the
-GitHub Action owns (action.yml's `args` guard) and docs/ci.md's table of them are all read from these rows.
+rest of the runner needs to know about it. Read from these rows: the click options of `run`, `resume`, `fork`,
+`github respond`, `batch` and `replay` (runner/cli/flags.py), `options_from` (runner/cli/run.py), the rerun
+command a denial prints and the workflow's protected input files (runner/run/options.py), batch's forwarding,
+and docs/ci.md's inputs table (runner/cli/docgen.py); the GitHub Action's `args` guard (action.yml, which
+cannot import it) is held to them by a test.
 
 Adding a run option is one row here plus its use: a `RunOptions` field (`goes=Goes.RUN`) or a `Settings`
-field (`goes=Goes.SETTINGS`, runner/engine/settings.py) and the code that reads it. tests/run/test_options.py
-checks that every row's name is such a field, and that an added row reaches `run --help`, the rerun command
-and batch.
+field (`goes=Goes.SETTINGS`, runner/engine/settings.py) and the code that reads it. tests/run/test_option_table.py
+checks that every row names such a field (and its policy key, its action input); tests/cli/test_option_table.py
+that an added row reaches `run --help`, the rerun command and batch.
 
 The table sits in run/ (not cli/) because the rerun words and the protected inputs are derived from it while a
-run is prepared; it imports nothing of the runner, so any floor above may read it. `Settings` does not read it:
-a row names its field, and the tests hold the two together.
+run is prepared; it imports nothing of the runner, so any floor above may read it. `Settings` (engine/, below)
+does not read it: a row names its field, and the tests hold the two together.
 """
 
 from __future__ import annotations

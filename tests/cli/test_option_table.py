@@ -55,3 +55,12 @@ def test_an_added_row_is_passed_on_by_batch(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert seen == [["--workspace", str(tmp_path), "--max-turns", "2", "--bash-timeout", "5.0",
                      "--approve", "bash:ls"]]
+
+
+def test_resume_and_fork_refuse_every_row_they_do_not_apply(workspace, agent_run):
+    for option in (o for o in OPTIONS if not o.continued):
+        for command in ("resume", "fork"):
+            given = [option.flag] if option.value.kind == "switch" else [option.flag, "x.md"]
+            r = agent_run(command, "no-such-run", *given)
+            assert r.code == 2 and option.flag in r.stderr, (command, option.flag, r.stderr)
+            assert not r.new_dirs
