@@ -82,6 +82,8 @@ def test_a_new_domain_reaches_both_schemas(monkeypatch):
     assert rule["enum"] == ["*", *domains.DOMAINS]
     risk = policy["properties"]["risk"]["properties"]["rules"]["items"]["properties"]["domain"]
     assert risk["enum"] == ["*", *domains.DOMAINS]
+    decision = next(line for line in docgen.events_table().splitlines() if line.startswith("| `permission_decision`"))
+    assert "`network`/`spaceship`" in decision  # docs/run-directory.md's table in the same regeneration
 
 
 def test_run_help_names_every_shipped_policy():

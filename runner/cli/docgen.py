@@ -77,8 +77,9 @@ def event_types(schema: dict[str, Any]) -> list[str]:
 
 def events_table(schema: dict[str, Any] | None = None) -> str:
     """The `| type | fields |` table: each event type's own fields, in the schema's order."""
-    if schema is None:
-        schema = json.loads((resources.files("runner") / "schemas" / "events.schema.json").read_text("utf-8"))
+    if schema is None:  # with the domains as the table has them, so one regeneration brings both up to date
+        text = (resources.files("runner") / "schemas" / "events.schema.json").read_text("utf-8")
+        schema = json.loads(events_schema_enums(text))
     lines = ["| type | fields |", "|---|---|"]
     for name in event_types(schema):
         definition = schema["$defs"][name]
