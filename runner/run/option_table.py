@@ -199,7 +199,8 @@ OPTIONS: tuple[Option, ...] = (
            choice("agent", "full_access"), rerun=Rerun.VALUE, batch=True, on={"batch": "As `run --mode`."}),
     Option("--sandbox", "sandbox",
            "OS sandbox for every command: refuse to run without it, use it when possible, or none. [default: the "
-           "policy's sandbox.mode, else auto]", choice("required", "auto", "off"), action="sandbox",
+           "policy's sandbox.mode, else auto]", choice("required", "auto", "off"), env="AGENT_RUN_SANDBOX",
+           policy="sandbox.mode", action="sandbox",
            rerun=Rerun.VALUE, batch=True,
            on={"batch": "As `run --sandbox`.",
                "replay": "As `run --sandbox` (default: the recorded policy's sandbox.mode, else auto)."}),
