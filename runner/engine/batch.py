@@ -29,6 +29,7 @@ from typing import Any
 
 from runner.core.events import Emit
 from runner.engine.call import Begun, CallEnv, begin, execute, fingerprint, finish
+from runner.engine.settings import Settings
 from runner.tools.base import Abort, ToolError, ToolOutput
 
 # How long a group that ends early waits for the calls still running in it, after telling them to stop: they check
@@ -42,7 +43,7 @@ class Parallel:
     agents: int = 4  # --parallel-agents: child agents at once
 
 
-def parallel_of(settings: Any) -> Parallel:
+def parallel_of(settings: Settings) -> Parallel:
     """From runner.engine.settings.Settings (--parallel-calls, --parallel-agents)."""
     return Parallel(calls=settings.parallel_calls, agents=settings.parallel_agents)
 

@@ -189,10 +189,10 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
         return text
 
     def spill(content: str) -> str | None:
-        return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.ctx.masker)
+        return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.masker)
                 if rec.ctx.outputs_dir else None)
 
-    return ContextManager(config, emit, spec.history, summarize, spill=spill, masker=rec.ctx.masker, root=root)
+    return ContextManager(config, emit, spec.history, summarize, spill=spill, masker=rec.masker, root=root)
 
 
 def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str | None], None] | None = None,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jsonschema
 
@@ -37,6 +37,20 @@ from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
 from runner.tools.spill import spill_text
 from runner.tools.truncate import count_lines
+from runner.workspace.skills import Restricting
+
+
+class EditHook(Protocol):
+    """Sees the files an edit-domain call may change, before it changes them (the change tracker)."""
+
+    def __call__(self, paths: list[Path], /) -> None: ...
+
+
+class Admission(Protocol):
+    """Context stage 1: may trim a result of `tool` before it is first sent; raises ToolError for one that must
+    enter whole and cannot fit (a skill, a subagent's answer)."""
+
+    def __call__(self, content: str, tool: str, /) -> str: ...
 
 
 @dataclass
@@ -50,14 +64,10 @@ class CallEnv:
     run_dir: Path | None = None
     rerun_base: list[str] = field(default_factory=list)  # the rerun's words after `agent-run`, the task last
     guards: list[Guard] = field(default_factory=list)
-    before_edit: Callable[[list[Path]], None] | None = None  # sees files before an edit-domain call changes them
-    # context stage 1: may trim a result (of the named tool) before it is first sent; raises ToolError for one
-    # that must enter whole and cannot fit (a skill, a subagent's answer)
-    admit: Callable[[str, str], str] | None = None
+    before_edit: EditHook | None = None  # sees files before an edit-domain call changes them
+    admit: Admission | None = None  # context stage 1 (runner/context/manager.py admit_bound)
     home: Path | None = None  # where printed commands are run from (the workspace; a worktree run's origin)
-    # runner.workspace.skills.Restriction (the loaded skill's allowed-tools),
-    # or a subagent's runner.subagents.delegate.AllOf
-    restrict: Any = None
+    restrict: Restricting | None = None  # a loaded skill's allowed-tools; a child's: AllOf profile's, parent's
     agent: dict[str, Any] | None = None  # a subagent's {id, name, parent_call_id, depth}; None: the run's own
 
 
@@ -106,9 +116,10 @@ def begin(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: 
     try:
         tool, args = parse_call(begun.name, begun.raw_args, env.registry)
         targets = tool.targets(args, env.ctx)
-        why = env.restrict.refuses(begun.name, targets) if env.restrict is not None else None
-        if why is not None:  # a loaded skill's allowed-tools: narrows, before (never instead of) the policy
-            raise ToolError("ToolNotAllowed", why, **env.restrict.fields())
+        restrict = env.restrict
+        why = restrict.refuses(begun.name, targets) if restrict is not None else None
+        if why is not None and restrict is not None:  # a loaded skill's allowed-tools: narrows, never replaces, policy
+            raise ToolError("ToolNotAllowed", why, **restrict.fields())
         decision, denial = decide_and_record(env, begun.call_id, begun.name, tool.domain, targets, emit,
                                              tool.risk_of(args, env.ctx))
         if denial is not None:

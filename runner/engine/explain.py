@@ -70,7 +70,7 @@ def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
             "newly_denied": sum(1 for c in changed if c["after"] == "deny")}
 
 
-def dumps(data: Any) -> str:
+def dumps(data: object) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 

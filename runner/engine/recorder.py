@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from runner.core.events import Event, RunFinished, RunInterrupted, RunWarning
@@ -53,6 +54,7 @@ class Recording:
     consumers: list[Callable[[Event], None]]  # every emitted event goes to each, in order
     summary: SummaryBuilder
     ctx: ToolContext
+    masker: Masker  # every surface of the run writes through it (its tools' context holds the same one)
     answer: str | None = None
     home: Path | None = None  # where printed commands are run from: the workspace, or a worktree run's origin
     extra: dict[str, Any] = field(default_factory=dict)  # more keys for summary.json
@@ -121,7 +123,7 @@ class _Signals:
             # repeated signal (a supervisor's second SIGTERM) must not turn that into a death by signal.
             signal.signal(sig, _ignore if self.fired is not None else old)
 
-    def _handle(self, signum: int, _frame: Any) -> None:
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.cleaning:
             return
         if self.fired is not None:  # exit at once, but never leave a tool's process group running
@@ -135,7 +137,7 @@ class _Signals:
         raise Interrupted(signum)
 
 
-def _ignore(_signum: int, _frame: Any) -> None:
+def _ignore(_signum: int, _frame: FrameType | None) -> None:
     """A Python-level handler, not SIG_IGN: a process started after this still gets the default."""
 
 
@@ -235,7 +237,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
                     [log, audit, summary, Progress(sys.stderr, verbosity, masker), track,
                      *([telemetry.consume] if telemetry else [])], summary,
-                    ToolContext(workspace=workspace, masker=masker), home=home,
+                    ToolContext(workspace=workspace, masker=masker), masker, home=home,
                     audit_key_id=key_id(key) if key else None)
     if takeover:  # the run continued here was left locked by a process that is gone
         rec.extra["lock_takeover"] = takeover
@@ -298,7 +300,7 @@ def warn_telemetry(message: str) -> None:
 def _summarize(rec: Recording, head: str, status: Status, code: int, reason: str | None, signum: int | None, *,
                resumable: bool) -> dict[str, Any]:
     """summary.json, built, masked, sealed and written; then transcript.md."""
-    run_dir, masker = rec.run_dir, rec.ctx.masker
+    run_dir, masker = rec.run_dir, rec.masker
     data = rec.summary.build(status=status.value, exit_code=code, reason=reason,
                              duration_s=time.monotonic() - rec.started, answer=rec.answer)
     # `signal`: which one interrupted the run (SIGINT, SIGTERM, SIGHUP), null for every other ending.
@@ -335,7 +337,7 @@ def _last_resort(rec: Recording, status: Status, code: int, reason: str | None,
         status, code = Status.FAILED, exit_code(Status.FAILED)
     why = f"{reason + '; ' if reason else ''}the run's record could not be completed: {type(exc).__name__}: {exc}"
     with contextlib.suppress(Exception):
-        why = rec.ctx.masker.mask(why)[0]
+        why = rec.masker.mask(why)[0]
     data: dict[str, Any] = {"type": "result", "run_id": rec.run_id, "status": status.value, "exit_code": code,
                             "reason": _ascii(why), "answer": None, "usage": {}, "denials": [],
                             "run_dir": _ascii(str(rec.run_dir))}

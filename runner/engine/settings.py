@@ -71,7 +71,7 @@ class Settings(BaseSettings):
 
     @field_validator("fallback_models", mode="before")
     @classmethod
-    def _names(cls, value: Any) -> Any:
+    def _names(cls, value: object) -> object:
         if isinstance(value, str):
             value = value.split(",")
         return [n.strip() for n in value if isinstance(n, str) and n.strip()] if isinstance(value, list | tuple) \

@@ -40,7 +40,7 @@ from runner.policy.sandbox_config import SandboxConfig, SandboxConfigError, net_
 from runner.record.integrity import AUDIT_KEY_ENV
 from runner.sandbox.layout import shows, toolchain_root
 from runner.sandbox.paths import extra_paths
-from runner.sandbox.runtime import RUN_PROXY
+from runner.sandbox.runtime import RUN_PROXY, Sandbox
 
 if TYPE_CHECKING:
     from runner.engine.call import CallEnv
@@ -217,7 +217,7 @@ def _wrapper(rec: Recording, env: CallEnv, config: ServerConfig, environ: dict[s
     """The stdio server's process inside the run's sandbox, with its own network and paths if configured.
     Raises _Refused when its own settings cannot be honoured safely (a workspace symlink out of the workspace)."""
     box = rec.ctx.sandbox
-    if box is None or not box.active or config.transport != "stdio":
+    if not isinstance(box, Sandbox) or not box.active or config.transport != "stdio":
         return None
     own = config.sandbox or {}
     where = f"mcpServers.{config.name}.sandbox"

@@ -219,11 +219,11 @@ class Masker:
         spans = self.spans(text)
         return redact(text, spans), sorted({s.kind for s in spans})
 
-    def mask_obj(self, obj: Any) -> tuple[Any, list[str]]:
+    def mask_obj(self, obj: object) -> tuple[Any, list[str]]:
         """A copy of a JSON-like value with every string in it masked (values, not keys)."""
         kinds: set[str] = set()
 
-        def walk(value: Any) -> Any:
+        def walk(value: object) -> object:
             if isinstance(value, str):
                 masked, found = self.mask(value)
                 kinds.update(found)

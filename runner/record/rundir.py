@@ -96,7 +96,7 @@ def write_atomic(path: Path, text: str) -> None:
     atomic_write(path, shown(text).encode("utf-8"))  # a name that is not UTF-8 (surrogateescape) as \xNN
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: object) -> None:
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     if shown(text) is not text:  # escaped in the values, so that the JSON stays JSON (`\\xNN` in the text)
         text = json.dumps(shown_obj(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

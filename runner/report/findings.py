@@ -85,7 +85,7 @@ def record_findings(rec: Any, schema: Any) -> None:
     kept, dropped = normalise(schema.value, str(rec.workspace))
     # Written before the summary is masked: a secret the model quoted never reaches findings.json, the SARIF file
     # (uploaded to code scanning) or the review, and a fingerprint is of the masked text, the same next run.
-    kept = rec.ctx.masker.mask_obj(kept)[0]
+    kept = rec.masker.mask_obj(kept)[0]
     for path in dropped:
         rec.emit(RunWarning(code="finding_outside_workspace",
                             message=f"a finding's path {path[:200]!r} is not inside the workspace: left out of "
@@ -105,7 +105,7 @@ def _write_sarif(rec: Any, data: dict[str, Any], with_denials: bool) -> None:
     from runner import __version__
 
     task = str(data.get("task_file") or "-")
-    denials = rec.ctx.masker.mask_obj(data.get("denials") or [])[0] if with_denials else []  # as the findings
+    denials = rec.masker.mask_obj(data.get("denials") or [])[0] if with_denials else []  # as the findings
     log = sarif_log(items, denials, version=__version__,
                     category=PurePosixPath(task).stem if task != "-" else "task",
                     task_file=_inside(task, rec) if task != "-" else None, policy_ref=lambda f: _inside(f, rec))

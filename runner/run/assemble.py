@@ -52,7 +52,7 @@ from runner.tools.skill import SkillTool
 from runner.tools.spill import fallback_dir
 from runner.tools.truncate import Limits as TruncationLimits
 from runner.workspace.git import SafeGit
-from runner.workspace.instructions import InstructionsError, gather
+from runner.workspace.instructions import Instructions, InstructionsError, gather
 from runner.workspace.output_schema import OutputSchema
 from runner.workspace.skills import Skill, discover, index
 from runner.workspace.trust import EnvFiles, load_env_files, narrow, task_is_trusted
@@ -154,7 +154,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     budget = budget_for(rec, policy, settings, opts.cli_settings)
     on_delta = None
     if opts.stream_events and settings.stream:  # --stream with stream-json: text_delta lines as they arrive
-        on_delta = TextDeltas(sys.stdout, rec.ctx.masker)
+        on_delta = TextDeltas(sys.stdout, rec.masker)
         rec.closers.insert(0, on_delta.close)
     client = make_model(settings, deadline, on_delta, budget.chain) if given.needs_model else None
     rerun = given.rerun if given.rerun is not None else rerun_base(opts, policy, rec.workspace, task_path)
@@ -190,10 +190,12 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     write_json(rec.run_dir / "tools.json", agent.tools)  # sealed: a resume sends exactly these
     inputs = run_inputs(opts.mcp_configs, registry, rec.home or rec.workspace, rec.workspace)
     rec.extra.update(summary_copies(inputs))
+    box = hooks.ctx.sandbox
+    assert box is not None, "call_env opened it"
     rec.emit(RunStarted(version=__version__, model=settings.model, policy=rec.summary.policy, mode=policy.mode,
                         workspace=str(rec.workspace), task_sha256=sha256_text(task.text),
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
-                        sandbox=rec.ctx.sandbox.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
+                        sandbox=box.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
                         model_params=model_params(settings) or None, audit_key_id=rec.audit_key_id, inputs=inputs,
                         **given.started))
     rec.claim_keyed(rec.ctx.sandbox is not None and rec.ctx.sandbox.active)
@@ -203,7 +205,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     return Prepared(agent, changes)
 
 
-def load_skills(rec: Recording, opts: RunOptions, instructions: Any) -> list[Any]:
+def load_skills(rec: Recording, opts: RunOptions, instructions: Instructions) -> list[Skill]:
     """Skills from --skills and the workspace; their index goes into the system prompt (runner/workspace/skills.py)."""
     skills, warnings = discover(rec.workspace, opts.skills, ALIASES)
     for warning in warnings:

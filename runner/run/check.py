@@ -86,7 +86,7 @@ def _keep_output(rec: Recording, output: str, spilled: str | None) -> str | None
             return CHECK_OUTPUT
         return Path(spilled).relative_to(rec.run_dir).as_posix() if Path(spilled).is_relative_to(rec.run_dir) \
             else None
-    masker = rec.ctx.masker
+    masker = rec.masker
     try:
         write_atomic(target, masker.mask(output)[0] if masker is not None else output)
     except OSError:

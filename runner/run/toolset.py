@@ -16,6 +16,7 @@ from typing import Any
 
 from runner.core.events import RunWarning
 from runner.core.outcome import UsageError
+from runner.engine.recorder import Recording
 from runner.subagents.builtin import BUILTIN
 from runner.tools.registry import Registry
 
@@ -70,7 +71,7 @@ def offers(names: tuple[str, ...] | None, tool: str) -> bool:
     return names is None or tool in names
 
 
-def pick(rec: Any, registry: Registry, names: tuple[str, ...] | None, sealed: bool = False) -> Registry:
+def pick(rec: Recording, registry: Registry, names: tuple[str, ...] | None, sealed: bool = False) -> Registry:
     """The registry cut down to `names`, in its own order, so a call to a tool not offered is an UnknownTool.
     An `mcp__` name no started server serves is a usage error (exit 2, with the run recorded); a built-in the
     run cannot offer here (`skill` without skills, `task` with subagents off or denied) is a warning. `sealed`:

@@ -68,7 +68,8 @@ def _net_decider(rec: Recording, env: CallEnv) -> Decide:
     own = net_decider(env, rec.emit, "sandbox", "bash")
 
     def decide(host: str, port: int) -> Verdict:
-        proxy = rec.ctx.sandbox.proxy if rec.ctx.sandbox is not None else None  # set once the sandbox is open
+        box = rec.ctx.sandbox
+        proxy = box.proxy if isinstance(box, Sandbox) else None  # set once the sandbox is open
         running = list(proxy.callers.values()) if proxy is not None else []
         if len(running) == 1:
             return running[0](host, port)

@@ -152,7 +152,7 @@ class Delegation:
         info = {"id": aid, "name": profile.name, "parent_call_id": call_id, "depth": self.depth + 1}
         parent_emit = self.emit
 
-        def emit(event: Any) -> None:
+        def emit(event: Event) -> None:
             parent_emit(tag(event, info))
 
         started = time.monotonic()

@@ -7,14 +7,17 @@ import dataclasses
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from runner.core.outcome import Interrupted
 from runner.policy.decide import CallDecision
+from runner.policy.egress import Verdict
 from runner.policy.model import Target
+from runner.record.mask import Masker
 from runner.tools.plan import Plan
 from runner.tools.truncate import Limits
 from runner.workspace.skills import Restriction
@@ -28,7 +31,7 @@ ERROR_TYPES = (
 class ToolError(Exception):
     """A failure the model can act on; becomes `{"error": {"type", "message", ...}}`."""
 
-    def __init__(self, type_: str, message: str, **extra: Any) -> None:
+    def __init__(self, type_: str, message: str, **extra: object) -> None:
         assert type_ in ERROR_TYPES, type_
         super().__init__(message)
         self.type = type_
@@ -114,6 +117,37 @@ class Shield:
             raise Interrupted(signum)
 
 
+NetDecide = Callable[[str, int], Verdict]  # (host, port) -> the egress proxy's verdict for one connection
+
+
+class Sandbox(Protocol):
+    """What a tool asks of the sandbox every process it starts runs in (runner/sandbox/runtime.py)."""
+
+    @property
+    def active(self) -> bool: ...
+
+    def wrap(self, argv: list[str], env: Mapping[str, str], *,
+             caller: str | None = None) -> tuple[list[str], dict[str, str]]: ...
+
+    def calling(self, decide: NetDecide | None) -> AbstractContextManager[str | None]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+class Authorizer(Protocol):
+    """Decides targets a running tool meets (a redirect's URL), recorded under (call_id, tool); raises ToolError
+    when they are not allowed (runner/engine/call.py authorize_within)."""
+
+    def __call__(self, targets: list[Target], call_id: str, tool: str, /) -> None: ...
+
+
+class NetHook(Protocol):
+    """(call_id, tool) -> the egress proxy's decider for that call's processes (runner/engine/call.py
+    net_decider): a connection is decided and recorded under the call whose command made it."""
+
+    def __call__(self, call_id: str, tool: str, /) -> NetDecide: ...
+
+
 class Delegator(Protocol):
     """An agent's `task` calls (runner/subagents/delegate.py): a child for a call, its place reserved in the model's
     order before calls of one reply run at once."""
@@ -150,7 +184,7 @@ class ToolContext:
     bash: dict[str, Any] = field(default_factory=dict)  # the policy's `bash` section
     # Decides targets a tool meets while it runs (a redirect's URL), recorded under (call_id, tool); raises
     # ToolError when not allowed.
-    authorize: Callable[[list[Target], str, str], None] | None = None
+    authorize: Authorizer | None = None
     # Decides targets without recording them: a file grep, glob or list meets, skipped unless allowed.
     # None (unit tests, explain): nothing is skipped.
     decide: Callable[[list[Target]], CallDecision] | None = None
@@ -159,11 +193,9 @@ class ToolContext:
     call_tool: str = ""
     # (call_id, tool) -> the egress proxy's decider for that call's processes (runner/engine/call.py net_decider):
     # a connection is decided and recorded under the call whose command made it, whichever agent's it is.
-    net: Callable[[str, str], Any] | None = None
-    # runner.sandbox.runtime.Sandbox: wraps every process a tool starts; None runs it bare.
-    sandbox: Any = None
-    # runner.record.mask.Masker: what a tool writes to the run directory (spill files) is masked; None keeps it as is.
-    masker: Any = None
+    net: NetHook | None = None
+    sandbox: Sandbox | None = None  # wraps every process a tool starts; None runs it bare
+    masker: Masker | None = None  # what a tool writes to the run directory (spill files) is masked; None: as is
     state: AgentState = field(default_factory=AgentState)  # this agent's own plan, skill and delegation
 
     def for_call(self, call_id: str, tool: str, abort: threading.Event | None = None) -> ToolContext:
@@ -243,7 +275,7 @@ class Tool:
 SENT_WITHOUT = (("additionalProperties", False), ("minLength", 1), ("minimum", 0), ("minimum", 1))
 
 
-def _open(node: Any) -> Any:
+def _open(node: object) -> object:
     """`node` without `additionalProperties: false` and `minLength: 1`, at any depth."""
     if isinstance(node, dict):
         return {k: _open(v) for k, v in node.items() if (k, v) not in SENT_WITHOUT}

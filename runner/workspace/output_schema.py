@@ -93,7 +93,7 @@ class OutputSchema:
         from runner.record.rundir import write_json
 
         rec.extra["output"] = self.value
-        write_json(rec.run_dir / "output.json", rec.ctx.masker.mask_obj(self.value)[0])  # as summary.json's `output`
+        write_json(rec.run_dir / "output.json", rec.masker.mask_obj(self.value)[0])  # as summary.json's `output`
 
     def instructions(self) -> str:
         return ("When the task is done, your final answer (the reply without tool calls) must be exactly one JSON "
