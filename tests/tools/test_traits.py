@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -56,3 +57,29 @@ def test_parallel_calls_help_lists_the_read_only_tools_every_run_may_offer():
     assert listed is not None
     names = [n.strip() for n in listed.group(1).split(",") if not n.strip().startswith("MCP")]
     assert sorted(names) == sorted(c.name for c in BUILTIN if c.concurrent == "read" and c.offered != "configured")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _named(text: str) -> set[str]:
+    """The built-in tool names `text` writes in backticks."""
+    return set(re.findall(r"`([a-z_]+)`", text)) & {cls.name for cls in BUILTIN}
+
+
+def test_the_risk_table_of_the_policy_docs_follows_the_classes():
+    """docs/policies.md names each tool in the row of its class's `risk` (the task tool's depends on its child:
+    medium and high; the high row names `bash` too, as what makes a child high)."""
+    text = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8")
+    rows = {level: _named(row) for level, row in re.findall(r"^\| `(low|medium|high)` \| (.*) \|$", text, re.M)}
+    assert set(rows) == {"low", "medium", "high"}
+    for cls in BUILTIN:
+        for level in {"medium", "high"} if cls.name == "task" else {str(cls.risk)}:
+            assert cls.name in rows[level], (cls.name, level)
+    assert rows["low"] == {c.name for c in BUILTIN if c.risk == "low"}
+
+
+def test_the_calls_at_once_docs_name_the_read_only_tools_every_run_may_offer():
+    text = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
+    section = text.split("## Calls at once", 1)[1].split("run **concurrently**", 1)[0]
+    assert _named(section) == {c.name for c in BUILTIN if c.concurrent == "read" and c.offered != "configured"}
