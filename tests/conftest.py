@@ -21,6 +21,7 @@ import pytest
 
 from tests.fakes.event_schema import run_event_logs, validate_events_file
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.summary_schema import validate_summary_file
 from tests.fakes.zygote import Zygote, ZygoteError, script_interpreter
 
 
@@ -84,7 +85,8 @@ def _dirs(runs_dir: Path) -> set[Path]:
 @pytest.fixture(autouse=True)
 def _valid_event_logs(request: pytest.FixtureRequest) -> Iterator[None]:
     """After every test that had a tmp_path (directly or through `workspace`): each run's
-    events.jsonl under it matches runner/schemas/events.schema.json, line by line."""
+    events.jsonl under it matches runner/schemas/events.schema.json, line by line, and its summary.json
+    matches runner/schemas/summary.schema.json."""
     if "tmp_path" not in request.fixturenames:
         yield
         return
@@ -93,6 +95,8 @@ def _valid_event_logs(request: pytest.FixtureRequest) -> Iterator[None]:
     golden = os.environ.get("AGENT_RUN_GOLDEN_DIR")
     for log in run_event_logs(root):
         validate_events_file(log)
+        if (summary := log.with_name("summary.json")).is_file():
+            validate_summary_file(summary)
         if golden:
             keep_golden(Path(golden), request.node.nodeid, root, log)
 

@@ -20,6 +20,18 @@ def test_generated_regions_are_current(path):
     assert old == new, f"{path}: a generated table drifted from its source; regenerate: {docgen.COMMAND}"
 
 
+@pytest.mark.parametrize("path", sorted(docgen.SCHEMA_COPIES))
+def test_schema_copies_are_current(path):
+    old, new = docgen.regenerate(ROOT)[ROOT / path]
+    assert old == new, f"{path}: a copied schema drifted from its source; regenerate: {docgen.COMMAND}"
+
+
+def test_a_schema_copy_replaces_only_its_key():
+    text = docgen.schema_text({"$id": "r", "allOf": [{"$ref": "s"}], "$defs": {"s": {"old": 1}, "t": {}}})
+    assert json.loads(docgen.with_copy(text, "s", '{"$id": "s", "type": "object"}')) == \
+        {"$id": "r", "allOf": [{"$ref": "s"}], "$defs": {"s": {"$id": "s", "type": "object"}, "t": {}}}
+
+
 def test_every_event_type_has_a_row_with_all_its_own_fields():
     table = docgen.events_table(SCHEMA)
     rows = {line.split(" | ")[0].strip("| `"): line for line in table.splitlines()[2:]}
@@ -52,7 +64,8 @@ def test_cells_escape_pipes_and_newlines():
 
 
 def test_check_mode_names_the_command(tmp_path, monkeypatch, capsys):
-    for rel in {rel for rel, _ in docgen.REGIONS.values()} | set(docgen.SCHEMA_ENUMS):
+    copies = set(docgen.SCHEMA_COPIES) | {source for _, source in docgen.SCHEMA_COPIES.values()}
+    for rel in {rel for rel, _ in docgen.REGIONS.values()} | set(docgen.SCHEMA_ENUMS) | copies:
         target = tmp_path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text((ROOT / rel).read_text(encoding="utf-8"), encoding="utf-8")

@@ -10,8 +10,11 @@ everything outside the markers is hand-written and left alone.
 - `tools` (docs/tools.md): the tool table, from runner/tools/registry.py `core_tools()`.
 - `action-inputs` (docs/ci.md): the GitHub Action's inputs, from action.yml and the run options' table.
 
-JSON Schemas are generated in part the same way: the policy domains' enums of policies/policy.schema.json and
-runner/schemas/events.schema.json, from runner/policy/domains.py (`SCHEMA_ENUMS`).
+JSON Schemas are generated in part the same way: the policy domains' enums of policies/policy.schema.json,
+runner/schemas/events.schema.json and summary.schema.json, from runner/policy/domains.py (`SCHEMA_ENUMS`); and
+whole JSON values copied into a schema (`SCHEMA_COPIES`): runner/schemas/result.schema.json's `$defs.summary`
+is runner/schemas/summary.schema.json, so the result schema validates alone (its `$ref: summary.schema.json`
+finds the copy by its `$id`, with nothing to fetch).
 """
 
 from __future__ import annotations
@@ -162,8 +165,27 @@ def policy_schema_enums(text: str) -> str:
 # a schema (relative to the repo root) -> what rewrites its generated enums
 SCHEMA_ENUMS: dict[str, Callable[[str], str]] = {
     "runner/schemas/events.schema.json": events_schema_enums,
+    "runner/schemas/summary.schema.json": events_schema_enums,  # the same `$defs.domain`
     "policies/policy.schema.json": policy_schema_enums,
 }
+
+
+# schema file -> ($defs key, the schema file copied there); paths relative to the repo root.
+SCHEMA_COPIES: dict[str, tuple[str, str]] = {
+    "runner/schemas/result.schema.json": ("summary", "runner/schemas/summary.schema.json"),
+}
+
+
+def schema_text(schema: dict[str, Any]) -> str:
+    """A schema file's text, as every file in runner/schemas/ is written."""
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def with_copy(text: str, key: str, source: str) -> str:
+    """Schema `text` with `$defs[key]` replaced by the schema `source` (both JSON text)."""
+    schema = json.loads(text)
+    schema.setdefault("$defs", {})[key] = json.loads(source)
+    return schema_text(schema)
 
 
 def _pattern(name: str) -> re.Pattern[str]:
@@ -191,6 +213,10 @@ def regenerate(root: Path | None = None) -> dict[Path, tuple[str, str]]:
     for rel, rewrite in SCHEMA_ENUMS.items():
         text = (root / rel).read_text(encoding="utf-8")
         out[root / rel] = (text, rewrite(text))
+    for rel, (key, source) in SCHEMA_COPIES.items():  # after the enums: the copy is of the source regenerated
+        text = (root / rel).read_text(encoding="utf-8")
+        copied = out[root / source][1] if root / source in out else (root / source).read_text(encoding="utf-8")
+        out[root / rel] = (text, with_copy(text, key, copied))
     return out
 
 

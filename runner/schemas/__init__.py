@@ -1,1 +1,2 @@
-"""JSON Schemas the docs publish (events.jsonl and audit.jsonl records, the result on stdout); data files, no code."""
+"""JSON Schemas the docs publish (events.jsonl and audit.jsonl records, summary.json, the result on stdout);
+data files, no code."""

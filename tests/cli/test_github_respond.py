@@ -7,15 +7,14 @@ import json
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
-from importlib import resources
 from typing import Any
 
-import jsonschema
 import pytest
 
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.github_server import BOT, TOKEN, FakeGitHub
 from tests.fakes.openai_server import hang, reply
+from tests.fakes.summary_schema import schema_error, validate_result_line
 from tests.fakes.wait import HANG_S, until
 from tests.github import payloads
 
@@ -130,6 +129,7 @@ def test_an_untriggered_or_refused_comment_ends_skipped_with_no_model_request(fa
     result = json.loads(r.stdout)
     assert result == {"type": "result", "status": "skipped", "exit_code": 0, "reason": result["reason"],
                       "run_id": None}
+    assert schema_error("summary", result) is None  # --output-format json prints a summary
     assert why in result["reason"] and "skipped" in r.stderr
     assert fake.requests == [] and not (workspace / ".agent-run").exists()  # no model request, no run directory
     assert gh.of("POST") == [] and gh.of("PATCH") == []
@@ -272,7 +272,5 @@ def test_a_cancelled_job_still_edits_the_comment_and_exits_130(fake, gh, workspa
 def test_a_skipped_stream_json_line_matches_the_result_schema(fake, gh, respond):
     r = respond("issue_comment", payloads.issue_comment("no mention"), "--output-format", "stream-json")
     assert r.code == 0 and fake.requests == []
-    schema = json.loads((resources.files("runner.schemas") / "result.schema.json").read_text(encoding="utf-8"))
-    line = json.loads(r.stdout.splitlines()[-1])
-    jsonschema.validate(line, schema)
+    line = validate_result_line(r.stdout.splitlines()[-1])
     assert (line["status"], line["exit_code"], line["run_id"]) == ("skipped", 0, None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.fakes.openai_server import reply
+from tests.fakes.summary_schema import validate_result_line
 
 
 def _denied_run(fake, agent_run):
@@ -24,6 +25,7 @@ def test_replay_continue_streams_events_and_keeps_the_budgets_given(fake, worksp
     assert r.code == 5, r.stderr
     lines = [json.loads(line) for line in r.stdout.splitlines()]
     assert lines[0]["type"] == "run_started" and lines[-1]["type"] == "result"
+    validate_result_line(lines[-1])
     assert [e["type"] for e in lines[:-1]] == [e["type"] for e in r.events]  # the log, as it happened
     assert lines[-1]["status"] == "budget_exhausted" == r.summary["status"] and r.summary["exit_code"] == 5
     assert "max_tokens" in r.summary["reason"] or "token" in r.summary["reason"], r.summary["reason"]
@@ -42,4 +44,5 @@ def test_model_flags_without_continue_are_refused(fake, workspace, agent_run):
     assert r.code == 0, r.stderr
     lines = [json.loads(line) for line in r.stdout.splitlines()]
     assert [e["type"] for e in lines[:-1]] == [e["type"] for e in r.events] and lines[-1]["type"] == "result"
+    validate_result_line(lines[-1])
     assert r.summary["status"] == "success" and (workspace / "out.txt").read_text() == "hi\n"

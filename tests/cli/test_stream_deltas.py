@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.fakes.openai_server import reply
+from tests.fakes.summary_schema import validate_result_line
 
 GHP = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"  # 36 characters after the prefix
 
@@ -27,6 +28,7 @@ def test_deltas_concatenate_to_the_answer_before_the_result(fake, workspace, age
     assert r.code == 0, r.stderr
     lines = lines_of(r.stdout)
     assert lines[-1]["type"] == "result"
+    validate_result_line(lines[-1])
     deltas = [line for line in lines if line["type"] == "text_delta"]
     assert all(set(d) == {"type", "turn", "text"} and d["text"] for d in deltas)
     assert "".join(d["text"] for d in deltas if d["turn"] == 1) == "Let me look."

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-from importlib import resources
-
-from jsonschema import Draft202012Validator
 
 from tests.fakes.openai_server import reply
+from tests.fakes.summary_schema import validate_result_line
 
 
 def _task(workspace, text):
@@ -131,7 +129,7 @@ def test_stream_json_ends_with_the_result_line(fake, workspace, agent_run):
     r = agent_run("--output-format", "stream-json", "--sandbox", "off", "task.md")
     assert r.code == 3, r.stderr
     result = json.loads(r.stdout.splitlines()[-1])
-    _result_validator().validate(result)
+    validate_result_line(result)
     assert result["type"] == "result" and result["status"] == "denied" and result["exit_code"] == 3
     assert result["answer"] == "could not delete" and result["run_id"] == r.run_dir.name
     assert result["denials"][0]["target"] == "shell:rm a.txt" and result["usage"]["prompt_tokens"] > 0
@@ -143,11 +141,6 @@ def test_stream_json_result_line_on_a_usage_error(agent_run):
     r = agent_run("--output-format", "stream-json", "missing.md")
     assert r.code == 2
     result = json.loads(r.stdout.splitlines()[-1])
-    _result_validator().validate(result)
+    validate_result_line(result)
     assert result["type"] == "result" and result["status"] == "usage_error" and "missing.md" in result["reason"]
 
-
-def _result_validator() -> Draft202012Validator:
-    schema = json.loads((resources.files("runner.schemas") / "result.schema.json").read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
