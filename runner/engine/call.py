@@ -23,6 +23,7 @@ import jsonschema
 from runner.core.events import Emit, GuardWarning, NetworkRequest, PermissionDecision, ToolCall, ToolResult, call_ref
 from runner.core.jsonutil import canonical, sha256_text
 from runner.core.shown import shown, shown_obj
+from runner.engine.hooks import AfterCall
 from runner.guards.base import CallRecord, Guard
 from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.egress import Verdict, net_verdict
@@ -46,13 +47,6 @@ class EditHook(Protocol):
     def __call__(self, paths: list[Path], /) -> None: ...
 
 
-class Admission(Protocol):
-    """Context stage 1: may trim a result of `tool` before it is first sent; raises ToolError for one that must
-    enter whole and cannot fit (a skill, a subagent's answer)."""
-
-    def __call__(self, content: str, tool: str, /) -> str: ...
-
-
 @dataclass
 class CallEnv:
     """What every call needs and does not change during a run."""
@@ -65,7 +59,7 @@ class CallEnv:
     rerun_base: list[str] = field(default_factory=list)  # the rerun's words after `agent-run`, the task last
     guards: list[Guard] = field(default_factory=list)
     before_edit: EditHook | None = None  # sees files before an edit-domain call changes them
-    admit: Admission | None = None  # context stage 1 (runner/context/manager.py admit_bound)
+    admit: AfterCall | None = None  # context stage 1 (runner/context/manager.py admit_bound)
     home: Path | None = None  # where printed commands are run from (the workspace; a worktree run's origin)
     restrict: Restricting | None = None  # a loaded skill's allowed-tools; a child's: AllOf profile's, parent's
     agent: dict[str, Any] | None = None  # a subagent's {id, name, parent_call_id, depth}; None: the run's own

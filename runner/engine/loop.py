@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from runner.context.manager import ContextManager
 from runner.context.prune import CLEARED_MARKER
@@ -21,6 +21,7 @@ from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Failed, Interrupted, Stopped
 from runner.engine.batch import Parallel, run_calls
 from runner.engine.call import CallEnv
+from runner.engine.hooks import BeforeAnswer
 from runner.model.base import ChatModel, ModelReply, assistant_message
 from runner.model.text_calls import TextCall, Unusable, parse_text_call
 
@@ -55,20 +56,48 @@ def serialize_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]
 Snapshot = Callable[[list[dict[str, Any]]], dict[str, str] | None]
 
 
-def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, limits: Limits, emit: Emit,
-             first_turn: int = 1, context: ContextManager | None = None, *,
-             tools: list[dict[str, Any]] | None = None, previous: list[dict[str, Any]] | None = None,
-             snapshot: Snapshot | None = None, recite: Callable[[int, bool], str | None] | None = None,
-             check_answer: Callable[[str], str | None] | None = None) -> LoopResult:
-    """Runs until the model answers without tool calls. `messages` is only appended to, except
-    where the context manager prunes (in batches). A resumed conversation passes its history, the
-    number of its next turn, the recorded `tools` array and the `previous` run's last prompt (which
-    its first request must extend). `snapshot` keeps the messages as sent whenever they do not
-    simply extend this loop's previous request (runner/record/conversation.py rebuilds from them). `recite` gives
-    text to append before a request (the plan, recited after a compaction or a long stretch).
-    `check_answer` returns what to tell the model when a final answer is not acceptable (--output-schema),
-    None when it is; it raises to end the run."""
-    tools = env.registry.specs() if tools is None else tools
+class Runnable(Protocol):
+    """What the loop runs: an agent (runner/engine/build.py Agent)."""
+
+    @property
+    def model(self) -> ChatModel | None: ...
+
+    @property
+    def env(self) -> CallEnv: ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def context(self) -> ContextManager: ...
+
+    @property
+    def tools(self) -> list[dict[str, Any]]: ...
+
+    def recite(self, turn: int, compacted: bool) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a conversation starts: a new one at turn 1; a continued one at its next turn, its `previous` prompt
+    (which its first request must extend)."""
+
+    turn: int = 1
+    previous: list[dict[str, Any]] | None = None
+
+
+def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start: Start = Start(),
+             check_answer: BeforeAnswer | None = None) -> LoopResult:
+    """Runs `agent` until its model answers without tool calls. `messages` is only appended to, except where the
+    context manager prunes (in batches). A resumed conversation passes its history and where it goes on (`start`);
+    the agent's `tools` are what its requests send (a continued run's: the recorded array). The context keeps a
+    snapshot of the messages as sent whenever they do not simply extend this loop's previous request
+    (runner/record/conversation.py rebuilds from them); the agent's plan is recited before a request after a
+    compaction or a long stretch. `check_answer` returns what to tell the model when a final answer is not
+    acceptable (--output-schema), None when it is; it raises to end the run."""
+    model, env, limits, context, tools = agent.model, agent.env, agent.limits, agent.context, agent.tools
+    assert model is not None, "an agent built without a model (a replay that only executes calls) is not looped"
+    snapshot, recite, first_turn, previous = context.snapshot, agent.recite, start.turn, start.previous
     names = [t["function"]["name"] for t in tools]
     sent: list[dict[str, Any]] | None = None  # this loop's previous request
     told: str | None = None  # what the previous final answer lacked, once the model has been told
@@ -94,7 +123,7 @@ def run_loop(messages: list[dict[str, Any]], model: ChatModel, env: CallEnv, lim
                           prompt_bytes=len(prompt.encode("utf-8")), prompt_sha256=sha256_text(prompt),
                           stage=context.stage if context else "none",
                           prefix_hash=sha256_text(serialize_prompt(messages[:2], tools)),
-                          extends_previous=extends, snapshot=snapshot(messages) if snapshot and fresh else None))
+                          extends_previous=extends, snapshot=snapshot(messages) if fresh else None))
         sent = list(messages)
         started = time.monotonic()
         reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=remaining)

@@ -22,6 +22,7 @@ from typing import Any
 
 from runner.core.events import Event, RunFinished, RunInterrupted, RunWarning
 from runner.core.outcome import INTERRUPT_SIGNALS, Interrupted, RunEnded, Status, UsageError, exit_code
+from runner.engine.lifecycle import Lifecycle
 from runner.record.announce import announce_run_dir
 from runner.record.atomic import atomic_write
 from runner.record.audit import AUDIT_FILE, AuditLog
@@ -51,15 +52,12 @@ class Recording:
     runs_dir: Path
     workspace: Path
     started: float  # time.monotonic()
-    consumers: list[Callable[[Event], None]]  # every emitted event goes to each, in order
+    lifecycle: Lifecycle  # the run's hooks by phase: its events, summary.json's sections, what it closes
     summary: SummaryBuilder
     ctx: ToolContext
     masker: Masker  # every surface of the run writes through it (its tools' context holds the same one)
     answer: str | None = None
     home: Path | None = None  # where printed commands are run from: the workspace, or a worktree run's origin
-    extra: dict[str, Any] = field(default_factory=dict)  # more keys for summary.json
-    finishers: list[Callable[[dict[str, Any]], None]] = field(default_factory=list)  # amend the summary
-    closers: list[Callable[[], None]] = field(default_factory=list)  # after the summary is built (sandbox)
     audit_key_id: str | None = None  # the log is HMAC-chained under AGENT_RUN_AUDIT_KEY (run_started.audit_key_id)
     keyed: bool = False  # summary integrity.keyed: a key, and every command of the run sandboxed
     sealed: bool = False  # run_finished is written: nothing more is recorded (a straggler thread's event is dropped)
@@ -72,15 +70,13 @@ class Recording:
             if self.sealed:
                 return
             if threading.current_thread() is not threading.main_thread():
-                for consume in self.consumers:
-                    consume(event)
+                self.lifecycle.emit(event)
                 return
             # Where signals land: an interrupt waits until the event is whole everywhere (a line written with
             # its seq counted but its hash not yet the next line's `prev` would break the chain).
             self.ctx.shield.enter()
             try:
-                for consume in self.consumers:
-                    consume(event)
+                self.lifecycle.emit(event)
             finally:
                 self.ctx.shield.leave()
 
@@ -235,12 +231,12 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
 
     telemetry = start_telemetry(os.environ, masker, run_id)  # None unless the job asks for it (docs/telemetry.md)
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
-                    [log, audit, summary, Progress(sys.stderr, verbosity, masker), track,
-                     *([telemetry.consume] if telemetry else [])], summary,
+                    Lifecycle([log, audit, summary, Progress(sys.stderr, verbosity, masker), track,
+                               *([telemetry.consume] if telemetry else [])]), summary,
                     ToolContext(workspace=workspace, masker=masker), masker, home=home,
                     audit_key_id=key_id(key) if key else None)
     if takeover:  # the run continued here was left locked by a process that is gone
-        rec.extra["lock_takeover"] = takeover
+        rec.lifecycle.section("lock_takeover", takeover)
     signals = _Signals(rec.ctx)
     signals.install()
     status, reason, signum = Status.FAILED, None, None
@@ -252,7 +248,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
             rec.emit(RunInterrupted(signal=signal.Signals(exc.signum).name, during=last[0]))
         except RunEnded as exc:
             status, reason = exc.status, exc.reason
-            rec.extra.update(exc.details)
+            rec.lifecycle.sections(exc.details)  # which loop, which budget, the figures
         except OSError as exc:  # the machine, not us: a full disk, a vanished directory
             status, reason = Status.FAILED, f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
         except Exception as exc:  # a bug of ours: record it, never lose the run
@@ -304,16 +300,11 @@ def _summarize(rec: Recording, head: str, status: Status, code: int, reason: str
     data = rec.summary.build(status=status.value, exit_code=code, reason=reason,
                              duration_s=time.monotonic() - rec.started, answer=rec.answer)
     # `signal`: which one interrupted the run (SIGINT, SIGTERM, SIGHUP), null for every other ending.
-    data.update(rec.extra, run_dir=str(run_dir), signal=signal.Signals(signum).name if signum else None)
+    rec.lifecycle.summarize(data)
+    data.update(run_dir=str(run_dir), signal=signal.Signals(signum).name if signum else None)
     data.update(commands_for(run_dir, rec.home or rec.workspace, data, resumable=resumable))
-    for finish in rec.finishers:
-        try:
-            finish(data)
-        except OSError as exc:  # a full disk costs that part of the summary, not the rest
-            data.setdefault("errors", []).append(f"{exc.strerror or exc}")
-    for close in rec.closers:
-        with contextlib.suppress(Exception):  # a leftover temp dir must not cost the summary
-            close()
+    rec.lifecycle.finish(data)
+    rec.lifecycle.close()
     data = masker.mask_obj(data)[0]  # also what stdout, JUnit and the GitHub step summary show
     # Last: every sealed file (task.md, policy.json, changes.patch) is written by now.
     data["integrity"] = seal(run_dir, head, rec.keyed)

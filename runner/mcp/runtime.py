@@ -145,10 +145,10 @@ def start_all(rec: Recording, env: CallEnv, configs: dict[str, ServerConfig], en
     `environ`: the trusted environment (the process's, over --env-file files): the servers' base
     environment (McpServer keeps PATH, HOME, LANG and TMPDIR of it) and where their commands are found."""
     runtime = McpRuntime(rec, env)
-    rec.closers.insert(0, runtime.close)  # before the sandbox closes: a server is killed with the run
+    rec.lifecycle.on_close(runtime.close, first=True)  # before the sandbox closes: a server is killed with the run
     if not configs:
         return runtime
-    rec.extra["mcp"] = runtime.report
+    rec.lifecycle.section("mcp", runtime.report)
     logs = rec.run_dir / "mcp"
     for name in sorted(configs):
         config = configs[name]

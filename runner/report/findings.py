@@ -71,8 +71,8 @@ class _Sarif:
 
 def keep_findings(rec: Any, findings: bool, with_denials: bool) -> None:
     """findings.sarif at the run's end, with `--findings` or `--sarif-denials` (its denials too)."""
-    if (findings or with_denials) and not any(isinstance(f, _Sarif) for f in rec.finishers):
-        rec.finishers.append(_Sarif(rec, with_denials))
+    if (findings or with_denials) and not any(rec.lifecycle.summary_hooks(_Sarif)):
+        rec.lifecycle.on_summary(_Sarif(rec, with_denials))
 
 
 def record_findings(rec: Any, schema: Any) -> None:
@@ -92,9 +92,10 @@ def record_findings(rec: Any, schema: Any) -> None:
                                     f"{FINDINGS_FILE}, {SARIF_FILE} and the annotations"))
     write_json(rec.run_dir / FINDINGS_FILE, kept)
     counts = Counter(f["severity"] for f in kept["findings"])
-    rec.extra["findings"] = {"count": len(kept["findings"]), "by_severity": {s: counts.get(s, 0) for s in SEVERITIES},
-                             "dropped": len(dropped), "file": FINDINGS_FILE, "sarif": SARIF_FILE,
-                             "items": kept["findings"]}
+    rec.lifecycle.section("findings", {"count": len(kept["findings"]),
+                                       "by_severity": {s: counts.get(s, 0) for s in SEVERITIES},
+                                       "dropped": len(dropped), "file": FINDINGS_FILE, "sarif": SARIF_FILE,
+                                       "items": kept["findings"]})
 
 
 def _write_sarif(rec: Any, data: dict[str, Any], with_denials: bool) -> None:

@@ -20,7 +20,7 @@ from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
 from runner.engine.build import Agent, AgentSpec, Services, build_agent, make_model
 from runner.engine.call import CallEnv, bind_hooks
-from runner.engine.loop import LoopResult, run_loop
+from runner.engine.loop import LoopResult, Start, run_loop
 from runner.engine.recorder import Recording, RunOutcome, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
@@ -83,7 +83,7 @@ def execute(opts: RunOptions) -> RunOutcome:
 
     def body(rec: Recording) -> tuple[Status, str | None]:
         if workspace != home:
-            rec.extra["worktree"] = {"path": str(workspace), "of": str(home)}
+            rec.lifecycle.section("worktree", {"path": str(workspace), "of": str(home)})
         return _run(opts, rec)
 
     return record(workspace, runs_dir, opts.verbosity, body, opts.stream_events,
@@ -94,8 +94,8 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     task, task_path = _read_task(opts.task, rec.run_dir, opts.task_text)
     files = load_env_files(opts.env_files)
     trusted = task_is_trusted(task_path, rec.workspace)
-    rec.extra.update(title=task.title, task_file=portable(task_path, rec.workspace) if task_path else "-",
-                     task_trusted=trusted)
+    rec.lifecycle.sections({"title": task.title, "task_trusted": trusted,
+                            "task_file": portable(task_path, rec.workspace) if task_path else "-"})
     policy = _load_policy(opts, files, task.policy, trusted)
     settings = _settings(opts, files, policy, task.overrides, trusted, rec)
     try:
@@ -155,7 +155,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     on_delta = None
     if opts.stream_events and settings.stream:  # --stream with stream-json: text_delta lines as they arrive
         on_delta = TextDeltas(sys.stdout, rec.masker)
-        rec.closers.insert(0, on_delta.close)
+        rec.lifecycle.on_close(on_delta.close, first=True)
     client = make_model(settings, deadline, on_delta, budget.chain) if given.needs_model else None
     rerun = given.rerun if given.rerun is not None else rerun_base(opts, policy, rec.workspace, task_path)
     hooks = call_env(rec, opts, files, policy, settings, deadline, rerun, given.readable)
@@ -176,8 +176,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     runs = rec.runs_dir.relative_to(rec.workspace).as_posix() if rec.runs_dir.is_relative_to(rec.workspace) else ""
     tracker = ChangeTracker(rec.workspace, SafeGit(rec.workspace, rec.ctx.sandbox), exclude=(runs,) if runs else ())
     changes = ChangeRecord(tracker, rec.run_dir, rec.ctx)
-    rec.finishers.append(changes.write)
-    rec.closers.insert(0, tracker.close)
+    rec.lifecycle.on_summary(changes.write)
+    rec.lifecycle.on_close(tracker.close, first=True)
     denials = hooks.guards[0]
     assert isinstance(denials, DenialGuard)
     services = Services(rec, budget, denials, rerun, edits=tracker,
@@ -189,7 +189,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     agent = build_agent(spec, services, rec.ctx, rec.emit)
     write_json(rec.run_dir / "tools.json", agent.tools)  # sealed: a resume sends exactly these
     inputs = run_inputs(opts.mcp_configs, registry, rec.home or rec.workspace, rec.workspace)
-    rec.extra.update(summary_copies(inputs))
+    rec.lifecycle.sections(summary_copies(inputs))
     box = hooks.ctx.sandbox
     assert box is not None, "call_env opened it"
     rec.emit(RunStarted(version=__version__, model=settings.model, policy=rec.summary.policy, mode=policy.mode,
@@ -200,7 +200,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                         **given.started))
     rec.claim_keyed(rec.ctx.sandbox is not None and rec.ctx.sandbox.active)
     plan = agent.state.plan  # for the people reading the run (summary.json, step summary)
-    rec.finishers.append(lambda data: data.update(todos=plan.items) if plan.items else None)
+    rec.lifecycle.on_summary(lambda data: data.update(todos=plan.items) if plan.items else None)
     _metrics(rec, agent.context)
     return Prepared(agent, changes)
 
@@ -212,8 +212,8 @@ def load_skills(rec: Recording, opts: RunOptions, instructions: Instructions) ->
         print(f"agent-run: warning: skill skipped: {warning}", file=sys.stderr)
     if skills:
         instructions.add_trusted("skills", index(skills))
-        rec.extra["skills"] = [{"name": s.name, "path": portable(s.directory, rec.workspace), "trusted": s.trusted}
-                               for s in skills]
+        rec.lifecycle.section("skills", [{"name": s.name, "path": portable(s.directory, rec.workspace),
+                                          "trusted": s.trusted} for s in skills])
     return skills
 
 
@@ -224,9 +224,7 @@ def drive(rec: Recording, task: Task, run: Prepared, messages: list[dict[str, An
     hash `previous`), then `finish`: the same for every kind of run."""
     agent = run.agent
     assert agent.model is not None, "prepare(needs_model=False) builds an agent that cannot be driven"
-    result = run_loop(messages, agent.model, agent.env, agent.limits, rec.emit, turn, context=agent.context,
-                      tools=agent.tools, previous=previous, snapshot=agent.context.snapshot, recite=agent.recite,
-                      check_answer=schema.check if schema else None)
+    result = run_loop(agent, messages, rec.emit, Start(turn, previous), check_answer=schema.check if schema else None)
     return finish(rec, task, run, result, schema)
 
 
@@ -253,7 +251,7 @@ def _metrics(rec: Recording, context: ContextManager) -> None:
     """summary.json `metrics`: the run's own conversation's prefix stability and cache hits, its context's
     pruning stages and peak (a subagent's first request starts a conversation of its own)."""
     requests: list[bool] = []  # extends_previous, per model request
-    rec.consumers.append(lambda e: requests.append(e.extends_previous)
+    rec.lifecycle.on_event(lambda e: requests.append(e.extends_previous)
                          if isinstance(e, ModelRequest) and e.agent is None else None)
 
     def metrics(data: dict[str, Any]) -> None:
@@ -265,7 +263,7 @@ def _metrics(rec: Recording, context: ContextManager) -> None:
             pruning_stage_counts=dict(context.counts), peak_context_utilization=round(context.peak, 4),
             loop_warnings=len(data.get("loop_warnings") or []))
 
-    rec.finishers.append(metrics)
+    rec.lifecycle.on_summary(metrics)
 
 
 def call_env(rec: Recording, opts: RunOptions, files: EnvFiles, policy: Policy, settings: Settings,
@@ -348,9 +346,9 @@ def _settings(opts: RunOptions, files: EnvFiles, policy: Policy, from_task: dict
     base = settings_for(opts.cli_settings, files.paths, lower)
     lowered, ignored = narrow(base.model_dump(), from_task)
     if ignored:
-        rec.extra["front_matter_ignored"] = ignored
+        rec.lifecycle.section("front_matter_ignored", ignored)
         # Text on stdin is untrusted too (in CI it is what the event brought: an issue body, a comment).
-        source = "the task on stdin is untrusted" if rec.extra.get("task_file") == "-" else \
+        source = "the task on stdin is untrusted" if rec.lifecycle.declared("task_file") == "-" else \
             "the task file is repository content"
         message = f"{source}; its front matter may only lower budgets; ignored: {'; '.join(ignored)}"
         print(f"agent-run: warning: {message}", file=sys.stderr)

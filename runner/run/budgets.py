@@ -36,7 +36,7 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
                          "budget.prices")
     budget = Budget.over([settings.model, *([] if replaying else settings.fallback_models)], settings.max_tokens,
                          settings.max_cost_usd, price, policy.sections.get("budget", {}).get("prices"))
-    rec.consumers.append(budget.on_event)
+    rec.lifecycle.on_event(budget.on_event)
 
     def figures(data: dict[str, Any]) -> None:
         data["usage"]["total_tokens"] = budget.tokens
@@ -44,7 +44,7 @@ def budget_for(rec: Recording, policy: Policy, settings: Settings, cli: dict[str
         data["usage"]["price_source"] = source  # "policy", "genai-prices <version>", or None: no price
         budget.figures(data)
 
-    rec.finishers.append(figures)
+    rec.lifecycle.on_summary(figures)
     return budget
 
 

@@ -44,7 +44,7 @@ def run_check(command: str, env: CallEnv, rec: Recording) -> tuple[Status, str |
         # all read it from here; the whole output beside it (the events and summary.json are masked, and so is it).
         record["output_tail"] = tail_lines(output, CHECK_TAIL_LINES)
         record["output_path"] = _keep_output(rec, output, spilled)
-    rec.extra["check"] = record
+    rec.lifecycle.section("check", record)
     rec.emit(CheckFinished(**{"output_tail": None, "output_path": None, **record, "call_id": CHECK_CALL_ID}))
     if error_type is None:
         return None

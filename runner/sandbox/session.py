@@ -50,8 +50,8 @@ def start_sandbox(rec: Recording, env: CallEnv, flag: str | None, environ: dict[
                            writable=writable, environ=environ, decide_net=_net_decider(rec, env))
     except SandboxUnavailable as exc:
         raise UsageError(f"{exc} (use --sandbox auto to run without it; see `agent-run sandbox check`)") from None
-    rec.closers.append(box.close)
-    rec.extra["sandbox"] = box.describe()
+    rec.lifecycle.on_close(box.close)
+    rec.lifecycle.section("sandbox", box.describe())
     if not box.active and config.mode == "auto" and rec.ctx.run_dir is not None:
         print(f"agent-run: WARNING: running WITHOUT a sandbox ({box.reason}): commands run with the runner's own "
               "access to files and network. Install bubblewrap or see `agent-run sandbox check`.", file=sys.stderr)

@@ -204,5 +204,5 @@ def note_cache_break(rec: Recording, conversation: Conversation) -> None:
     """The log kept `[REDACTED:kind]` where the original prompt had a secret: from that message on, the
     continued prompt differs from the one the provider cached (summary `prompt_cache_break`)."""
     if conversation.masked is not None:
-        rec.extra["prompt_cache_break"] = {"message_index": conversation.masked,
-                                           "reason": "a masked secret in the history"}
+        rec.lifecycle.section("prompt_cache_break", {"message_index": conversation.masked,
+                                                     "reason": "a masked secret in the history"})

@@ -171,7 +171,8 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     approvals = [parse_approval(a, i, scope="call") for i, a in enumerate(approved)]
     policy = replayed.policy.with_rules(approvals)
     refs = [c["ref"] for c in chosen]
-    rec.extra.update(replay_of=run.started["run_id"], approved_calls=refs)
+    rec.lifecycle.section("replay_of", run.started["run_id"])
+    rec.lifecycle.section("approved_calls", refs)
     (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
     task = parse_task(run.task, str(run.run_dir / "task.md"), "task")
     try:
@@ -189,7 +190,8 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     prepared = prepare(rec, opts, load_env_files([]), task, policy, settings, run.run_dir / "task.md", given)
     note_torn_tail(rec, run)
     if resume:  # the conversation goes on with the recorded tools: each must be served
-        check_served(tools, prepared.agent.env.registry, run.started, rec.extra.get("mcp") or {}, "continue it")
+        served = rec.lifecycle.declared("mcp") or {}
+        check_served(tools, prepared.agent.env.registry, run.started, served, "continue it")
     # An approved check runs as the check, after the calls (as in the run); with --continue, `finish` runs it.
     checks = [c["check"] for c in chosen if "check" in c]
     chosen = [c for c in chosen if "check" not in c]
@@ -214,7 +216,7 @@ def _execute(rec: Recording, agent: Agent, chosen: list[dict[str, Any]]) -> tupl
     """Each approved call exactly as the model asked (a subagent's in its own conversation's env): the
     outcomes for summary.json, and the results by agent and call id for a --continue."""
     outcomes: list[dict[str, Any]] = []
-    rec.consumers.append(lambda e: outcomes.append({
+    rec.lifecycle.on_event(lambda e: outcomes.append({
         "call_id": call_ref(e.agent, e.call_id), "tool": e.tool, "ok": e.ok, "error_type": e.error_type,
         "bytes": e.bytes, "sha256": e.sha256}) if isinstance(e, ToolResult) else None)
     results: dict[str | None, dict[str, str]] = {}
@@ -227,7 +229,7 @@ def _execute(rec: Recording, agent: Agent, chosen: list[dict[str, Any]]) -> tupl
         env = dataclasses.replace(agent.env, agent=agent_of) if agent_of else agent.env
         results.setdefault(agent_of["id"] if agent_of else None, {})[c["call_id"]] = handle_call(
             call, env, c["turn"], emit)
-    rec.extra["approved_results"] = list(outcomes)
+    rec.lifecycle.section("approved_results", list(outcomes))
     return outcomes, results
 
 

@@ -133,8 +133,8 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversat
     task = parse_task(source.task, str(source.run_dir / "task.md"), "task")
     origin = {"run_id": source.started["run_id"], "run_dir": portable(source.run_dir, home), "kind": opts.kind,
               "at_turn": conversation.last_turn, "status": source.status}
-    rec.extra.update(title=(source.summary or {}).get("title") or task.title, resumed_from=origin,
-                     task_file=(source.summary or {}).get("task_file") or "-")
+    rec.lifecycle.sections({"title": (source.summary or {}).get("title") or task.title, "resumed_from": origin,
+                            "task_file": (source.summary or {}).get("task_file") or "-"})
     files = load_env_files(opts.run.env_files)
     settings = recorded_settings(source, policy, opts.run.cli_settings, files.paths)
     given = Given(tools=tools, readable=lineage(source), skills=skills,
@@ -143,7 +143,7 @@ def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversat
                   started={"resumed_from": origin, "torn_tail_bytes": source.torn_tail_bytes})
     run = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", given)
     note_torn_tail(rec, source)
-    check_served(tools, run.agent.env.registry, source.started, rec.extra.get("mcp") or {}, opts.kind)
+    check_served(tools, run.agent.env.registry, source.started, rec.lifecycle.declared("mcp") or {}, opts.kind)
     _append_continuation(source.run_dir, rec, origin)
     for tool in run.agent.env.registry.tools:  # what a tool keeps (the plan) goes on with the conversation
         tool.restore(run.agent.state, source.own_events, conversation.last_turn)

@@ -37,7 +37,7 @@ from runner.core.events import MAIN, Emit, Event, ModelRequest, RunWarning, Suba
 from runner.core.jsonutil import canonical, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Denied, DoomLoop, ModelError, RunEnded, Stopped, UsageError
 from runner.engine.build import Agent, AgentSpec, Services, build_agent
-from runner.engine.loop import Check, LoopResult, run_loop
+from runner.engine.loop import Check, LoopResult, Start, run_loop
 from runner.engine.recorder import Recording
 from runner.engine.settings import Settings
 from runner.guards.budget import Budget
@@ -178,12 +178,8 @@ class Delegation:
                              trusted=profile.trusted, model=model_name, mode=agent.env.policy.mode,
                              tools=[t["function"]["name"] for t in tools], tools_sha256=sha256_text(canonical(tools)),
                              max_turns=agent.limits.max_turns, timeout_s=settings.subagent_timeout_s))
-        assert agent.model is not None
         try:
-            result: LoopResult | RunEnded = run_loop(messages, agent.model, agent.env, agent.limits, emit,
-                                                      child.first_turn, context=agent.context, tools=tools,
-                                                      previous=child.previous, snapshot=agent.context.snapshot,
-                                                      recite=agent.recite)
+            result: LoopResult | RunEnded = run_loop(agent, messages, emit, Start(child.first_turn, child.previous))
         except RunEnded as exc:
             if _ends_run(exc, rec.ctx.deadline):
                 self._stopped(record, emit, call_id, started, exc.reason)
@@ -396,13 +392,14 @@ def attach(rec: Recording, policy: Policy, settings: Settings, budget: Budget, d
 
         prompt = SYSTEM_PROMPT
     turns = TurnCounter(settings.max_turns)
-    rec.consumers.append(turns.on_event)
+    rec.lifecycle.on_event(turns.on_event)
     shared = Shared(rec, settings, policy.sections, offered, budget, turns, prompt,
                     tuple(section.get("models") or ()), policy.mode)
     if any(decisions[name].allowed for name in offered):
         # The truncation hint may then suggest delegating (OpenCode's does): only where a delegation can run.
         rec.ctx.truncation = dataclasses.replace(rec.ctx.truncation, delegate=True)
-    rec.extra["subagent_profiles"] = [{"name": p.name, "path": portable(p.path, rec.workspace) if p.path else "builtin",
-                                       "trusted": p.trusted} for p in offered.values()]
-    rec.finishers.append(lambda data: summary_agents(shared, data))
+    rec.lifecycle.section("subagent_profiles", [
+        {"name": p.name, "path": portable(p.path, rec.workspace) if p.path else "builtin", "trusted": p.trusted}
+        for p in offered.values()])
+    rec.lifecycle.on_summary(lambda data: summary_agents(shared, data))
     return Offered(shared, TaskTool(offered), turns.before_request)

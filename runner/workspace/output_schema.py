@@ -92,7 +92,7 @@ class OutputSchema:
         """The validated value: summary `output`, output.json (sealed), stdout in text mode."""
         from runner.record.rundir import write_json
 
-        rec.extra["output"] = self.value
+        rec.lifecycle.section("output", self.value)
         write_json(rec.run_dir / "output.json", rec.masker.mask_obj(self.value)[0])  # as summary.json's `output`
 
     def instructions(self) -> str:

@@ -20,6 +20,7 @@ import pytest
 from runner.core.events import McpServerFailed, NetworkRequest, PermissionDecision
 from runner.core.outcome import UsageError
 from runner.engine.call import CallEnv
+from runner.engine.lifecycle import Lifecycle
 from runner.mcp.config import ServerConfig
 from runner.mcp.runtime import McpRuntime, _server_net, _wrapper, command_prefixes, env_path, start_all
 from runner.mcp.tools import MAX_DESCRIPTION
@@ -55,7 +56,7 @@ class Rec(SimpleNamespace):
     def __init__(self, tmp_path: Path, workspace: Path, *, deadline: float | None = None,
                  sandbox: Sandbox | None = None) -> None:
         super().__init__(ctx=SimpleNamespace(deadline=deadline, sandbox=sandbox), workspace=workspace,
-                         run_dir=tmp_path / "run", closers=[], extra={}, events=[])
+                         run_dir=tmp_path / "run", lifecycle=Lifecycle([]), events=[])
         self.emit = self.events.append
 
 
