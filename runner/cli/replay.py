@@ -12,7 +12,7 @@ from runner.cli.flags import named, output_format
 from runner.cli.output import finish, with_github
 from runner.core.outcome import EXIT_CODES, Status, UsageError
 from runner.run.option_table import row
-from runner.sessions.replay import describe_call, load_run, replay, select
+from runner.sessions.replay import ReplayRequest, describe_call, load_run, replay, select
 
 # What only a conversation with the model uses: refused without --continue rather than ignored.
 FOR_MODEL = ("--model", "--max-turns", "--max-tokens", "--max-cost-usd", "--stream")
@@ -59,10 +59,10 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
         click.echo(f"{len(chosen)} denied call(s); add --approve to execute them", err=True)
         return
     settings = {o.name: kw[o.name] for o in map(row, (*FOR_MODEL, "--timeout")) if kw[o.name] is not None}
-    outcome, reporter = with_github(lambda: replay(run_dir, list(calls), resume=resume, cli_settings=settings,
-                                                   verbosity=0 if quiet else 1, sandbox=kw["sandbox"],
-                                                   expect_hash=expect_hash, policy_spec=policy_spec,
-                                                   workspace=kw["workspace"], force=force,
-                                                   apply_changes=apply_changes, mcp_configs=list(kw["mcp_configs"]),
-                                                   allow_unkeyed=allow_unkeyed, stream_events=fmt == "stream-json"))
+    request = ReplayRequest(run_dir, list(calls), resume=resume, cli_settings=settings, verbosity=0 if quiet else 1,
+                            sandbox=kw["sandbox"], expect_hash=expect_hash, policy_spec=policy_spec,
+                            workspace=kw["workspace"], force=force, apply_changes=apply_changes,
+                            mcp_configs=list(kw["mcp_configs"]), allow_unkeyed=allow_unkeyed,
+                            stream_events=fmt == "stream-json")
+    outcome, reporter = with_github(lambda: replay(request))
     finish(outcome, reporter, fmt=fmt, quiet=quiet)

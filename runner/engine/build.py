@@ -201,7 +201,7 @@ def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str
     `chain`: the run's (its own agent and the children on its model share it); None: the settings' own."""
     if settings.model.startswith("replay:"):
         return ReplayModel(Path(settings.model[len("replay:") :]).expanduser())
-    from runner.model.openai_chat import OpenAIChat  # the openai SDK costs ~0.5 s to import: only when used
+    from runner.model.openai_chat import Endpoint, OpenAIChat  # the openai SDK costs ~0.5 s to import: only when used
 
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
     if not api_key:
@@ -210,13 +210,13 @@ def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str
                              "none), or use --model replay:RUN_DIR")
         api_key = "not-needed"  # local servers (Ollama, llama.cpp) ignore it; the SDK insists on one
 
+    endpoint = Endpoint(api_key, settings.base_url, settings.stream, settings.max_retries, settings.retry_base_s,
+                        settings.retry_cap_s, settings.request_timeout_s, params=model_params(settings),
+                        max_response_bytes=settings.max_response_bytes, max_retry_wait_s=settings.max_retry_wait_s,
+                        tool_results=settings.tool_results)
+
     def client(name: str) -> ChatModel:
-        return OpenAIChat(name, api_key=api_key, base_url=settings.base_url, stream=settings.stream,
-                          max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
-                          retry_cap_s=settings.retry_cap_s, request_timeout_s=settings.request_timeout_s,
-                          deadline=deadline, on_delta=on_delta, params=model_params(settings),
-                          max_response_bytes=settings.max_response_bytes, max_retry_wait_s=settings.max_retry_wait_s,
-                          tool_results=settings.tool_results, abort=abort)
+        return OpenAIChat(name, endpoint, deadline=deadline, on_delta=on_delta, abort=abort)
 
     chain = chain or Chain.of(settings.model, settings.fallback_models)
     return FallbackChat(chain, client, on_delta) if len(chain.names) > 1 else client(chain.current)

@@ -184,18 +184,30 @@ def hold_continued(held: Held, run_dir: Path) -> None:
     held.takeover = lock.taken_over
 
 
-def record(workspace: Path, runs_dir: Path, verbosity: int,
-           body: Callable[[Recording], tuple[Status, str | None]], stream_events: bool = False, *,
-           shared_workspace: bool = False, continues: Path | None = None, home: Path | None = None,
-           held: Held | None = None) -> RunOutcome:
+@dataclass(frozen=True)
+class Where:
+    """Where a run is recorded: its workspace, its runs directory, where its printed commands are run from (`home`:
+    the workspace, or a worktree run's origin), the run it continues (a resume, fork or replay) and whether it may
+    run beside another run in the workspace."""
+
+    workspace: Path
+    runs_dir: Path
+    home: Path | None = None
+    continues: Path | None = None
+    shared_workspace: bool = False
+
+
+def record(where: Where, body: Callable[[Recording], tuple[Status, str | None]], *, verbosity: int = 1,
+           stream_events: bool = False, held: Held | None = None) -> RunOutcome:
     """Run `body` in a new run directory. The run holds its directory's lock, the workspace's (unless
     `shared_workspace`) and, for a resume, fork or replay, the lock of the run it `continues`: a refusal
     (exit 2) names the holder, before anything is created. `held`: those locks, taken by the caller already
     (released here)."""
+    workspace, runs_dir, continues = where.workspace, where.runs_dir, where.continues
     if held is None:
         held = Held()
         try:
-            if not shared_workspace:
+            if not where.shared_workspace:
                 hold_workspace(held, workspace, runs_dir)
             if continues is not None:
                 hold_continued(held, continues)
@@ -203,7 +215,7 @@ def record(workspace: Path, runs_dir: Path, verbosity: int,
             held.release()
             return early_failure(exc.reason)
     try:
-        return _record(workspace, runs_dir, verbosity, body, stream_events, held.takeover, home or workspace)
+        return _record(workspace, runs_dir, verbosity, body, stream_events, held.takeover, where.home or workspace)
     finally:
         held.release()
 

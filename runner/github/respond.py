@@ -22,7 +22,7 @@ from runner.engine.recorder import RunOutcome
 from runner.github.client import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy
 from runner.github.conversation import Context, fetch_context, task_text
 from runner.github.event import Skip, Trigger, decide
-from runner.github.review import head_sha, post_review
+from runner.github.review import Head, head_sha, post_review
 from runner.github.sticky import final_body, find_sticky, own_login, working_body
 from runner.record.mask import Masker
 from runner.report.markdown import md_text
@@ -143,7 +143,7 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
     notes: list[str] = []
     try:
         if sha is not None:
-            notes = _review(gh, trigger, sha, context, outcome.summary, planned.run_url, masker, problems, say)
+            notes = _review(Head(gh, trigger, sha), context, outcome.summary, planned.run_url, masker, problems, say)
         body = masker.mask(final_body(trigger.marker, outcome.summary, planned.run_url, problems, notes))[0]
         _post(gh, trigger, comment_id, body, problems, say)
     except KeyboardInterrupt:  # a signal after the run: the run's outcome stands, the comment says "working"
@@ -152,8 +152,8 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
     return Answered(outcome, problems)
 
 
-def _review(gh: GitHub, trigger: Trigger, sha: str, context: Context, summary: Mapping[str, Any], url: str,
-            masker: Masker, problems: list[str], say: Callable[[str], None]) -> list[str]:
+def _review(head: Head, context: Context, summary: Mapping[str, Any], url: str, masker: Masker,
+            problems: list[str], say: Callable[[str], None]) -> list[str]:
     """The findings as one review; the sticky comment's line about it (none when there were no findings)."""
     findings = summary.get("findings")
     if not isinstance(findings, Mapping) or findings.get("file") is None:
@@ -162,10 +162,9 @@ def _review(gh: GitHub, trigger: Trigger, sha: str, context: Context, summary: M
     output = summary.get("output")
     text = str(output.get("summary") or "") if isinstance(output, Mapping) else ""
     try:
-        posted = post_review(gh, trigger, sha, context.files, findings, text, url,
-                             lambda body: masker.mask(body)[0], say)
+        posted = post_review(head, context.files, findings, text, url, lambda body: masker.mask(body)[0], say)
     except GitHubError as exc:
-        _problem(problems, say, f"could not post the review on #{trigger.number}: {exc}")
+        _problem(problems, say, f"could not post the review on #{head.trigger.number}: {exc}")
         return []
     where = f"[the review]({posted.url})" if posted.url else "the review"
     return [f"📝 Findings posted as {where}: {posted.inline} inline comment{'s' if posted.inline != 1 else ''}, "

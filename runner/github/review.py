@@ -106,10 +106,19 @@ def review_body(summary: str, inline: int, listed: Sequence[Mapping[str, Any]], 
     return "\n".join(lines) + "\n"
 
 
-def post_review(gh: GitHub, trigger: Trigger, sha: str, files: Sequence[Mapping[str, Any]],
-                findings: Mapping[str, Any], summary: str, run_url: str, mask: Callable[[str], str],
-                say: Callable[[str], None]) -> Posted:
+@dataclass(frozen=True)
+class Head:
+    """The pull request a review is posted on, through `gh`, at commit `sha`."""
+
+    gh: GitHub
+    trigger: Trigger
+    sha: str
+
+
+def post_review(head: Head, files: Sequence[Mapping[str, Any]], findings: Mapping[str, Any], summary: str,
+                run_url: str, mask: Callable[[str], str], say: Callable[[str], None]) -> Posted:
     """The one review (GitHubError when it could not be posted, even with everything in the body)."""
+    gh, trigger, sha = head.gh, head.trigger, head.sha
     items = [f for f in findings.get("items") or [] if isinstance(f, Mapping)]
     dropped = int(findings.get("dropped") or 0)
     inline, listed = placed(items, files)

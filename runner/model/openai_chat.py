@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
@@ -45,13 +46,33 @@ from runner.model.secret_url import display_url, scrub, url_secrets
 from runner.model.transport import create_chat_completion
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """How to reach an OpenAI-compatible server and how patiently: what a run's settings say of it."""
+
+    api_key: str | None
+    base_url: str | None
+    stream: bool
+    max_retries: int
+    retry_base_s: float
+    retry_cap_s: float
+    request_timeout_s: float
+    params: dict[str, Any] = field(default_factory=dict)  # sampling parameters sent with every request
+    max_response_bytes: int = 64 * 1024 * 1024
+    max_retry_wait_s: float = 300.0
+    tool_results: str = "tool"
+
+
 class OpenAIChat:
-    def __init__(self, name: str, *, api_key: str | None, base_url: str | None, stream: bool,
-                 max_retries: int, retry_base_s: float, retry_cap_s: float, request_timeout_s: float,
-                 deadline: float | None, on_delta: Callable[[int, str | None], None] | None = None,
-                 params: dict[str, Any] | None = None, max_response_bytes: int = 64 * 1024 * 1024,
-                 max_retry_wait_s: float = 300.0, tool_results: str = "tool",
+    def __init__(self, name: str, endpoint: Endpoint, *, deadline: float | None,
+                 on_delta: Callable[[int, str | None], None] | None = None,
                  abort: threading.Event | None = None) -> None:
+        api_key, base_url, stream, max_retries = endpoint.api_key, endpoint.base_url, endpoint.stream, \
+            endpoint.max_retries
+        retry_base_s, retry_cap_s, request_timeout_s = endpoint.retry_base_s, endpoint.retry_cap_s, \
+            endpoint.request_timeout_s
+        params, max_response_bytes, max_retry_wait_s, tool_results = endpoint.params, endpoint.max_response_bytes, \
+            endpoint.max_retry_wait_s, endpoint.tool_results
         self.name = name
         # A child agent's stop (its caller is ending: runner/engine/batch.py): a request it waits for is let go.
         self.abort = abort

@@ -21,7 +21,7 @@ from runner.core.shown import utf8_problem
 from runner.engine.build import Agent, AgentSpec, Services, build_agent, make_model
 from runner.engine.call import CallEnv, bind_hooks
 from runner.engine.loop import LoopResult, Start, run_loop
-from runner.engine.recorder import Recording, RunOutcome, early_failure, record
+from runner.engine.recorder import Recording, RunOutcome, Where, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.mcp.setup import mcp_servers, start_mcp
@@ -86,8 +86,9 @@ def execute(opts: RunOptions) -> RunOutcome:
             rec.lifecycle.section("worktree", {"path": str(workspace), "of": str(home)})
         return _run(opts, rec)
 
-    return record(workspace, runs_dir, opts.verbosity, body, opts.stream_events,
-                  shared_workspace=opts.shared_workspace, home=home)  # a worktree is locked too: cleanup sees it
+    # a worktree is locked too: cleanup sees it
+    return record(Where(workspace, runs_dir, home=home, shared_workspace=opts.shared_workspace), body,
+                  verbosity=opts.verbosity, stream_events=opts.stream_events)
 
 
 def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:

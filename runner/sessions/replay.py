@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,16 @@ from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
 from runner.engine.build import Agent
 from runner.engine.call import handle_call
-from runner.engine.recorder import Held, Recording, RunOutcome, early_failure, hold_continued, hold_workspace, record
+from runner.engine.recorder import (
+    Held,
+    Recording,
+    RunOutcome,
+    Where,
+    early_failure,
+    hold_continued,
+    hold_workspace,
+    record,
+)
 from runner.policy.load import parse_approval
 from runner.policy.model import Policy
 from runner.record.conversation import ConversationError, rebuild, recorded_tools, system_prompt_of
@@ -115,11 +124,29 @@ def masked_refusal(masked: list[dict[str, Any]], others: int) -> str:
             f"record; rerun the task with --approve instead{rest}")
 
 
-def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: dict[str, Any],
-           verbosity: int, sandbox: str | None = None, expect_hash: str | None = None,
-           policy_spec: str | None = None, workspace: str | None = None, force: bool = False,
-           apply_changes: bool = False, mcp_configs: list[str] | None = None,
-           allow_unkeyed: bool = False, stream_events: bool = False) -> RunOutcome:
+@dataclass(frozen=True)
+class ReplayRequest:
+    """`agent-run replay RUN --approve`: the recorded run, the denied calls to run (their ids; none: every one),
+    and what the command line says of how (runner/cli/replay.py)."""
+
+    run_dir: Path
+    call_ids: list[str]
+    resume: bool  # --continue
+    cli_settings: dict[str, Any]
+    verbosity: int
+    sandbox: str | None = None
+    expect_hash: str | None = None
+    policy_spec: str | None = None
+    workspace: str | None = None
+    force: bool = False
+    apply_changes: bool = False
+    mcp_configs: list[str] = field(default_factory=list)
+    allow_unkeyed: bool = False
+    stream_events: bool = False
+
+
+def replay(req: ReplayRequest) -> RunOutcome:
+    run_dir, resume, verbosity, stream_events = req.run_dir, req.resume, req.verbosity, req.stream_events
     # The locks first — the replayed run's, then the workspace's — and only then the workspace check and
     # --apply-changes: a replay beside a resume of the same run, or beside a run in the workspace, is refused
     # before it can change or vouch for anything (as runner/sessions/resume.py does).
@@ -127,19 +154,19 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
     try:
         try:
             hold_continued(held, run_dir)
-            replayed = load_run(run_dir, expect_hash, policy_spec, allow_unkeyed)
+            replayed = load_run(run_dir, req.expect_hash, req.policy_spec, req.allow_unkeyed)
             run = replayed.run
-            chosen_workspace = choose_workspace(workspace, run)
+            chosen_workspace = choose_workspace(req.workspace, run)
             for label, path in (("workspace", chosen_workspace), ("runs directory", run_dir.parent)):
                 if (problem := utf8_problem(label, path)) is not None:  # the new run could not record it
                     raise UsageError(problem)
             hold_workspace(held, chosen_workspace, run_dir.parent)
-            place = checked_workspace(run, workspace, "replay", force=force, apply=apply_changes)
-            chosen = select(replayed, call_ids)
+            place = checked_workspace(run, req.workspace, "replay", force=req.force, apply=req.apply_changes)
+            chosen = select(replayed, req.call_ids)
             # --continue produces the run's final answer: its --output-schema must still be checkable.
             schema = recorded_schema(run.started, run.home or place) if resume else None
             # The servers the run had (checked by sha256), unless others are given now.
-            mcp_configs = list(mcp_configs or []) or restored_mcp_configs(run, run.home or place)
+            mcp_configs = list(req.mcp_configs) or restored_mcp_configs(run, run.home or place)
         except UsageError as exc:
             return early_failure(exc.reason)
         except (OSError, ValueError, KeyError, TypeError) as exc:  # a run directory not as this version writes them
@@ -149,15 +176,15 @@ def replay(run_dir: Path, call_ids: list[str], *, resume: bool, cli_settings: di
             masked = [c for c in chosen if MARKER in c["arguments"]]
             return early_failure(masked_refusal(masked, others=len(chosen) - len(masked)) if masked
                                  else f"{run_dir.name} has no denied calls to approve")
-        opts = RunOptions(task=str(run.run_dir / "task.md"), workspace=str(place), sandbox=sandbox,
-                          cli_settings=cli_settings, verbosity=verbosity, mcp_configs=list(mcp_configs or []),
+        opts = RunOptions(task=str(run.run_dir / "task.md"), workspace=str(place), sandbox=req.sandbox,
+                          cli_settings=req.cli_settings, verbosity=verbosity, mcp_configs=list(mcp_configs or []),
                           stream_events=stream_events)
 
         def body(rec: Recording) -> tuple[Status, str | None]:
             return _replay(rec, replayed, chosen, opts, resume, schema)
 
-        return record(place, run_dir.parent, verbosity, body, stream_events, continues=run.run_dir,
-                      home=run.home or place, held=held)
+        return record(Where(place, run_dir.parent, home=run.home or place, continues=run.run_dir), body,
+                      verbosity=verbosity, stream_events=stream_events, held=held)
     finally:
         held.release()  # a no-op once record() has released them
 

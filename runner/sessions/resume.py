@@ -26,7 +26,16 @@ from runner.core.events import UserMessage
 from runner.core.jsonutil import canonical
 from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
-from runner.engine.recorder import Held, Recording, RunOutcome, early_failure, hold_continued, hold_workspace, record
+from runner.engine.recorder import (
+    Held,
+    Recording,
+    RunOutcome,
+    Where,
+    early_failure,
+    hold_continued,
+    hold_workspace,
+    record,
+)
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
 from runner.record.jsonl import iter_events
@@ -119,16 +128,35 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
                              f"version can continue ({type(exc).__name__}: {exc})")
     home = source.home or workspace
 
+    loaded = Loaded(source, conversation, tools, policy, message, home, schema, skills)
+
     def body(rec: Recording) -> tuple[Status, str | None]:
-        return _continue(opts, rec, source, conversation, tools, policy, message, home, schema, skills)
+        return _continue(opts, rec, loaded)
 
-    return record(workspace, runs_dir, opts.run.verbosity, body, opts.run.stream_events,
-                  shared_workspace=opts.run.shared_workspace, continues=source.run_dir, home=home, held=held)
+    return record(Where(workspace, runs_dir, home=home, continues=source.run_dir,
+                        shared_workspace=opts.run.shared_workspace), body,
+                  verbosity=opts.run.verbosity, stream_events=opts.run.stream_events, held=held)
 
 
-def _continue(opts: ContinueOptions, rec: Recording, source: Recorded, conversation: Conversation,
-              tools: list[dict[str, Any]] | None, policy: Policy, message: str | None, home: Path,
-              schema: OutputSchema | None, skills: list[Any] | None) -> tuple[Status, str | None]:
+@dataclass(frozen=True)
+class Loaded:
+    """The recorded run a resume or fork continues, read and checked: its conversation (cut at `--at` for a fork),
+    the tools it was sent, the policy it goes on under, the message that continues it, where its commands are run
+    from, its output schema and the skills that serve its recorded `skill` tool."""
+
+    source: Recorded
+    conversation: Conversation
+    tools: list[dict[str, Any]] | None
+    policy: Policy
+    message: str | None
+    home: Path
+    schema: OutputSchema | None
+    skills: list[Any] | None
+
+
+def _continue(opts: ContinueOptions, rec: Recording, loaded: Loaded) -> tuple[Status, str | None]:
+    source, conversation, tools, policy = loaded.source, loaded.conversation, loaded.tools, loaded.policy
+    message, home, schema, skills = loaded.message, loaded.home, loaded.schema, loaded.skills
     (rec.run_dir / "task.md").write_text(source.task, encoding="utf-8")
     task = parse_task(source.task, str(source.run_dir / "task.md"), "task")
     origin = {"run_id": source.started["run_id"], "run_dir": portable(source.run_dir, home), "kind": opts.kind,

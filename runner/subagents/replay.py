@@ -9,6 +9,7 @@ calls are still replayed, without --continue.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from runner.core.jsonutil import canonical, sha256_text
@@ -21,7 +22,7 @@ from runner.subagents.tool import TaskTool
 from runner.tools.base import ToolError
 
 
-def continue_children(run_dir: Any, events: list[dict[str, Any]], chosen: list[dict[str, Any]],
+def continue_children(run_dir: Path, events: list[dict[str, Any]], chosen: list[dict[str, Any]],
                       results: dict[str | None, dict[str, str]], agent: Agent) -> tuple[dict[str, str], int]:
     """Each child with approved calls, continued to its answer. Returns the parent's results (the approved
     ones, and each continued child's new `task` result) and the parent's turn to rebuild up to."""
@@ -67,7 +68,7 @@ def continue_children(run_dir: Any, events: list[dict[str, Any]], chosen: list[d
     return parent, upto
 
 
-def _recorded_tools(run_dir: Any, aid: str, expected: str) -> list[dict[str, Any]]:
+def _recorded_tools(run_dir: Path, aid: str, expected: str) -> list[dict[str, Any]]:
     path = run_dir / "history" / "agents" / f"{aid}.tools.json"
     try:
         tools = json.loads(read_recorded(path).decode("utf-8"))  # a FIFO there is refused, never waited on

@@ -155,13 +155,14 @@ def test_a_child_told_to_stop_does_not_sit_out_a_retry_backoff():
     import pytest
 
     from runner.core.outcome import Stopped
-    from runner.model.openai_chat import OpenAIChat
+    from runner.model.openai_chat import Endpoint, OpenAIChat
     from runner.tools.base import Abort
 
     caller = threading.Event()
     stop = Abort(caller)  # set through its parent: the caller's own stop
-    model = OpenAIChat("m", api_key="k", base_url="http://127.0.0.1:9/v1", stream=False, max_retries=4,
-                       retry_base_s=1.0, retry_cap_s=600.0, request_timeout_s=5.0, deadline=None, abort=stop)
+    endpoint = Endpoint(api_key="k", base_url="http://127.0.0.1:9/v1", stream=False, max_retries=4,
+                        retry_base_s=1.0, retry_cap_s=600.0, request_timeout_s=5.0)
+    model = OpenAIChat("m", endpoint, deadline=None, abort=stop)
     retries = []
     caller.set()
     with pytest.raises(Stopped):
