@@ -20,7 +20,16 @@ from typing import Any, Protocol
 
 import jsonschema
 
-from runner.core.events import Emit, GuardWarning, NetworkRequest, PermissionDecision, ToolCall, ToolResult, call_ref
+from runner.core.events import (
+    Emit,
+    GuardWarning,
+    NetworkRequest,
+    PermissionDecision,
+    RunWarning,
+    ToolCall,
+    ToolResult,
+    call_ref,
+)
 from runner.core.jsonutil import canonical, sha256_text
 from runner.core.shown import shown, shown_obj
 from runner.engine.hooks import AfterCall
@@ -170,6 +179,8 @@ def finish(begun: Begun, result: ToolOutput | ToolError, env: CallEnv, emit: Emi
                     details=_details(result, content), content=content, call_index=begun.index))
     for detector, message in warnings:
         emit(GuardWarning(call_id=call_id, detector=detector, message=message))
+    for code, message in result.warnings if isinstance(result, ToolError) else ():
+        emit(RunWarning(code=code, message=message))  # the tool's own (a write the sandbox refused)
     stop = next((v.stop for v in verdicts if v.stop is not None), None)
     if stop is not None:
         raise stop

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.report.markdown import last_turns
-from runner.report.step_summary import MAX_TURNS_CHARS, SUMMARY_LIMIT, sandbox_text, step_summary
+from runner.report.step_summary import MAX_TURNS_CHARS, SUMMARY_LIMIT, sandbox_blocked, sandbox_text, step_summary
 
 # GitHub shows at most 10 error annotations per step (50 per job); more is noise.
 MAX_DENIAL_ANNOTATIONS = 10
@@ -102,7 +102,7 @@ def endgroup() -> str:
 
 def annotation_lines(summary: Mapping[str, Any], warnings: Iterable[str] = ()) -> list[str]:
     """`::error` per denial (at most MAX_DENIAL_ANNOTATIONS, then one line counting the rest) and for a
-    run that ended badly; `::warning` per loop warning and for an interrupted run."""
+    run that ended badly; `::warning` per loop warning, per write the sandbox refused and for an interrupted run."""
     lines: list[str] = []
     denials = list(summary.get("denials") or [])
     for d in denials[:MAX_DENIAL_ANNOTATIONS]:
@@ -138,6 +138,9 @@ def annotation_lines(summary: Mapping[str, Any], warnings: Iterable[str] = ()) -
                              title="agent-run: check failed"))
     for w in warnings:
         lines.append(command("warning", w, title="agent-run: loop warning"))
+    for b in sandbox_blocked(summary):
+        lines.append(command("warning", b + ". Commits, branches and pushes are the runner's (--land): the sandbox "
+                             "keeps .git read-only.", title="agent-run: blocked by the sandbox"))
     sandbox = summary.get("sandbox")
     if isinstance(sandbox, Mapping) and not sandbox.get("active") and sandbox.get("mode") == "auto":
         lines.append(command("warning", f"commands ran WITHOUT a sandbox: {sandbox.get('reason')}",

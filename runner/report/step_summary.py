@@ -118,7 +118,7 @@ def _denials(summary: Mapping[str, Any]) -> list[str]:
 
 
 def _findings(summary: Mapping[str, Any]) -> list[str]:
-    """What ended or judged the run: a loop, a budget, the task's check."""
+    """What ended or judged the run: a loop, a budget, writes the sandbox refused, the task's check."""
     out: list[str] = []
     loop = summary.get("loop")
     if isinstance(loop, Mapping):
@@ -131,6 +131,12 @@ def _findings(summary: Mapping[str, Any]) -> list[str]:
         used = f", used {budget['used']}" if budget.get("used") is not None else ""
         out += ["### ⏱️ Budget exhausted", "",
                 f"Budget {code_span(str(budget.get('name')), in_table=False)}: limit {budget.get('limit')}{used}.", ""]
+    blocked = sandbox_blocked(summary)
+    if blocked:
+        out += [f"### 🔒 Blocked by the sandbox ({len(blocked)})", "",
+                *(f"- {md_text(clip(b, 1000))}" for b in blocked[:MAX_DENIAL_ROWS]), "",
+                "Commits, branches and pushes are the runner's (`--land`), never a command's: the sandbox keeps "
+                "`.git` read-only.", ""]
     check = summary.get("check")
     if isinstance(check, Mapping):
         ok = check.get("ok")
@@ -146,6 +152,14 @@ def _findings(summary: Mapping[str, Any]) -> list[str]:
             out += [f"Its whole output: {code_span(clip(check['output_path']), in_table=False)} in the run "
                     "directory.", ""]
     return out
+
+
+def sandbox_blocked(summary: Mapping[str, Any]) -> list[str]:
+    """The writes the sandbox refused to a policy-allowed command (the `sandbox_blocked` warnings), each as
+    `call ID: PATH is on a read-only mount of the sandbox (MOUNT); the command failed (exit code N)`."""
+    prefix = "sandbox_blocked: "
+    warnings = summary.get("warnings") or []
+    return [w.removeprefix(prefix) for w in warnings if isinstance(w, str) and w.startswith(prefix)]
 
 
 def _plan_and_changes(summary: Mapping[str, Any]) -> list[str]:

@@ -128,6 +128,19 @@ def shows(layout: Layout, path: str) -> bool:
     return [m for m in holding if len(Path(m.dest).parts) == deepest][-1].kind in ("ro", "rw")
 
 
+def read_only_mount(layout: Layout, path: str) -> str | None:
+    """The read-only mount that shows `path` inside (its destination), or None: the deepest mount holding it is
+    writable, a tmpfs, or there is none (a masked file is read-only too). Where a write refused with EROFS was
+    refused (runner/tools/erofs.py)."""
+    path = os.path.normpath(path)
+    holding = [m for m in layout.mounts if m.kind in ("ro", "rw", "tmpfs", "mask-file") and _inside(path, m.dest)]
+    if not holding:
+        return None
+    deepest = max(len(Path(m.dest).parts) for m in holding)
+    mount = [m for m in holding if len(Path(m.dest).parts) == deepest][-1]
+    return mount.dest if mount.kind in ("ro", "mask-file") else None
+
+
 def _toolchain_roots(environ: Mapping[str, str], home: str, workspace: str = "") -> list[str]:
     roots = [f"{home}/{rel}" for rel in HOME_TOOLCHAINS]
     for var in ("VIRTUAL_ENV", "CARGO_HOME", "RUSTUP_HOME", "PYENV_ROOT", "NVM_DIR", "GOROOT", "JAVA_HOME",

@@ -27,7 +27,7 @@ from runner.sandbox.bwrap import bwrap_argv
 from runner.sandbox.credmounts import credential_mounts
 from runner.sandbox.gitmounts import git_readonly
 from runner.sandbox.gitwalk import GitWalk
-from runner.sandbox.layout import Layout, LayoutInput, build_layout
+from runner.sandbox.layout import Layout, LayoutInput, build_layout, read_only_mount
 from runner.sandbox.netns import NetHolder, NetnsUnavailable, start_holder
 from runner.sandbox.probe import Probe, probe
 from runner.sandbox.proxy import Decide, EgressProxy
@@ -88,9 +88,7 @@ class Sandbox:
         chosen = self.proxy if isinstance(proxy, _RunProxy) else proxy
         proxy = None if share else chosen
         assert layout is not None and self.probe.bwrap is not None
-        if self.base is not None:  # listed now, not at open: a `.git` made since is read-only too
-            control = self.gitwalk.control() if self.gitwalk is not None else None
-            layout = git_readonly(layout, self.base.workspace, control=control)
+        layout = self._with_git(layout)
         env.update(layout.env)
         for var in ("NO_PROXY", "no_proxy", *PROXY_VARS):
             env.pop(var, None)
@@ -109,6 +107,20 @@ class Sandbox:
             command = [_python(), "-I", "-S", f"{INSIDE}/bridge.py", str(PROXY_PORT), f"{INSIDE}/proxy.sock", "--",
                        *argv]
         return bwrap_argv(self.probe.bwrap, layout, command, share_net=share, binds=binds), env
+
+    def _with_git(self, layout: Layout) -> Layout:
+        """`layout` with every git control path read-only, listed now, not at open: a `.git` made since is too."""
+        if self.base is None:
+            return layout
+        control = self.gitwalk.control() if self.gitwalk is not None else None
+        return git_readonly(layout, self.base.workspace, control=control)
+
+    def read_only(self, path: Path) -> str | None:
+        """The mount this sandbox made read-only that shows `path` to a command of the run, or None (writable
+        there, not shown, or no sandbox): where a write it refused with EROFS was refused."""
+        if not self.active or self.layout is None:
+            return None
+        return read_only_mount(self._with_git(self.layout), str(path))
 
     @contextlib.contextmanager
     def calling(self, decide: Decide | None) -> Iterator[str | None]:

@@ -37,6 +37,9 @@ class ToolError(Exception):
         self.type = type_
         self.message = message
         self.extra = extra
+        # (code, message): what the workflow's author should hear of this failure besides the model (a sandbox
+        # that refused a write), each a `warning` event after the call's result (runner/engine/call.py finish).
+        self.warnings: list[tuple[str, str]] = []
 
     def payload(self) -> dict[str, Any]:
         return {"error": {"type": self.type, "message": self.message, **self.extra}}
@@ -132,6 +135,10 @@ class Sandbox(Protocol):
     def calling(self, decide: NetDecide | None) -> AbstractContextManager[str | None]: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+    def read_only(self, path: Path) -> str | None:
+        """The mount the sandbox made read-only that shows `path` to a command, or None."""
+        ...
 
 
 class Authorizer(Protocol):

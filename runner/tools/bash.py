@@ -24,6 +24,7 @@ from runner.policy.model import Target
 from runner.policy.targets import shell_targets
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.env import scrubbed_env
+from runner.tools.erofs import blocked
 from runner.tools.spill import Spill
 from runner.tools.truncate import Limits, positive
 
@@ -142,7 +143,8 @@ def _run(argv: list[str], env: dict[str, str], timeout: float, ctx: ToolContext,
     if ctx.abort.is_set():
         raise ToolError("Timeout", "command killed: the run is stopping", output=output, **_public(details))
     if proc.returncode != 0:
-        raise ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, **_public(details))
+        failed = ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, **_public(details))
+        raise blocked(failed, output, ctx)  # a write the sandbox refused: the model and the workflow are told
     return ToolOutput(output or "[no output]", {**details, "pid": proc.pid})
 
 

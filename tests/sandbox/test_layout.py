@@ -388,3 +388,19 @@ def test_a_path_entry_holding_the_home_mounts_nothing(entry: str) -> None:
     layout = _build(environ_extra={"PATH": f"{entry}:/usr/bin", "VIRTUAL_ENV": entry})
     assert not _visible(layout, f"{HOME}/.ssh/id_ed25519") and not _visible(layout, f"{HOME}/notes.txt")
     assert "/" not in [m.dest for m in layout.mounts if m.kind in ("ro", "rw")]
+
+
+def test_read_only_mount_is_the_deepest_mount_holding_a_path():
+    """Where a write refused with EROFS was refused (runner/tools/erofs.py): the read-only mount that shows the path,
+    never a writable one, a tmpfs or nothing."""
+    from runner.sandbox.layout import Layout, Mount, read_only_mount
+
+    layout = Layout([Mount("ro", "/usr", "/usr"), Mount("tmpfs", "/tmp"), Mount("rw", "/ws", "/ws"),
+                     Mount("ro", "/ws/.git", "/ws/.git"), Mount("mask-file", "/ws/.git/config")])
+    assert read_only_mount(layout, "/ws/.git/index.lock") == "/ws/.git"
+    assert read_only_mount(layout, "/ws/.git/../.git/HEAD") == "/ws/.git"
+    assert read_only_mount(layout, "/ws/.git/config") == "/ws/.git/config"
+    assert read_only_mount(layout, "/usr/lib/x") == "/usr"
+    assert read_only_mount(layout, "/ws/.gitignore") is None
+    assert read_only_mount(layout, "/tmp/x") is None
+    assert read_only_mount(layout, "/home/u/x") is None
