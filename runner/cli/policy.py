@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,6 +14,7 @@ from runner.engine.explain import dumps, explain, explain_text, simulate, simula
 from runner.policy.domains import DOMAINS
 from runner.policy.jsonc import PolicyError
 from runner.policy.load import check_policy, load_policy
+from runner.policy.sandbox_config import SandboxConfigError, resolve_mode
 from runner.record.rundir import default_runs_dir
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
@@ -62,8 +65,17 @@ def explain_cmd(spec: str, workspace: str, mode: str | None, approvals: tuple[st
     decision, deciding rule and risk (low, medium, high: by the domain's tools, as the policy's `risk` section
     sets it), then each target with its own. --json: the same as one JSON object."""
     ws = Path(workspace).expanduser().resolve()
-    data = explain(_load(spec, approvals), domain, input_, ws, default_runs_dir(ws), mode)
+    loaded = _load(spec, approvals)
+    data = explain(loaded, domain, input_, ws, default_runs_dir(ws), mode, _sandbox_mode(loaded.sections))
     click.echo(dumps(data) if as_json else explain_text(data))
+
+
+def _sandbox_mode(sections: dict[str, Any]) -> str:
+    """The sandbox's mode a run here would have without `--sandbox` (AGENT_RUN_SANDBOX, then the policy's)."""
+    try:
+        return resolve_mode(None, os.environ, sections.get("sandbox") or {})
+    except SandboxConfigError:
+        return "auto"  # a run would refuse it (exit 2); explain still answers for the policy
 
 
 @policy.command("simulate")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.policy.decide import CallDecision, approval_scope, decide
+from runner.policy.gitwrites import git_write
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.model import Policy
 from runner.policy.targets import targets_for
@@ -29,9 +30,28 @@ def describe(d: CallDecision) -> dict[str, Any]:
 
 
 def explain(policy: Policy, domain: str, value: str, workspace: Path, runs_dir: Path,
-            mode: str | None = None) -> dict[str, Any]:
+            mode: str | None = None, sandbox: str = "auto") -> dict[str, Any]:
+    """`sandbox`: the sandbox's mode a run would have (`off`: no read-only `.git` to note)."""
     full = with_hard_limits(policy, workspace, runs_dir)
-    return {"input": value, **describe(decide(full, domain, targets_for(domain, value, workspace), mode))}
+    data = {"input": value, **describe(decide(full, domain, targets_for(domain, value, workspace), mode))}
+    notes = sandbox_notes(data["targets"], sandbox)
+    return {**data, "notes": notes} if notes else data
+
+
+def sandbox_notes(targets: list[dict[str, Any]], sandbox: str) -> list[str]:
+    """What an allowed command meets in the sandbox that the policy does not decide: git writing its repository
+    runs into the read-only `.git` (runner/sandbox/gitmounts.py) and fails there."""
+    if sandbox == "off":
+        return []
+    notes = []
+    for t in targets:
+        sub = git_write(t["target"].removeprefix("shell:")) if t["domain"] == "bash" and t["decision"] == "allow" \
+            and t["target"].startswith("shell:") else None
+        if sub is not None:
+            notes.append(f"git {sub} writes the repository's .git, which the sandbox (mode {sandbox}) keeps read-only: "
+                         "allowed, it fails in a run (exit 128, a sandbox_blocked warning); the runner lands the "
+                         "change instead (--land)")
+    return list(dict.fromkeys(notes))
 
 
 def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
@@ -85,6 +105,8 @@ def explain_text(data: dict[str, Any]) -> str:
              + f", mode {data['mode']}",
              f"rule: {_deciding(data)}", f"risk: {data['risk']}", "", "targets:"]
     lines += _targets(data["targets"], data["domain"], "  ")
+    notes = data.get("notes") or []
+    lines += ["", *(f"note: {note}" for note in notes)] if notes else []
     return "\n".join(lines)
 
 

@@ -528,3 +528,31 @@ def test_fixed_url_with_bad_port_crashes(world):
     assert result.exit_code in (0, 2)
     if result.exit_code == 0:
         assert json.loads(result.stdout)["decision"] != "allow"
+
+
+GIT_WRITES = """{"extends": "ci", "permission": {"rules": [
+  {"domain": "bash", "pattern": "shell:git add *", "decision": "allow"},
+  {"domain": "bash", "pattern": "shell:git commit *", "decision": "allow"}]}}"""
+
+
+def test_an_allowed_git_write_is_noted_where_the_sandbox_keeps_git_read_only(world):
+    """Issue 40, item 3: the policy allows `git add` and `git commit`, the sandbox's read-only `.git` fails them: a
+    note line says so; a git command that only reads, a denied one and a run without a sandbox get none."""
+    policy = str(write(world.tmp / "git-writes.jsonc", GIT_WRITES))
+    base = ["policy", "explain", "--policy", policy, "--workspace", str(world.ws)]
+
+    def explain(*args: str, sandbox: str = "auto") -> str:
+        result = CliRunner(env={"HOME": str(world.home), "AGENT_RUN_SANDBOX": sandbox}).invoke(cli, [*base, *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    text = explain("bash", "git add -A && git commit -m x; git status")
+    notes = [line for line in text.splitlines() if line.startswith("note: ")]
+    assert [n.split(" writes ")[0] for n in notes] == ["note: git add", "note: git commit"]
+    assert "(mode auto) keeps read-only" in notes[0] and "sandbox_blocked" in notes[0] and "--land" in notes[0]
+    assert text.split("\n\nnote: ")[0] == explain("bash", "git add -A && git commit -m x; git status",
+                                                  sandbox="off").rstrip("\n")  # the rest as before
+    assert json.loads(explain("--json", "bash", "git commit -m x"))["notes"] == [notes[1].removeprefix("note: ")]
+    for quiet in ("git status", "git push origin HEAD", "git stash list"):
+        assert "note:" not in explain("bash", quiet) and "notes" not in json.loads(explain("--json", "bash", quiet))
+    assert "note:" not in explain("bash", "git commit -m x", sandbox="off")
