@@ -3,8 +3,9 @@ changes between runs of the same task, so the prompt prefix stays cacheable.
 
 Two parts: agent-run's own text (who the agent is), which a trusted operator may replace with
 `--system-prompt FILE`, and the contract the runner needs whatever that text says (how tools and the
-policy answer, how a run ends), which always stays. The untrusted-content framing of repository
-instructions is added after them (runner/workspace/instructions.py)."""
+policy answer, how a run ends), which always stays; with landing on (`--land`), the contract says the runner
+commits and pushes the change, so the agent must not. The untrusted-content framing of repository instructions is
+added after them (runner/workspace/instructions.py)."""
 
 OWN_TEXT = """\
 You are agent-run, an autonomous coding agent running headless in a CI pipeline. No human will answer \
@@ -24,9 +25,29 @@ When the task is done, reply without tool calls: say what you did and what remai
 
 SYSTEM_PROMPT = OWN_TEXT + CONTRACT
 
+# What the runner does with the change once the run succeeded, by `--land` mode.
+_LANDS = {
+    "commit": "commits the change on the current branch",
+    "branch": "commits the change and pushes it to a branch of its own",
+    "pr": "commits the change, pushes it to a branch of its own and opens a pull request for it",
+}
 
-def base_prompt(replacement: str | None = None) -> str:
-    """agent-run's own text, or the operator's `replacement` for it, then the runner's contract."""
+
+def landing_contract(mode: str) -> str | None:
+    """The contract's part for `--land MODE`: the runner lands the change after a successful run, so the agent does
+    not commit, branch or push (the sandbox keeps `.git` read-only anyway). None for `none`: the prompt is the one
+    without landing, byte for byte."""
+    lands = _LANDS.get(mode)
+    if lands is None:
+        return None
+    return (f"\nWhen the run succeeds, the runner {lands}. Do not commit, create branches or push yourself: "
+            "leave the change in the working tree.\n")
+
+
+def base_prompt(replacement: str | None = None, landing: str | None = None) -> str:
+    """agent-run's own text, or the operator's `replacement` for it, then the runner's contract (`landing`: its
+    part for `--land`, landing_contract's; None leaves the prompt as it is without landing)."""
+    contract = CONTRACT + (landing or "")
     if replacement is None:
-        return SYSTEM_PROMPT
-    return replacement.strip() + "\n" + CONTRACT
+        return OWN_TEXT + contract
+    return replacement.strip() + "\n" + contract

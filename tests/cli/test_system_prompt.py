@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from runner.workspace.prompt import CONTRACT
+from runner.workspace.prompt import CONTRACT, SYSTEM_PROMPT, base_prompt, landing_contract
 from tests.fakes.openai_server import reply
 
 OWN = "You are Reviewer, a careful code reviewer for ACME. Never touch files outside src/.\n"
@@ -51,3 +51,16 @@ def test_an_empty_or_missing_system_prompt_is_a_usage_error(fake, workspace, age
         r = agent_run("--system-prompt", str(path), "task.md")
         assert r.code == 2 and "--system-prompt" in r.summary["reason"]
     assert not fake.requests
+
+
+def test_landing_adds_its_part_to_the_contract_and_nothing_without_it():
+    """Issue 40, item 4: with `--land` the runner's contract says the runner commits and pushes, so the agent does
+    not; without it (`none`) the prompt is byte for byte the one before landing existed (the prefix is cached)."""
+    assert landing_contract("none") is None
+    assert base_prompt() == base_prompt(None, landing_contract("none")) == SYSTEM_PROMPT
+    assert base_prompt(OWN) == base_prompt(OWN, None) == OWN.strip() + "\n" + CONTRACT
+    for mode in ("commit", "branch", "pr"):
+        part = landing_contract(mode)
+        assert part is not None and "Do not commit, create branches or push yourself" in part
+        assert base_prompt(None, part) == SYSTEM_PROMPT + part and base_prompt(OWN, part).endswith(CONTRACT + part)
+    assert "pull request" in (landing_contract("pr") or "") and "pushes" not in (landing_contract("commit") or "")
