@@ -18,6 +18,7 @@ from runner.engine.recorder import RunOutcome
 from runner.record.mask import secret_values
 from runner.report.github import GitHubReporter, endgroup, group, stop_commands
 from runner.report.junit import JUnitCase, write_junit
+from runner.report.step_summary import sandbox_blocked
 
 
 def secrets_to_mask() -> list[str | None]:
@@ -66,6 +67,8 @@ def finish(outcome: RunOutcome, reporter: GitHubReporter, *, fmt: str, quiet: bo
         write_junit(junit, [case_of(summary, task_file or summary.get("task_file") or "task")])
     for line in check_output_lines(summary, reporter.active):
         click.echo(line, err=True)
+    for blocked in [] if reporter.active else sandbox_blocked(summary):  # on GitHub: an annotation each
+        click.echo(f"agent-run: warning: sandbox_blocked: {blocked}", err=True)
     if not quiet or outcome.exit_code != 0:
         click.echo(ending_line(outcome), err=True)
     if fmt == "text" and outcome.exit_code != 0 and (hint := next_command(outcome)):

@@ -50,6 +50,12 @@ def test_a_commit_the_sandbox_refuses_is_recorded_and_the_model_told(fake, works
         f"sandbox_blocked: {warning['message']}"]
     assert "Blocked by the sandbox (1)" in step.read_text() and ".git/index.lock" in step.read_text()
     assert f"::warning title=agent-run%3A blocked by the sandbox::call {call_id}: .git/index.lock" in r.stderr
+    assert "agent-run: warning: sandbox_blocked" not in r.stderr  # on GitHub: the annotation says it
+    fake.add(reply(calls=[("bash", {"command": "git add -A && git commit -m x"})]), reply("Committed the fix."))
+    plain = agent_run("--policy", str(policy), "task.md")
+    assert plain.code == 0, plain.stderr
+    again = plain.of_type("tool_call")[0]["call_id"]
+    assert f"agent-run: warning: sandbox_blocked: call {again}: .git/index.lock is on a read-only" in plain.stderr
     # Nothing was committed: the repository is as it was.
     log = subprocess.run(["git", "log", "--oneline"], cwd=workspace, capture_output=True, text=True, timeout=60)
     assert len(log.stdout.splitlines()) == 1
