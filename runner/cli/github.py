@@ -14,10 +14,10 @@ from runner.cli.output import finish, with_github
 from runner.cli.run import options_from, run_options
 from runner.core.outcome import UsageError
 from runner.engine.recorder import RunOutcome, early_failure
-from runner.github.client import GitHubError
 from runner.github.event import DEFAULT_PHRASE, Skip, parse_actors
 from runner.github.respond import Answered, answer, plan, summary_note
 from runner.report.github import GitHubReporter, append_step_summary, command, outputs_block
+from runner.report.github_api import GitHubError
 from runner.report.markdown import md_text
 
 

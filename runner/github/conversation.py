@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.github.client import GitHub
 from runner.github.event import MARKER_PREFIX, Trigger
+from runner.report.github_api import GitHub
 
 MAX_BODY_CHARS = 20_000
 MAX_COMMENT_CHARS = 4_000

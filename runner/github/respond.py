@@ -19,12 +19,12 @@ from typing import Any
 
 from runner.core.outcome import UsageError
 from runner.engine.recorder import RunOutcome
-from runner.github.client import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy
 from runner.github.conversation import Context, fetch_context, task_text
 from runner.github.event import Skip, Trigger, decide
 from runner.github.review import Head, head_sha, post_review
 from runner.github.sticky import final_body, find_sticky, own_login, working_body
 from runner.record.mask import Masker
+from runner.report.github_api import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy
 from runner.report.markdown import md_text
 from runner.run.assemble import execute
 from runner.run.options import RunOptions

@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runner.github.client import GitHub, GitHubError
 from runner.github.event import Trigger
 from runner.github.hunks import diff_lines, hunk_of
+from runner.report.github_api import GitHub, GitHubError
 from runner.report.markdown import clip, code_span, fence, md_text
 
 MAX_INLINE = 50  # more comments than anyone reads on one review; the rest go to the body

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from runner.github.client import GitHub, GitHubError
+from runner.report.github_api import GitHub, GitHubError
 from runner.report.markdown import clip, code_span, fenced, md_text
 
 MAX_ANSWER_CHARS = 40_000  # a comment holds 65,536 characters

@@ -1,11 +1,11 @@
-"""The REST client's pure parts: Link pagination and rate-limit waits (runner/github/client.py)."""
+"""The REST client's pure parts: Link pagination and rate-limit waits (runner/report/github_api.py)."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from runner.github.client import GitHub, GitHubError, next_link, rate_limit_wait
+from runner.report.github_api import GitHub, GitHubError, next_link, rate_limit_wait
 
 
 def test_next_link():
