@@ -20,6 +20,7 @@ from runner.core.events import (
     Compaction,
     Event,
     GuardWarning,
+    Land,
     McpServerFailed,
     McpServerStarted,
     ModelFallback,
@@ -73,7 +74,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 21
+    assert len(types_) == len(EVENTS) == 22
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -195,6 +196,8 @@ def examples(run_id: str) -> list[Event]:
         CheckFinished(call_id="check", command="pytest -q", ok=False, error_type="CommandFailed", exit_code=1,
                       duration_s=2.5, output_tail="1 failed", output_path="spill/check.txt"),
         ModelFallback(turn=3, from_model="gpt-4o", to_model="gpt-4o-mini", reason="HTTP 503 after 3 retries"),
+        Land(mode="pr", branch="agent-run/task", commit="c" * 40, remote="https://github.com/octo/hello",
+             pull_request={"number": 12, "url": "https://github.com/octo/hello/pull/12"}, refused=None, reason=None),
         tag(SubagentFinished(call_id="call_1", status="doom_loop", reason="the same call 3 times", turns=4,
                              tool_calls=3, usage=usage_dict(None), duration_s=1.5), CHILD),
     ]

@@ -78,7 +78,8 @@ def test_action_inputs_and_outputs():
     assert inputs["upload-artifact"]["default"] == "true" and inputs["fail-on-denied"]["default"] == "true"
     assert {name: o["value"] for name, o in action["outputs"].items()} == {
         name: f"${{{{ steps.run.outputs.{name} }}}}"
-        for name in ("status", "exit-code", "run-dir", "denials", "sandbox", "events-sha256", "output", "summary-json")}
+        for name in ("status", "exit-code", "run-dir", "denials", "sandbox", "events-sha256", "output", "commit",
+                     "branch", "pull-request-url", "summary-json")}
 
 
 def test_action_runs_agent_run_with_exec_and_uploads_always():

@@ -69,7 +69,9 @@ def forwarded(values: dict[str, Any], table: Sequence[Option] = OPTIONS) -> list
     single-valued ones first, then each value of the repeatable ones, each group in the table's order."""
     words: list[str] = []
     for option in (o for o in table if o.batch and not o.many):
-        if values.get(option.name) is not None:
+        if option.value.kind == "switch":
+            words += [option.flag] if values.get(option.name) else []
+        elif values.get(option.name) is not None:
             words += [option.flag, str(values[option.name])]
     for option in (o for o in table if o.batch and o.many):
         for value in values.get(option.name) or ():

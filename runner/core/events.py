@@ -333,6 +333,21 @@ class ModelFallback(Event):
 
 
 @dataclass(frozen=True)
+class Land(Event):
+    """The run's change landed by the runner (`--land`), or why not: after the run's own ending is known, before
+    run_finished (summary `land` holds the same)."""
+
+    type: ClassVar[str] = "land"
+    mode: str  # commit | branch | pr
+    branch: str | None
+    commit: str | None
+    remote: str | None  # the URL pushed to, without credentials
+    pull_request: dict[str, Any] | None  # {number, url}
+    refused: list[str] | None  # the files a refusal names
+    reason: str | None  # why nothing (or not everything) landed; null when it all did
+
+
+@dataclass(frozen=True)
 class RunFinished(Event):
     type: ClassVar[str] = "run_finished"
     status: str

@@ -21,6 +21,7 @@ class Status(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     MODEL_ERROR = "model_error"
     INTERRUPTED = "interrupted"
+    LAND_FAILED = "land_failed"  # the run succeeded, its change could not be landed (`--land`): run_status keeps it
 
 
 EXIT_CODES: dict[Status, int] = {
@@ -31,6 +32,7 @@ EXIT_CODES: dict[Status, int] = {
     Status.DOOM_LOOP: 4,
     Status.BUDGET_EXHAUSTED: 5,
     Status.MODEL_ERROR: 6,
+    Status.LAND_FAILED: 1,
 }
 
 

@@ -29,6 +29,7 @@ class ChangeTracker:
         self.workspace = workspace
         self._git_run = git or SafeGit(workspace)
         self.base: str | None = None
+        self.head: str | None = None  # the commit HEAD named at the start (base is it, or a stash of the changes)
         self.untracked_at_start: set[str] = set()
         self.ignored_at_start: set[str] = set()
         self.exclude = (".agent-run", *exclude)
@@ -41,7 +42,7 @@ class ChangeTracker:
             inside, head = False, ""
         if inside and head:
             stash = self._git("stash", "create").stdout.strip()
-            self.base = stash or head
+            self.base, self.head = stash or head, head
             self._git_run.seal(self.base)
             self.untracked_at_start = set(self._untracked())
             self.ignored_at_start = set(self._ignored())

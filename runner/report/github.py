@@ -35,6 +35,7 @@ MIN_MASK_LENGTH = 4
 _ERROR_TITLES = {
     "doom_loop": "agent-run: doom loop", "budget_exhausted": "agent-run: budget exhausted",
     "model_error": "agent-run: model error", "failed": "agent-run: failed", "usage_error": "agent-run: usage error",
+    "land_failed": "agent-run: landing failed",
 }
 
 
@@ -200,8 +201,13 @@ def _ending(summary: Mapping[str, Any]) -> str:
 
 
 def output_values(summary: Mapping[str, Any]) -> dict[str, str]:
-    """The action's outputs: status, exit-code, run-dir, denials (a count), summary-json (compact)."""
-    return {
+    """The action's outputs: status, exit-code, run-dir, denials (a count), summary-json (compact); with --land,
+    commit, branch and pull-request-url."""
+    land = summary.get("land")
+    landed = {} if not isinstance(land, Mapping) else {
+        "commit": str(land.get("commit") or ""), "branch": str(land.get("branch") or "") if land.get("commit") else "",
+        "pull-request-url": str((land.get("pull_request") or {}).get("url") or "")}
+    return {**landed,
         "status": str(summary.get("status") or ""),
         "exit-code": str(summary.get("exit_code") if summary.get("exit_code") is not None else ""),
         "run-dir": str(summary.get("run_dir") or ""),

@@ -4,8 +4,8 @@ Written with xml.etree.ElementTree, not the `junit-xml` package: junit-xml 1.9 (
 emits `disabled` on <testsuites> and <testsuite> (junit-10.xsd rejects it) and an unrounded summed suite time
 (`time="3.73456"`, which the schema's SUREFIRE_TIME pattern rejects); fixing either means rewriting its output.
 
-Status mapping: `success` passes; failed, denied, doom_loop, budget_exhausted and interrupted are a <failure>
-(the task did not get done); usage_error and model_error are an <error> (the run could not do the task); any
+Status mapping: `success` passes; failed, denied, doom_loop, budget_exhausted, interrupted and land_failed are a
+<failure> (the task did not get done); usage_error and model_error are an <error> (the run could not do the task); any
 other status is an <error> too, so that nothing unknown passes. `type` is the status, `message` the reason.
 """
 
@@ -25,7 +25,8 @@ from runner.core.outcome import Status
 from runner.record.rundir import write_atomic
 
 FAILURE_STATUSES = frozenset(s.value for s in (Status.FAILED, Status.DENIED, Status.DOOM_LOOP,
-                                                 Status.BUDGET_EXHAUSTED, Status.INTERRUPTED))
+                                                 Status.BUDGET_EXHAUSTED, Status.INTERRUPTED,
+                                                 Status.LAND_FAILED))
 ERROR_STATUSES = frozenset(s.value for s in (Status.USAGE_ERROR, Status.MODEL_ERROR))
 
 # Everything outside XML 1.0's Char production: C0 controls but tab/LF/CR, lone surrogates, U+FFFE/U+FFFF.
@@ -129,6 +130,12 @@ def details(summary: Mapping[str, Any]) -> str:
             lines += ["check output (its last lines):", *(f"  {line}" for line in tail)]
         if not check.get("ok") and check.get("output_path"):
             lines.append(f"check output, whole: {check['output_path']} (in the run dir)")
+    if isinstance(land := summary.get("land"), Mapping):
+        pr = land.get("pull_request") or {}
+        lines.append("land: " + ", ".join(f"{k} {v}" for k, v in (
+            ("mode", land.get("mode")), ("branch", land.get("branch")), ("commit", land.get("commit")),
+            ("pull request", pr.get("url") if isinstance(pr, Mapping) else None), ("refused", land.get("refused")),
+            ("reason", land.get("reason"))) if v))
     if summary.get("run_dir"):
         lines.append(f"run dir: {summary['run_dir']}")
     return "\n".join(lines)

@@ -20,7 +20,7 @@ MAX_ANSWER_CHARS = 20_000
 
 STATUS_ICON = {
     "success": "✅", "failed": "❌", "usage_error": "⚠️", "denied": "⛔", "doom_loop": "🔁",
-    "budget_exhausted": "⏱️", "model_error": "💥", "interrupted": "🛑",
+    "budget_exhausted": "⏱️", "model_error": "💥", "interrupted": "🛑", "land_failed": "📤",
 }
 
 
@@ -181,7 +181,24 @@ def _plan_and_changes(summary: Mapping[str, Any]) -> list[str]:
             out.append(f"- *… and {len(changed) - MAX_CHANGED_FILES:,} more (the list is cut here; "
                        "see `changes.patch` in the run directory).*")
         out.append("")
-    return out
+    return out + land_lines(summary.get("land"))
+
+
+def land_lines(land: object) -> list[str]:
+    """--land: what the runner landed (the commit, the branch, the pull request), or why nothing."""
+    if not isinstance(land, Mapping):
+        return []
+    out = [f"### Landed ({md_text(land.get('mode'))})" if land.get("landed") else
+           f"### Not landed ({md_text(land.get('mode'))})", ""]
+    if land.get("commit"):
+        out.append(f"- Commit {code_span(str(land['commit'])[:12], in_table=False)} on "
+                   f"{code_span(clip(str(land.get('branch') or '')), in_table=False)}")
+    pr = land.get("pull_request")
+    if isinstance(pr, Mapping) and pr.get("url"):
+        out.append(f"- Pull request [#{pr.get('number')}]({pr['url']})")
+    if land.get("reason"):
+        out.append(f"- {md_text(clip(str(land['reason']), 2000))}")
+    return [*out, ""]
 
 
 def _answer_and_turns(summary: Mapping[str, Any], recent_turns: str | None, earlier_turns: int) -> list[str]:

@@ -40,6 +40,7 @@ from runner.run.budgets import budget_for
 from runner.run.changes import ChangeRecord
 from runner.run.check import run_check
 from runner.run.inputs import run_inputs, summary_copies
+from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, trusted_inputs
 from runner.run.task import Task, parse_task
 from runner.run.toolset import offered_names, offers, pick, tools_problem
@@ -141,6 +142,7 @@ class Prepared:
 
     agent: Agent
     changes: ChangeRecord
+    landing: Landing | None = None  # --land: done by `finish` once the run's ending is known
 
 
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
@@ -179,6 +181,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     changes = ChangeRecord(tracker, rec.run_dir, rec.ctx)
     rec.lifecycle.on_summary(changes.write)
     rec.lifecycle.on_close(tracker.close, first=True)
+    landing = Landing.decide(rec, opts, tracker, task_path, os.environ)  # refused here: exit 2 before any tool call
     denials = hooks.guards[0]
     assert isinstance(denials, DenialGuard)
     services = Services(rec, budget, denials, rerun, edits=tracker,
@@ -203,7 +206,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     plan = agent.state.plan  # for the people reading the run (summary.json, step summary)
     rec.lifecycle.on_summary(lambda data: data.update(todos=plan.items) if plan.items else None)
     _metrics(rec, agent.context)
-    return Prepared(agent, changes)
+    return Prepared(agent, changes, landing)
 
 
 def load_skills(rec: Recording, opts: RunOptions, instructions: Instructions) -> list[Skill]:
@@ -232,8 +235,15 @@ def drive(rec: Recording, task: Task, run: Prepared, messages: list[dict[str, An
 def finish(rec: Recording, task: Task, run: Prepared, result: LoopResult | None,
            schema: OutputSchema | None = None) -> tuple[Status, str | None]:
     """How every run ends once its work is done: the output schema's answer kept, the task's check run on
-    the answer, and the status (denied when anything was denied). `result` None: a replay that executed
-    approved calls and asked no model (no answer, nothing to check)."""
+    the answer, and the status (denied when anything was denied); then, with --land, the change landed
+    (runner/run/land.py: `land_failed` when it cannot be). `result` None: a replay that executed approved calls
+    and asked no model (no answer, nothing to check)."""
+    ending = _ending(rec, task, run, result, schema)
+    return run.landing.land(rec, task, run.changes, ending) if run.landing is not None else ending
+
+
+def _ending(rec: Recording, task: Task, run: Prepared, result: LoopResult | None,
+            schema: OutputSchema | None) -> tuple[Status, str | None]:
     if schema is not None:
         schema.keep(rec)
         record_findings(rec, schema)

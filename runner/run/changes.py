@@ -25,6 +25,10 @@ class ChangeRecord:
         self.run_dir = run_dir
         self.ctx = ctx  # its masker is read when the record is taken
         self._fields: dict[str, Any] | None = None
+        # What was taken, unmasked, for landing (runner/run/land.py): the patch, the files it names, or the error.
+        self.patch: str | None = None
+        self.changed: list[str] | None = None
+        self.error: str | None = None
 
     def take(self) -> None:
         """Take the record now: its files are written, its summary fields kept for the end."""
@@ -37,7 +41,9 @@ class ChangeRecord:
             state = end_state(tracker.workspace, changed, tracker.base)
         except (OSError, subprocess.SubprocessError) as exc:
             self._fields = {"changed_files": None, "changes_error": str(exc)}
+            self.error = str(exc)
             return
+        self.patch, self.changed = patch, changed
         self._fields = {"changed_files": changed, "ignored_new_files": ignored.summary() if ignored else None}
         masker = self.ctx.masker
         # A secret the agent wrote into a file is not copied into the artifacts either.

@@ -275,6 +275,29 @@ OPTIONS: tuple[Option, ...] = (
            on={"batch": "As `run --tools`, for every task.",
                "respond": "Offer only these tools, comma-separated (as for `run`; also AGENT_RUN_TOOLS). "
                           "[default: all]"}),
+    # Landing the run's change (runner/run/land.py, docs/ci.md "Landing the change"): resume and fork keep the
+    # recorded values and refuse others; batch passes them on (branch and pr only with each task in a worktree).
+    Option("--land", "land",
+           "After a successful run that changed the workspace, the runner lands the change: commit (one commit on "
+           "the current branch, no push), branch (the commit pushed to agent-run/<task> or --land-branch, with "
+           "GITHUB_TOKEN), pr (branch, then a pull request). [default: none]",
+           choice("none", "commit", "branch", "pr"), env="AGENT_RUN_LAND", cli_env=True, action="land",
+           rerun=Rerun.VALUE, batch=True),
+    Option("--land-branch", "land_branch", "The branch --land branch|pr pushes to. [default: agent-run/<slug of the "
+           "task path>]", metavar="NAME", rerun=Rerun.VALUE, batch=True),
+    Option("--land-base", "land_base", "The branch a pull request of --land pr is opened against (required on a "
+           "detached HEAD). [default: the branch the workspace was on]", metavar="BRANCH", action="land-base",
+           rerun=Rerun.VALUE, batch=True),
+    Option("--land-remote", "land_remote", "Push to this URL (https; http only for 127.0.0.1), never a remote's name. "
+           "[default: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY]", metavar="URL", rerun=Rerun.VALUE, batch=True),
+    Option("--land-ready", "land_ready", "Open the pull request ready for review, not as a draft.", SWITCH,
+           rerun=Rerun.SWITCH, batch=True),
+    Option("--land-allow-workflows", "land_allow_workflows",
+           "Land a change to .github/workflows/ too (refused otherwise; the job token needs the workflows "
+           "permission).", SWITCH, rerun=Rerun.SWITCH, batch=True),
+    Option("--commit-author", "commit_author", "Author and committer of the landed commit. [default: agent-run "
+           "<agent-run@users.noreply.github.com>]", metavar="'NAME <EMAIL>'", action="commit-author",
+           rerun=Rerun.VALUE, batch=True),
 )
 
 

@@ -15,6 +15,18 @@ from runner.record.rundir import portable
 from runner.run.option_table import OPTIONS, Option, Rerun
 
 
+@dataclass(frozen=True)
+class LandTarget:
+    """Where `github respond` lands, beside the flags: the re-run key (the trigger's sticky key; `run`'s is the task
+    path), the issue the pull request closes, a same-repository pull request's head branch and commit (the commit
+    goes onto that branch; no pull request is opened)."""
+
+    key: str
+    closes: int | None = None
+    head_branch: str | None = None
+    head_sha: str | None = None
+
+
 @dataclass
 class RunOptions:
     task: str  # a path, or "-" for stdin
@@ -41,6 +53,14 @@ class RunOptions:
     agents: list[str] = field(default_factory=list)  # --agents DIR: trusted subagent profiles, in order
     tools: str | None = None  # --tools LIST (runner/run/toolset.py); None: every tool the run has
     task_text: str | None = None  # with task "-": the text itself, untrusted as stdin is (github respond's task)
+    land: str | None = None  # --land none|commit|branch|pr (runner/run/land.py)
+    land_branch: str | None = None
+    land_base: str | None = None
+    land_remote: str | None = None
+    land_ready: bool = False
+    land_allow_workflows: bool = False
+    commit_author: str | None = None
+    land_to: LandTarget | None = None  # what a caller decides beside the flags (github respond: the key, the issue)
 
 
 def trusted_inputs(opts: RunOptions, environ: dict[str, str], table: Sequence[Option] = OPTIONS) -> tuple[Path, ...]:

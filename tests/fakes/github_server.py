@@ -12,6 +12,9 @@ It keeps issue comments (per issue number), pull request files and collaborator 
   unknown `event`, no `body` for COMMENT/REQUEST_CHANGES, a `commit_id` that is not the head, a comment whose path
   has no patch, whose `line` is not a line of a hunk on its `side`, or whose `start_line` is not before it in the
   same hunk. The hunks are read from each patch's `@@ -a,b +c,d @@` headers (not the way the runner counts them);
+- `GET /repos/{o}/{r}/pulls?head=OWNER:BRANCH&state=open` (the open pull requests from that branch),
+  `POST /repos/{o}/{r}/pulls` (201 and the pull request, kept in `pulls`; 422 without title, head and base, or
+  with a second open one from the same head, as GitHub answers) and `PATCH /repos/{o}/{r}/pulls/{n}` (title, body);
 - `POST /repos/{o}/{r}/issues/{n}/comments` (201, the comment, written as `login`) and
   `PATCH /repos/{o}/{r}/issues/comments/{id}` (200; 404 for a deleted comment); a body that is not
   `{"body": string}` is 422;
@@ -58,6 +61,7 @@ class FakeGitHub:
     files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # pull number -> files
     heads: dict[int, str] = field(default_factory=dict)  # pull number -> head commit sha
     reviews: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # pull number -> posted reviews
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)  # pull requests opened through the API
     requests: list[Request] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -187,6 +191,8 @@ class FakeGitHub:
                 return 422, {"message": "Invalid request.\n\n\"body\" wasn't supplied."}, {}
             comment.update(body=body["body"], updated_at="2026-01-01T00:01:00Z")
             return 200, _public(comment), {}
+        if rest == "/pulls" or (re.fullmatch(r"/pulls/\d+", rest) and int(rest[7:]) in self.pulls):
+            return self._pulls(method, rest, query, body)
         if method == "GET" and (m := re.fullmatch(r"/pulls/(\d+)/files", rest)):
             return self._page(path, query, self.files.get(int(m.group(1)), []))
         if method == "GET" and (m := re.fullmatch(r"/pulls/(\d+)", rest)) and int(m.group(1)) in self.heads:
@@ -196,6 +202,30 @@ class FakeGitHub:
         if method == "POST" and (m := re.fullmatch(r"/pulls/(\d+)/reviews", rest)) and int(m.group(1)) in self.heads:
             return self._review(int(m.group(1)), body)
         return not_found
+
+    def _pulls(self, method: str, rest: str, query: dict[str, str], body: Any) -> tuple[int, Any, dict[str, str]]:
+        if method == "GET" and rest == "/pulls":
+            state, head = query.get("state", "open"), query.get("head")
+            found = [p for p in self.pulls.values() if state in ("all", p["state"])
+                     and (head is None or head == f"{self.owner}:{p['head']['ref']}")]
+            return 200, found, {}
+        if method == "POST" and rest == "/pulls":
+            if not isinstance(body, dict) or not all(isinstance(body.get(k), str) for k in ("title", "head", "base")):
+                return _unprocessable("Invalid request.\n\n\"title\", \"head\" and \"base\" are required.")
+            if any(p["head"]["ref"] == body["head"] and p["state"] == "open" for p in self.pulls.values()):
+                return _unprocessable(f"A pull request already exists for {self.owner}:{body['head']}.")
+            self._next_id += 1
+            number = self._next_id
+            self.pulls[number] = {"number": number, "state": "open", "title": body["title"],
+                                  "body": body.get("body") or "", "draft": bool(body.get("draft")),
+                                  "head": {"ref": body["head"]}, "base": {"ref": body["base"]},
+                                  "html_url": f"https://github.com/{self.owner}/{self.repo}/pull/{number}"}
+            return 201, self.pulls[number], {}
+        if method == "PATCH":
+            pull = self.pulls[int(rest[7:])]
+            pull.update({k: v for k, v in (body or {}).items() if k in ("title", "body", "state")})
+            return 200, pull, {}
+        return 404, {"message": "Not Found"}, {}
 
     def _review(self, number: int, body: Any) -> tuple[int, Any, dict[str, str]]:
         if not isinstance(body, dict):

@@ -18,7 +18,7 @@ from runner.report.junit import JUnitCase, format_time, junit_xml, write_junit
 
 SCHEMA = xmlschema.XMLSchema(str(Path(__file__).parent.parent / "fixtures" / "junit-10.xsd"))
 
-FAILURES = {"failed", "denied", "doom_loop", "budget_exhausted", "interrupted"}
+FAILURES = {"failed", "denied", "doom_loop", "budget_exhausted", "interrupted", "land_failed"}
 ERRORS = {"usage_error", "model_error"}
 
 NASTY = "agent-run replay '/runs/x' --call c1 --approve \"shell:a && b\" <in >out\n--approve 'x&y'"

@@ -1,0 +1,160 @@
+"""Landing a run's change (issue 40: `--land commit|branch|pr`): through the real CLI against the scripted model
+server, the scripted GitHub REST API (tests/fakes/github_server.py) and a real git smart-HTTP remote on 127.0.0.1
+(`git http-backend` behind a server that takes the token only as github.com does, tests/fakes/git_remote.py)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.git_remote import GitRemote
+from tests.fakes.github_server import TOKEN, FakeGitHub
+from tests.fakes.openai_server import reply
+
+GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": "/dev/null"}
+AUTHOR = "agent-run <agent-run@users.noreply.github.com>"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd,
+                          env=GIT_ENV, check=True, capture_output=True, text=True, timeout=60).stdout
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Iterator[GitRemote]:
+    (tmp_path / "remote").mkdir()
+    with GitRemote(tmp_path / "remote") as server:
+        yield server
+
+
+@pytest.fixture
+def gh() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        yield server
+
+
+@pytest.fixture
+def repo(workspace: Path, remote: GitRemote) -> str:
+    """The workspace as a checkout of `main` with one commit, which the remote has too; the commit's id."""
+    (workspace / ".gitignore").write_text(".agent-run/\n")
+    (workspace / "app.py").write_text("print('hello')\n")
+    git(workspace, "init", "-q", "-b", "main")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-qm", "start")
+    git(workspace, "push", "-q", str(remote.bare), "main")
+    return git(workspace, "rev-parse", "HEAD").strip()
+
+
+def env_for(gh: FakeGitHub, **more: str) -> dict[str, str]:
+    return {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": "octo/hello", "GITHUB_API_URL": gh.url,
+            "GITHUB_SERVER_URL": "https://github.example", "GITHUB_RUN_ID": "77", **more}
+
+
+def write(path: str, content: str, answer: str) -> list[Any]:
+    return [reply(calls=[("write", {"path": path, "content": content})]), reply(answer)]
+
+
+def no_token_in(*roots: Path) -> None:
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                assert TOKEN.encode() not in data, path
+
+
+def test_land_pr_pushes_one_commit_opens_a_draft_and_a_rerun_updates_both(fake, agent_run, workspace, remote, gh,
+                                                                          repo):
+    (workspace / "task.md").write_text("# Fix the greeting, closes #3 for @bob\n\nSay hello to the world.\n")
+    git(workspace, "add", "task.md")
+    git(workspace, "commit", "-qm", "task")
+    base = git(workspace, "rev-parse", "HEAD").strip()
+    git(workspace, "push", "-q", str(remote.bare), "main")
+    fake.add(*write("app.py", "print('hello, world')\n", "Greeted the world.\n\nFixes #12, thanks @alice."))
+    args = ("--land", "pr", "--land-remote", remote.url, "--sandbox", "off", "task.md")
+    r = agent_run(*args, env=env_for(gh))
+    assert r.code == 0, r.stderr
+    land = r.summary["land"]
+    assert land["landed"] is True and land["branch"] == "agent-run/task" and land["base"] == "main", land
+    assert r.summary["status"] == r.summary["run_status"] == "success"
+    [event] = r.of_type("land")
+    assert event["commit"] == land["commit"] and event["pull_request"] == land["pull_request"] and not event["reason"]
+    assert [e["type"] for e in r.events][-2:] == ["land", "run_finished"]
+    # one commit, exactly the run's change, on the HEAD recorded before the first tool call
+    tip = remote.git("rev-parse", "refs/heads/agent-run/task").strip()
+    assert tip == land["commit"] and remote.git("rev-parse", f"{tip}^").strip() == base
+    assert remote.git("diff", "--name-only", base, tip).split() == ["app.py"]
+    assert remote.git("log", "-1", "--format=%an <%ae>|%cn <%ce>", tip).strip() == f"{AUTHOR}|{AUTHOR}"
+    message = remote.git("log", "-1", "--format=%B", tip)
+    assert message.startswith("Fix the greeting, closes issue 3 for @\u200bbob\n\nGreeted the world.\n")
+    assert f"Agent-Run-Id: {r.summary['run_id']}\nAgent-Run-Task: task.md\n" in message
+    # one draft pull request with the marker; nothing it says closes or mentions anything
+    [pr] = gh.pulls.values()
+    assert pr["draft"] is True and pr["base"]["ref"] == "main" and pr["head"]["ref"] == "agent-run/task"
+    assert pr["body"].startswith("<!-- agent-run:land:task.md -->") and "Fixes issue 12" in pr["body"]
+    assert "@alice" not in pr["body"] and "actions/runs/77" in pr["body"]
+    assert land["pull_request"] == {"number": pr["number"], "url": pr["html_url"]}
+    # the token: only in the push's Authorization header, nowhere on disk
+    assert all(auth for _, _, auth in remote.requests[1:]) and TOKEN not in r.stdout + r.stderr
+    no_token_in(workspace / ".git", r.run_dir)
+    assert "extraheader" not in (workspace / ".git" / "config").read_text()
+
+    # a re-run (a fresh checkout of main): the change goes on agent-run's own tip, pushed fast-forward; the same
+    # pull request is updated
+    git(workspace, "checkout", "-q", "--", ".")
+    fake.restart().add(*write("NOTES.md", "notes\n", "Added notes."))
+    again = agent_run(*args, env=env_for(gh))
+    assert again.code == 0, again.stderr
+    tip2 = remote.git("rev-parse", "refs/heads/agent-run/task").strip()
+    assert remote.git("rev-parse", f"{tip2}^").strip() == tip
+    assert remote.git("diff", "--name-only", tip, tip2).split() == ["NOTES.md"]
+    assert len(gh.pulls) == 1 and len(gh.of("POST", "/pulls$")) == 1 and gh.of("PATCH", r"/pulls/\d+$")
+    assert gh.of("GET", "/pulls$")[-1].query == {"head": "octo:agent-run/task", "state": "open"}
+    no_token_in(again.run_dir)
+
+
+def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fake, agent_run, workspace, remote,
+                                                                             gh, repo):
+    run = ("--land", "branch", "--land-remote", remote.url, "--sandbox", "off")
+    # an empty change: a notice, exit 0
+    fake.add(reply("Nothing to do."))
+    r = agent_run(*run, "task.md", env=env_for(gh))
+    assert r.code == 0 and r.summary["land"]["landed"] is False and "changed nothing" in r.stderr
+    # a denied run lands nothing, and says so
+    fake.restart().add(reply(calls=[("bash", {"command": "rm -rf /"})]), reply("tried"))
+    r = agent_run(*run, "--policy", "strict", "task.md", env=env_for(gh))
+    assert r.code == 3 and r.summary["land"]["reason"] == "nothing landed: the run ended denied"
+    # a workflow change is refused, naming the file: land_failed, exit 1, the run's own success kept
+    fake.restart().add(*write(".github/workflows/ci.yml", "on: push\n", "Changed CI."))
+    r = agent_run(*run, "task.md", env=env_for(gh))
+    assert (r.code, r.summary["status"], r.summary["run_status"]) == (1, "land_failed", "success"), r.stderr
+    assert r.summary["land"]["refused"] == [".github/workflows/ci.yml"] and r.of_type("run_finished")[0][
+        "status"] == "land_failed"
+    git(workspace, "checkout", "-q", "--", ".")
+    (workspace / ".github" / "workflows" / "ci.yml").unlink()
+    # a push the server rejects: the server's words, land_failed, exit 1
+    remote.reject("GH006: Protected branch update failed")
+    fake.restart().add(*write("app.py", "print(1)\n", "Done."))
+    r = agent_run(*run, "task.md", env=env_for(gh))
+    assert (r.code, r.summary["status"]) == (1, "land_failed") and "GH006" in r.summary["reason"], r.stderr
+    assert not remote.git("for-each-ref", "refs/heads/agent-run")
+    # refused before the run (exit 2): tracked changes at the start, a detached HEAD without --land-base
+    r = agent_run(*run, "task.md", env=env_for(gh))
+    assert r.code == 2 and "uncommitted changes" in r.summary["reason"] and not r.of_type("tool_call")
+    git(workspace, "checkout", "-q", "--", ".")
+    git(workspace, "checkout", "-q", "--detach")
+    r = agent_run(*run, "task.md", env=env_for(gh))
+    assert r.code == 2 and "--land-base" in r.summary["reason"]
+    # --land commit: one commit on the current branch in the workspace, nothing pushed
+    git(workspace, "checkout", "-q", "main")
+    fake.restart().add(*write("app.py", "print(2)\n", "Committed."))
+    r = agent_run("--land", "commit", "--sandbox", "off", "--commit-author", "Bot <bot@example.com>", "task.md",
+                  env=env_for(gh))
+    assert r.code == 0 and r.summary["land"]["landed"], r.stderr
+    assert git(workspace, "rev-parse", "HEAD").strip() == r.summary["land"]["commit"]
+    assert git(workspace, "log", "-1", "--format=%an <%ae>").strip() == "Bot <bot@example.com>"
+    assert git(workspace, "status", "--porcelain").strip() == ""
