@@ -67,7 +67,7 @@ def make_batch(table: Sequence[Option] = OPTIONS) -> click.Command:
         See docs/batch.md.
         """
         given = Given(tasks, jobs, junit, batch_json, shard, output_format, isolate, shared_workspace,
-                      kw["workspace"], kw["runs_dir"])
+                      kw["workspace"], kw["runs_dir"], kw["land"] or os.environ.get("AGENT_RUN_LAND"))
         _batch(given, forwarded(kw, table))
 
     return batch
@@ -87,6 +87,7 @@ class Given:
     shared_workspace: bool
     workspace: str | None
     runs_dir: str | None
+    land: str | None = None
 
 
 def _batch(given: Given, common: list[str]) -> None:
@@ -101,6 +102,9 @@ def _batch(given: Given, common: list[str]) -> None:
     isolation = decide_isolation(home, jobs, given.isolate, given.shared_workspace)
     if isinstance(isolation, Refusal):
         refuse(str(isolation), fmt, on_github)
+        return
+    if (refusal := land_refusal(given.land, isolation)) is not None:
+        refuse(refusal, fmt, on_github)
         return
     cut_of: dict[str, Any] | None = None
     if shard is not None:
@@ -125,6 +129,18 @@ def _batch(given: Given, common: list[str]) -> None:
     out = Path(given.batch_json).expanduser() if given.batch_json else runs_dir_for(runs_dir, home) / "batch.json"
     report(result, tasks, summaries, out=out, fmt=fmt, on_github=on_github, junit=given.junit)
     sys.exit(result["exit_code"])
+
+
+def land_refusal(land: str | None, isolation: str) -> str | None:
+    """Why batch cannot land as asked, or None: each task lands on its own branch (`agent-run/<task>`), from its
+    own worktree; a commit in a task's worktree would land nowhere anyone keeps."""
+    if land == "commit":
+        return ("batch --land commit: each task's commit would stay in its own worktree; use --land branch or pr "
+                "(each task on its own branch), or `run --land commit` for one task")
+    if land in ("branch", "pr") and isolation != "worktree":
+        return (f"batch --land {land} lands each task on its own branch, which needs each task in its own worktree "
+                "(-j above 1, or --isolate worktree)")
+    return None
 
 
 batch = make_batch()

@@ -32,7 +32,7 @@ from runner.report.changes import ChangeTracker
 from runner.report.github_api import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy
 from runner.report.markdown import code_span, fenced
 from runner.run.changes import ChangeRecord
-from runner.run.options import RunOptions
+from runner.run.options import LandTarget, RunOptions
 from runner.run.task import Task
 from runner.workspace.git import GitError, Repo, find_repo
 from runner.workspace.landgit import Author, LandGit, remote_problem, start_branch
@@ -87,6 +87,7 @@ class Target:
     closes: int | None = None
     onto_head: str | None = None  # github respond on a same-repository pull request: its head commit
     github_repo: str | None = None  # OWNER/REPO for the pull request
+    home_start: str | None = None  # --isolate worktree: the branch the workspace it was made from is on
 
 
 @dataclass
@@ -114,6 +115,8 @@ class Landing:
                              "the agent's change could not be told from them (commit or stash them first)")
         target = Target(mode, _key(rec, opts, task_path), repo, _prefix(rec.workspace, repo), tracker.head,
                         start_branch(repo), parse_author(opts.commit_author))
+        home = find_repo(rec.home) if rec.home is not None and rec.home != rec.workspace else None
+        target.home_start = start_branch(home) if home is not None else None  # a worktree's own HEAD is detached
         if mode == "commit":
             if target.start is None:
                 raise UsageError("--land commit needs a branch: the workspace is on a detached HEAD")
@@ -265,6 +268,26 @@ class Landing:
                       pull_request=r["pull_request"], refused=r["refused"], reason=why))
 
 
+def keep_recorded(opts: RunOptions, summary: Mapping[str, Any] | None, kind: str) -> None:
+    """A resume or fork lands as the run it continues did (its summary `land`): the recorded mode, branch, base and
+    remote, under the recorded key; another given now is UsageError. A run killed before its summary recorded
+    none: what is given now is taken."""
+    if summary is None:
+        return
+    land = summary.get("land") if isinstance(summary.get("land"), Mapping) else None
+    recorded = {"land": land.get("mode"), "land_branch": land.get("branch"), "land_base": land.get("base"),
+                "land_remote": land.get("remote")} if land else {"land": "none"}
+    for name, value in recorded.items():
+        given = getattr(opts, name)
+        if given is not None and value is not None and given != value:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} {given}: the run lands with {flag} {value}; a {kind} keeps it")
+        if value is not None:
+            setattr(opts, name, value)
+    if land and opts.land_to is None and isinstance(land.get("key"), str):
+        opts.land_to = LandTarget(key=land["key"])
+
+
 def _push_target(target: Target, opts: RunOptions, environ: Mapping[str, str]) -> None:
     """Where a push goes (branch, pr), or UsageError: no token, no remote, a detached HEAD without --land-base."""
     lt = opts.land_to
@@ -280,7 +303,7 @@ def _push_target(target: Target, opts: RunOptions, environ: Mapping[str, str]) -
         raise UsageError(problem)
     if target.mode == "pr" and not target.github_repo:
         raise UsageError("--land pr opens the pull request in GITHUB_REPOSITORY (OWNER/REPO): set it")
-    target.base = opts.land_base or target.start
+    target.base = opts.land_base or target.start or target.home_start
     if target.base is None:
         raise UsageError(f"--land {target.mode}: the workspace is on a detached HEAD (a pull_request checkout): "
                          "pass --land-base BRANCH")

@@ -41,6 +41,7 @@ from runner.record.conversation import Conversation, ConversationError, rebuild,
 from runner.record.jsonl import iter_events
 from runner.record.rundir import portable, runs_dir_for
 from runner.run.assemble import Given, drive, prepare
+from runner.run.land import keep_recorded
 from runner.run.options import RunOptions
 from runner.run.task import parse_task
 from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
@@ -96,6 +97,7 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
         located = locate(opts)
         hold_continued(held, located)
         source = load_recorded(located, "continue it", allow_unkeyed=opts.allow_unkeyed)
+        keep_recorded(opts.run, source.summary, opts.kind)  # --land: as the run did, or exit 2
         message = read_message(opts.message)
         if opts.kind == "fork" and opts.at is not None:
             done = max((e["turn"] for e in source.own_events if e.get("type") == "model_response"), default=0)

@@ -122,8 +122,14 @@ def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fak
     run = ("--land", "branch", "--land-remote", remote.url, "--sandbox", "off")
     # an empty change: a notice, exit 0
     fake.add(reply("Nothing to do."))
-    r = agent_run(*run, "task.md", env=env_for(gh))
-    assert r.code == 0 and r.summary["land"]["landed"] is False and "changed nothing" in r.stderr
+    empty = agent_run(*run, "task.md", env=env_for(gh))
+    assert empty.code == 0 and empty.summary["land"]["landed"] is False and "changed nothing" in empty.stderr
+    # a resume keeps what the run recorded, and refuses another; batch refuses what it cannot land
+    r = agent_run("resume", str(empty.run_dir), "go on", "--land", "pr", env=env_for(gh))
+    assert r.code == 2 and "--land pr: the run lands with --land branch; a resume keeps it" in r.stderr
+    for land, why in (("commit", "would stay in its own worktree"), ("pr", "needs each task in its own worktree")):
+        r = agent_run("batch", "--land", land, "task.md", env=env_for(gh))
+        assert r.code == 2 and why in r.stderr
     # a denied run lands nothing, and says so
     fake.restart().add(reply(calls=[("bash", {"command": "rm -rf /"})]), reply("tried"))
     r = agent_run(*run, "--policy", "strict", "task.md", env=env_for(gh))
@@ -136,6 +142,11 @@ def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fak
         "status"] == "land_failed"
     git(workspace, "checkout", "-q", "--", ".")
     (workspace / ".github" / "workflows" / "ci.yml").unlink()
+    # so is a change holding what the masker hides: changes.patch masks it, a commit would publish it
+    fake.restart().add(*write("leak.txt", f"token={TOKEN}\n", "Saved it."))
+    r = agent_run(*run, "task.md", env=env_for(gh))
+    assert (r.code, r.summary["status"], r.summary["land"]["refused"]) == (1, "land_failed", ["leak.txt"]), r.stderr
+    (workspace / "leak.txt").unlink()
     # a push the server rejects: the server's words, land_failed, exit 1
     remote.reject("GH006: Protected branch update failed")
     fake.restart().add(*write("app.py", "print(1)\n", "Done."))
