@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.core.outcome import UsageError
-from runner.engine.recorder import RunOutcome
+from runner.engine.recorder import RunOutcome, early_failure
 from runner.github.conversation import Context, fetch_context, task_text
 from runner.github.event import Skip, Trigger, decide
+from runner.github.landing import LandRefused, land_target
 from runner.github.review import Head, head_sha, post_review
 from runner.github.sticky import final_body, find_sticky, own_login, working_body
 from runner.record.mask import Masker
@@ -119,6 +120,13 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
     request, edit the comment with the outcome."""
     trigger, gh = planned.trigger, planned.gh
     problems: list[str] = []
+    if opts.land not in (None, "none"):  # where it lands is decided before anything is posted or run
+        try:
+            opts = replace(opts, land_to=land_target(gh, trigger))
+        except (LandRefused, GitHubError) as exc:
+            gh.close()
+            return Answered(early_failure(str(exc) if isinstance(exc, LandRefused) else
+                                          f"--land: could not read pull request #{trigger.number}: {exc}"))
     masker = Masker(os.environ)
     context, comment_id, sha = Context(), None, None
     if review and not trigger.is_pr:

@@ -61,14 +61,16 @@ def final_body(marker: str, summary: Mapping[str, Any], run_url: str, problems: 
     if isinstance(answer, str) and answer.strip():
         cut = f"\n*(cut at {MAX_ANSWER_CHARS:,} characters)*" if len(answer) > MAX_ANSWER_CHARS else ""
         lines += [fenced(answer[:MAX_ANSWER_CHARS], "text") + cut, ""]
-    lines += _denials(summary) + _changed(summary)
+    lines += _denials(summary) + _changed(summary) + _landed(summary)
     lines += [_figures(summary), ""]
     for note in notes:
         lines += [note, ""]
     links = [f"[job run]({run_url})"]
+    pushed = isinstance(summary.get("land"), Mapping) and summary["land"].get("mode") in ("branch", "pr") \
+        and bool(summary["land"].get("commit"))
     if summary.get("run_id"):
         links.append(f"run {code_span(str(summary['run_id']), in_table=False)} (the run directory is the job's "
-                     "artifact; nothing was pushed)")
+                     f"artifact{'' if pushed else '; nothing was pushed'})")
     lines.append(" · ".join(links))
     for problem in problems:
         lines += ["", f"⚠️ {md_text(clip(problem, 500))}"]
@@ -100,6 +102,20 @@ def _changed(summary: Mapping[str, Any]) -> list[str]:
     if len(changed) > MAX_FILES:
         out.append(f"- … and {len(changed) - MAX_FILES} more")
     return [*out, ""]
+
+
+def _landed(summary: Mapping[str, Any]) -> list[str]:
+    """--land: the pull request, or the commit pushed onto the pull request's branch, or why nothing landed."""
+    land = summary.get("land")
+    if not isinstance(land, Mapping):
+        return []
+    pr = land.get("pull_request")
+    if isinstance(pr, Mapping) and pr.get("url"):
+        return [f"🔀 **Pull request:** [#{pr.get('number')}]({pr['url']})", ""]
+    if land.get("landed") and land.get("commit"):
+        return [f"📤 **Pushed** {code_span(str(land['commit'])[:12], in_table=False)} onto "
+                f"{code_span(clip(str(land.get('branch') or '')), in_table=False)}", ""]
+    return [f"**Not landed:** {md_text(clip(str(land.get('reason') or ''), 1000))}", ""] if land.get("reason") else []
 
 
 def _figures(summary: Mapping[str, Any]) -> str:

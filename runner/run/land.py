@@ -309,7 +309,7 @@ def _push_target(target: Target, opts: RunOptions, environ: Mapping[str, str]) -
                          "pass --land-base BRANCH")
     if lt is not None and lt.head_branch is not None:
         if lt.head_sha != target.head:
-            raise UsageError(f"--land {target.mode} on pull request #{lt.closes}: the workspace must be checked out "
+            raise UsageError(f"--land {target.mode} on pull request #{lt.pull}: the workspace must be checked out "
                              f"at its head {lt.head_sha}, not {target.head}")
         target.branch, target.onto_head = lt.head_branch, lt.head_sha
     else:

@@ -23,6 +23,7 @@ class LandTarget:
 
     key: str
     closes: int | None = None
+    pull: int | None = None  # the pull request whose head branch the commit goes onto
     head_branch: str | None = None
     head_sha: str | None = None
 

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from tests.cli.test_github_respond import job_env
 from tests.fakes.git_remote import GitRemote
 from tests.fakes.github_server import TOKEN, FakeGitHub
 from tests.fakes.openai_server import reply
+from tests.github import payloads
 
 GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": "/dev/null"}
@@ -169,3 +171,37 @@ def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fak
     assert git(workspace, "rev-parse", "HEAD").strip() == r.summary["land"]["commit"]
     assert git(workspace, "log", "-1", "--format=%an <%ae>").strip() == "Bot <bot@example.com>"
     assert git(workspace, "status", "--porcelain").strip() == ""
+
+
+def test_github_respond_lands_where_it_was_asked(fake, agent_run, workspace, remote, gh, repo, tmp_path):
+    gh.permissions["alice"] = "admin"
+
+    def respond(payload: dict[str, Any], event: str = "issue_comment") -> Any:
+        env = {**job_env(gh, tmp_path, event, payload), "GITHUB_SERVER_URL": "https://github.example"}
+        return agent_run("github", "respond", "--land", "pr", "--land-remote", remote.url, "--sandbox", "off",
+                         env=env)
+
+    # on an issue: a pull request that closes it, linked from the sticky comment
+    fake.add(*write("app.py", "print('fixed')\n", "Fixed it."))
+    r = respond(payloads.issue_comment("@agent-run please fix the greeting"))
+    assert r.code == 0, r.stderr
+    [pr] = gh.pulls.values()
+    assert pr["head"]["ref"] == "agent-run/issue-comment-90001" and "\nCloses #5\n" in pr["body"]
+    assert pr["body"].startswith("<!-- agent-run:land:issue-comment-90001 -->")
+    [sticky] = [c for c in gh.on(5) if "<!-- agent-run:" in c["body"]]
+    assert f"[#{pr['number']}]({pr['html_url']})" in sticky["body"] and "nothing was pushed" not in sticky["body"]
+    no_token_in(workspace / ".git", r.run_dir)
+    # on a pull request of this repository: the commit goes onto its head branch, no pull request is opened
+    git(workspace, "checkout", "-q", "--", ".")
+    git(workspace, "push", "-q", str(remote.bare), "main:retry")
+    gh.heads[7] = repo
+    fake.restart().add(*write("app.py", "print('retried')\n", "Retried."))
+    r = respond(payloads.issue_comment("@agent-run retry it", number=7, pr=True, comment_id=90002))
+    assert r.code == 0 and r.summary["land"]["branch"] == "retry", r.stderr
+    assert remote.git("rev-parse", "refs/heads/retry").strip() == r.summary["land"]["commit"]
+    assert remote.git("rev-parse", "retry^").strip() == repo and len(gh.pulls) == 1
+    # on a fork's pull request: refused before the run
+    gh.heads[8] = repo
+    gh.forks.add(8)
+    r = respond(payloads.issue_comment("@agent-run retry it", number=8, pr=True, comment_id=90003))
+    assert r.code == 2 and "comes from a fork" in r.stderr and not r.new_dirs
