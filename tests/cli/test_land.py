@@ -136,6 +136,13 @@ def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fak
     fake.restart().add(reply(calls=[("bash", {"command": "rm -rf /"})]), reply("tried"))
     r = agent_run(*run, "--policy", "strict", "task.md", env=env_for(gh))
     assert r.code == 3 and r.summary["land"]["reason"] == "nothing landed: the run ended denied"
+    # a run whose check fails lands nothing
+    (workspace.parent / "checked.md").write_text("---\ncheck: \"false\"\n---\nChange app.py.\n")
+    fake.restart().add(*write("app.py", "print(0)\n", "Changed."))
+    r = agent_run(*run, "--approve", "bash:shell:false", str(workspace.parent / "checked.md"), env=env_for(gh))
+    assert r.code == 1 and r.summary["land"]["reason"] == "nothing landed: the run ended failed", r.stderr
+    assert not remote.git("for-each-ref", "refs/heads/agent-run")
+    git(workspace, "checkout", "-q", "--", ".")
     # a workflow change is refused, naming the file: land_failed, exit 1, the run's own success kept
     fake.restart().add(*write(".github/workflows/ci.yml", "on: push\n", "Changed CI."))
     r = agent_run(*run, "task.md", env=env_for(gh))
