@@ -145,18 +145,18 @@ class Landing:
             return self._done(rec, ending, f"nothing landed: the run ended {status.value}")
         changes.take()
         if changes.changed is None or changes.patch is None:
-            return self._failed(rec, ending, f"the run's change could not be recorded: {changes.error}")
+            return self._failed(rec, f"the run's change could not be recorded: {changes.error}")
         if not changes.changed:
             print("agent-run: land: the run changed nothing: nothing to land", file=sys.stderr)
             return self._done(rec, ending, "nothing landed: the run changed nothing")
         refused, why = self._refused(rec, changes.patch, changes.changed)
         if refused:
-            return self._failed(rec, ending, why, refused)
+            return self._failed(rec, why, refused)
         git = LandGit(self.target.repo, direct=self.target.mode == "commit")
         try:
             return self._land(rec, git, task, changes, ending)
         except GitError as exc:
-            return self._failed(rec, ending, rec.masker.mask(str(exc))[0])
+            return self._failed(rec, rec.masker.mask(str(exc))[0])
         finally:
             git.close()
 
@@ -177,7 +177,7 @@ class Landing:
         tip = git.tip(t.remote, t.branch, token, grace)
         parent, problem = self._parent(git, tip)
         if problem:
-            return self._failed(rec, ending, problem)
+            return self._failed(rec, problem)
         sha = git.commit(parent, changes.patch, t.prefix, message, t.author, three_way=parent != t.head)
         git.push(t.remote, sha, t.branch, token, grace)
         self.record.update(commit=sha)
@@ -185,7 +185,7 @@ class Landing:
             try:
                 self.record["pull_request"] = self._pull_request(rec, message, changes.changed, token, grace)
             except GitHubError as exc:
-                return self._failed(rec, ending, f"pushed {t.branch}, but the pull request could not be opened: "
+                return self._failed(rec, f"pushed {t.branch}, but the pull request could not be opened: "
                                                  f"{exc}; open it from {self._compare_url()}")
         self.record["landed"] = True
         return self._done(rec, ending, None)
@@ -250,8 +250,7 @@ class Landing:
         server = (self.environ.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
         return f"{server}/{self.target.github_repo}/compare/{self.target.base}...{self.target.branch}?expand=1"
 
-    def _failed(self, rec: Recording, ending: tuple[Status, str | None], why: str,
-                refused: list[str] | None = None) -> tuple[Status, str | None]:
+    def _failed(self, rec: Recording, why: str, refused: list[str] | None = None) -> tuple[Status, str | None]:
         self.record["refused"] = refused
         self._emit(rec, why)
         print(f"agent-run: land_failed: {why}", file=sys.stderr)

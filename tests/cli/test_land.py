@@ -178,6 +178,15 @@ def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fak
     assert git(workspace, "rev-parse", "HEAD").strip() == r.summary["land"]["commit"]
     assert git(workspace, "log", "-1", "--format=%an <%ae>").strip() == "Bot <bot@example.com>"
     assert git(workspace, "status", "--porcelain").strip() == ""
+    # a pushed branch whose pull request GitHub will not open: land_failed with GitHub's words and the compare URL
+    (remote.bare / "hooks" / "pre-receive").unlink()
+    gh.fail("POST", "/pulls$", (403, {}, {"message": "GitHub Actions is not permitted to create or approve pull "
+                                                     "requests."}))
+    fake.restart().add(*write("app.py", "print(3)\n", "Again."))
+    r = agent_run("--land", "pr", "--land-remote", remote.url, "--sandbox", "off", "task.md", env=env_for(gh))
+    assert (r.code, r.summary["status"]) == (1, "land_failed") and "not permitted" in r.summary["reason"]
+    assert "https://github.example/octo/hello/compare/main...agent-run/task?expand=1" in r.summary["reason"]
+    assert remote.git("rev-parse", "agent-run/task").strip() == r.summary["land"]["commit"]
 
 
 def test_github_respond_lands_where_it_was_asked(fake, agent_run, workspace, remote, gh, repo, tmp_path):
