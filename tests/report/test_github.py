@@ -239,6 +239,28 @@ def test_output_values_from_a_summary():
     assert parse_output_file(outputs_block(values)) == values
 
 
+def test_a_landed_change_is_in_the_outputs_the_step_summary_and_junit():
+    """Issue 40: the action's commit, branch and pull-request-url outputs, the step summary's section and JUnit's
+    line say what landed, or why nothing did; without --land there is no such output."""
+    from runner.report.junit import details
+
+    pr = {"number": 12, "url": "https://github.com/octo/hello/pull/12"}
+    land = {"mode": "pr", "landed": True, "branch": "agent-run/task", "base": "main", "commit": "c" * 40,
+            "remote": "https://github.com/octo/hello", "pull_request": pr, "refused": None, "key": "task.md",
+            "reason": None}
+    s = summary(status="success", exit_code=0, reason=None, denials=[], land=land, run_status="success")
+    values = output_values(s)
+    assert (values["commit"], values["branch"], values["pull-request-url"]) == ("c" * 40, "agent-run/task", pr["url"])
+    assert "### Landed (pr)" in step_summary(s) and "[#12](https://github.com/octo/hello/pull/12)" in step_summary(s)
+    assert "land: mode pr, branch agent-run/task, commit " + "c" * 40 in details(s)
+    refused = {**land, "landed": False, "commit": None, "pull_request": None, "refused": [".github/workflows/x.yml"],
+               "reason": "the change touches .github/workflows/"}
+    s = summary(status="land_failed", exit_code=1, reason="not landed", land=refused, run_status="success")
+    assert output_values(s)["commit"] == output_values(s)["branch"] == output_values(s)["pull-request-url"] == ""
+    assert "### Not landed (pr)" in step_summary(s) and "the change touches" in step_summary(s)
+    assert "commit" not in output_values(summary())
+
+
 def test_summary_json_output_is_cut_to_valid_json_for_huge_runs():
     s = summary(denials=[denial(i) for i in range(10_000)], answer="a" * 100_000)
     text = output_values(s)["summary-json"]
