@@ -13,8 +13,12 @@ What stays sequential, so that a run with concurrency decides, records and stops
   as soon as it and every call before it have finished; the tool messages go back in that order, so the prompt is
   byte for byte a sequential run's.
 
-A group that ends early (a guard's stop, an interrupt, the run's clock) stops what still runs in it (its `abort`) and
-waits for it: nothing of the group outlives the loop, and no event is written after the run's last.
+Every call of a group works under the group's Cancel (runner/engine/cancel.py), a child of the agent's: it stops at
+the agent's stop and wall clock whatever thread it runs on. A result is recorded only if its call ended while the
+agent could go on (as a sequential run's loop would have seen it): a call that ended because the time was up or the
+stop was asked is not, whichever thread noticed first. A group that ends early (a guard's stop, an interrupt, the
+run's clock) stops what still runs in it and waits LET_GO_S at most: a call that has not stopped by then is let go
+(its process groups killed; whatever it would still record comes after the run's seal and is dropped).
 """
 
 from __future__ import annotations
@@ -30,11 +34,14 @@ from typing import Any
 from runner.core.events import Emit
 from runner.engine.call import Begun, CallEnv, begin, execute, fingerprint, finish
 from runner.engine.settings import Settings
-from runner.tools.base import Abort, ToolError, ToolOutput
+from runner.tools.base import Cancel, ToolError, ToolOutput
 
-# How long a group that ends early waits for the calls still running in it, after telling them to stop: they check
-# `abort` between steps (a process is killed within 0.2 s, a child agent stops before its next request or call).
-STOP_WAIT_S = 30.0
+# How long a group that ends early waits for its calls once they are told to stop, before it lets go of them:
+# they ask the Cancel between steps (a process is killed within 0.2 s, a grep stops between slices of matching, a
+# child agent before its next request or call). GitHub sends SIGTERM 7.5 s after a cancel's SIGINT: the record must
+# be complete well before.
+LET_GO_S = 1.0
+STOP_POLL_S = 0.1  # how often the loop's wait for a call asks the agent's Cancel (a signal raises at once)
 
 
 @dataclass(frozen=True)
@@ -104,46 +111,58 @@ def _run_group(group: list[Begun], env: CallEnv, emit: Emit, limit: int,
     runnable = [b for b in group if b.result is None]
     if len(runnable) <= 1:  # nothing to overlap: on the loop's thread, where the tools' own deadlines hold
         return [finish(b, execute(b, env), env, emit) for b in group]
-    stop = Abort(env.ctx.abort)
+    stop = env.ctx.cancel.child()
     slots = threading.BoundedSemaphore(limit)
-    futures = {id(b): _start(functools.partial(execute, b, env, abort=stop), slots) for b in runnable}
+    futures = {id(b): _start(functools.partial(execute, b, env, cancel=stop), slots, stop) for b in runnable}
     contents: list[str] = []
     try:
         for b in group:
             result = b.result if b.result is not None else _wait(futures[id(b)], before)
             contents.append(finish(b, result, env, emit))
     except BaseException:
-        stop.set()
+        stop.stop()
         pending = [f for f in futures.values() if not f.cancel()]
-        wait_futures(pending, timeout=STOP_WAIT_S)
+        wait_futures(pending, timeout=LET_GO_S)
+        stop.kill_processes()  # what is let go runs no process past this point
         raise
     return contents
 
 
-def _wait(future: Future[ToolOutput | ToolError], before: Callable[[], float | None]) -> ToolOutput | ToolError:
-    """The call's result, waited for in slices so the run's clock is checked (`before` raises when it is up): a
-    worker is not bounded by `until` (SIGALRM is the main thread's), so the loop bounds it."""
+class _Call(Future[ToolOutput | ToolError]):
+    """A call's future, and whether it ended after its group was told to stop or its time was up."""
+
+    late = False
+
+
+def _wait(future: _Call, before: Callable[[], float | None]) -> ToolOutput | ToolError:
+    """The call's result, once it has ended; `before` (the loop's clock: the agent's Cancel) raises the agent's ending
+    first when the call ended late or has not ended by then."""
     while True:
         left = before()
-        done, _ = wait_futures([future], timeout=min(left, 0.5) if left is not None else 0.5)
+        done, _ = wait_futures([future], timeout=STOP_POLL_S if left is None else min(left, STOP_POLL_S))
         if done:
+            if future.late:
+                before()
             return future.result()
 
 
-def _start(work: Callable[[], ToolOutput | ToolError], slots: threading.BoundedSemaphore,
-           ) -> Future[ToolOutput | ToolError]:
+def _start(work: Callable[[], ToolOutput | ToolError], slots: threading.BoundedSemaphore, cancel: Cancel) -> _Call:
     """`work` on a daemon thread once a slot is free. Daemon: a run that ends on its clock leaves a call that does
     not stop behind instead of hanging the process's exit (a ThreadPoolExecutor's threads are joined at exit)."""
-    future: Future[ToolOutput | ToolError] = Future()
+    future = _Call()
 
     def target() -> None:
         with slots:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                future.set_result(work())
+                result = work()
             except BaseException as exc:  # re-raised on the loop's thread, in the model's order
+                future.late = cancel.why() is not None
                 future.set_exception(exc)
+                return
+            future.late = cancel.why() is not None
+            future.set_result(result)
 
     threading.Thread(target=target, name="tool-call", daemon=True).start()
     return future

@@ -11,7 +11,6 @@ delegation of `task` calls). Nothing is patched onto an agent once it is returne
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from runner.guards.base import Guard
 from runner.guards.budget import Budget
 from runner.guards.denials import DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
-from runner.model.base import ChatModel
+from runner.model.base import ChatModel, Stop
 from runner.model.catalog import window_for
 from runner.model.fallback import Chain, FallbackChat
 from runner.model.replay import ReplayModel
@@ -121,7 +120,8 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
     rec, settings = services.rec, spec.settings
     state = AgentState(tools=tuple(spec.registry.names))
     below = spec.depth < settings.subagent_max_depth
-    ctx = dataclasses.replace(base, deadline=spec.deadline, call_id="", call_tool="", agent=spec.aid,
+    # Its own stop and clock: it stops with its caller (the run, or its group of calls), or alone at its deadline.
+    ctx = dataclasses.replace(base, cancel=base.cancel.child(spec.deadline), call_id="", call_tool="", agent=spec.aid,
                               decide=policy_decider(spec.policy), state=state,
                               truncation=dataclasses.replace(base.truncation, delegate=base.truncation.delegate
                                                              and below))
@@ -153,7 +153,7 @@ def _model(spec: AgentSpec, ctx: ToolContext) -> ChatModel:
     assert spec.deadline is not None, "every agent has a clock: the run's --timeout, a child's own"
     if name.startswith("replay:"):  # a recorded run replayed: this child's own recorded replies
         return ReplayModel(Path(name[len("replay:"):]).expanduser(), agent=spec.aid)
-    return make_model(settings.model_copy(update={"model": name}), spec.deadline, chain=spec.chain, abort=ctx.abort)
+    return make_model(settings.model_copy(update={"model": name}), spec.deadline, chain=spec.chain, stop=ctx.cancel)
 
 
 def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: list[dict[str, Any]],
@@ -196,7 +196,7 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
 
 
 def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str | None], None] | None = None,
-               chain: Chain | None = None, abort: threading.Event | None = None) -> ChatModel:
+               chain: Chain | None = None, stop: Stop | None = None) -> ChatModel:
     """The client for `settings.model`; with fallback models, one that goes on with the next when it stays down.
     `chain`: the run's (its own agent and the children on its model share it); None: the settings' own."""
     if settings.model.startswith("replay:"):
@@ -216,7 +216,7 @@ def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str
                         tool_results=settings.tool_results)
 
     def client(name: str) -> ChatModel:
-        return OpenAIChat(name, endpoint, deadline=deadline, on_delta=on_delta, abort=abort)
+        return OpenAIChat(name, endpoint, deadline=deadline, on_delta=on_delta, stop=stop)
 
     chain = chain or Chain.of(settings.model, settings.fallback_models)
     return FallbackChat(chain, client, on_delta) if len(chain.names) > 1 else client(chain.current)

@@ -9,7 +9,6 @@ structured error the model can act on. Only a guard may end the run.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -43,7 +42,7 @@ from runner.policy.sandbox_config import net_target
 from runner.policy.targets import target_path
 from runner.record.commands import command
 from runner.record.rundir import run_ref, utc_now
-from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.base import Cancel, Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
 from runner.tools.spill import spill_text
 from runner.tools.truncate import count_lines
@@ -138,12 +137,12 @@ def begin(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: 
     return begun
 
 
-def execute(begun: Begun, env: CallEnv, abort: threading.Event | None = None) -> ToolOutput | ToolError:
+def execute(begun: Begun, env: CallEnv, cancel: Cancel | None = None) -> ToolOutput | ToolError:
     """The decided call run: on the loop's thread, or on a worker beside other calls of the same reply
     (runner/engine/batch.py). Its context is its own copy: what `authorize` records is under this call."""
     if begun.result is not None or begun.tool is None:
         return begun.result if begun.result is not None else ToolError("UnknownTool", "nothing to run")
-    ctx = env.ctx.for_call(begun.call_id, begun.name, abort)
+    ctx = env.ctx.for_call(begun.call_id, begun.name, cancel)
     try:
         if env.before_edit is not None:
             env.before_edit(begun.edits)

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from runner.engine.cancel import RunCancel
 from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.gitwrites import git_write
 from runner.policy.limits import hard_limit_rules, protected_paths
@@ -70,7 +71,7 @@ def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
     workspace = Path(started.workspace)
     full = with_hard_limits(policy, workspace, run_dir.parent)
     before = {e.call_id: e for e in events if isinstance(e, PermissionDecision)}
-    registry, ctx = core_tools(), ToolContext(workspace=workspace)
+    registry, ctx = core_tools(), ToolContext(workspace=workspace, cancel=RunCancel())
     calls, changed = 0, []
     for call in (e for e in events if isinstance(e, ToolCall)):
         try:

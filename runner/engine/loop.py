@@ -31,7 +31,9 @@ Check = Callable[[int], None]  # before a request, with its prompt's estimated t
 @dataclass(frozen=True)
 class Limits:
     max_turns: int
-    deadline: float | None  # time.monotonic() value; None for no wall-clock limit
+    # time.monotonic() value; None for no wall-clock limit. The same as the agent's Cancel's (ctx.cancel), which the
+    # loop asks.
+    deadline: float | None
     timeout_s: float | None = None
     # Called with the next prompt's estimated tokens before every request; raise to stop (budgets).
     checks: tuple[Check, ...] = ()
@@ -214,17 +216,16 @@ _SPILL_PATH = re.compile(r"[Ff]ull output: (\S+?/outputs/tool_\w+)")
 
 
 def _remaining(limits: Limits, env: CallEnv) -> float | None:
-    """Seconds left on the run's clock (None: no limit); raises when it is up, or when this agent is told to stop
+    """Seconds left on the agent's clock (None: no limit); raises when it is up, or when this agent is told to stop
     (a child whose caller is ending, or an interrupt a worker thread's process start held)."""
-    if env.ctx.abort.is_set():
-        signum = env.ctx.shield.signalled
+    cancel = env.ctx.cancel
+    if cancel.stopping():
+        signum = cancel.signalled
         if signum is not None:
             raise Interrupted(signum)
         raise Stopped("stopped: the agent that delegated this task is ending")
-    if limits.deadline is None:
-        return None
-    left = limits.deadline - time.monotonic()
-    if left <= 0:
+    left = cancel.remaining()
+    if left is not None and left <= 0:
         raise BudgetExhausted(f"run timeout reached ({limits.timeout_s}s) before the model finished",
                               budget={"name": "timeout_s", "limit": limits.timeout_s})
     return left

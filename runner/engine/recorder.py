@@ -22,6 +22,7 @@ from typing import Any
 
 from runner.core.events import Event, RunFinished, RunInterrupted, RunWarning
 from runner.core.outcome import INTERRUPT_SIGNALS, Interrupted, RunEnded, Status, UsageError, exit_code
+from runner.engine.cancel import RunCancel
 from runner.engine.lifecycle import Lifecycle
 from runner.record.announce import announce_run_dir
 from runner.record.atomic import atomic_write
@@ -74,11 +75,8 @@ class Recording:
                 return
             # Where signals land: an interrupt waits until the event is whole everywhere (a line written with
             # its seq counted but its hash not yet the next line's `prev` would break the chain).
-            self.ctx.shield.enter()
-            try:
+            with self.ctx.cancel.held():
                 self.lifecycle.emit(event)
-            finally:
-                self.ctx.shield.leave()
 
     def claim_keyed(self, sandboxed: bool) -> None:
         """Once the sandbox is known: the run claims its keyed chain only when commands cannot read the key
@@ -103,8 +101,8 @@ class _Signals:
     """First SIGINT/SIGTERM/SIGHUP raises Interrupted where the main thread is; a second
     exits at once; once cleanup has started, signals wait for it to finish."""
 
-    def __init__(self, ctx: ToolContext) -> None:
-        self.ctx = ctx
+    def __init__(self, cancel: RunCancel) -> None:
+        self.cancel = cancel
         self.fired: int | None = None
         self.cleaning = False
         self._old: dict[int, Any] = {}
@@ -123,12 +121,10 @@ class _Signals:
         if self.cleaning:
             return
         if self.fired is not None:  # exit at once, but never leave a tool's process group running
-            self.ctx.shield.exit_now(signum)
+            self.cancel.exit_now(signum)
             return
         self.fired = signum
-        self.ctx.shield.signalled = signum
-        self.ctx.abort.set()
-        if self.ctx.shield.hold(signum):  # a tool is starting a process: raised once it can kill it
+        if self.cancel.interrupt(signum):  # a tool is starting a process: raised once it can kill it
             return
         raise Interrupted(signum)
 
@@ -242,20 +238,21 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         started[0] = started[0] or (event.type == "run_started" and getattr(event, "agent", None) is None)
 
     telemetry = start_telemetry(os.environ, masker, run_id)  # None unless the job asks for it (docs/telemetry.md)
+    signals = _Signals(RunCancel())  # the run's stop: the signal handler's, and every tool's (ctx.cancel)
     rec = Recording(run_id, run_dir, runs_dir, workspace, time.monotonic(),
                     Lifecycle([log, audit, summary, Progress(sys.stderr, verbosity, masker), track,
                                *([telemetry.consume] if telemetry else [])]), summary,
-                    ToolContext(workspace=workspace, masker=masker), masker, home=home,
+                    ToolContext(workspace=workspace, cancel=signals.cancel, masker=masker), masker, home=home,
                     audit_key_id=key_id(key) if key else None)
     if takeover:  # the run continued here was left locked by a process that is gone
         rec.lifecycle.section("lock_takeover", takeover)
-    signals = _Signals(rec.ctx)
     signals.install()
     status, reason, signum = Status.FAILED, None, None
     try:
         try:
             status, reason = body(rec)
         except Interrupted as exc:
+            signals.cleaning = True  # the record's end: a second signal (GitHub's SIGTERM) now waits for it
             status, reason, signum = exc.status, exc.reason, exc.signum
             rec.emit(RunInterrupted(signal=signal.Signals(exc.signum).name, during=last[0]))
         except RunEnded as exc:
@@ -271,7 +268,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
         status, reason, signum = exc.status, exc.reason, exc.signum
     finally:
         signals.cleaning = True
-        rec.ctx.shield.kill_all()  # every tool call is over: a process group still tracked must not outlive the run
+        signals.cancel.kill_processes()  # every call is over: a process group still tracked must not outlive the run
         audit.close()  # the calls the run stopped under get their one line too, before the seal
         code = exit_code(status, signum)
         try:

@@ -39,6 +39,7 @@ from typing import Any
 from runner.mcp.boundedlog import BoundedLog
 from runner.mcp.config import ServerConfig
 from runner.record.integrity import AUDIT_KEY_ENV
+from runner.tools.base import Cancel
 
 Wrap = Callable[[list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
 BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "TMPDIR")
@@ -183,8 +184,8 @@ class McpServer:
     # ---- calls ---------------------------------------------------------------------------------------------
 
     def call(self, tool: str, arguments: Mapping[str, Any] | None, timeout_s: float,
-             abort: threading.Event | None = None) -> CallResult:
-        """Call one tool. Raises McpCallError; an `isError` result is a CallResult, not an exception. `abort`: the
+             cancel: Cancel | None = None) -> CallResult:
+        """Call one tool. Raises McpCallError; an `isError` result is a CallResult, not an exception. `cancel`: the
         caller's stop (a call running beside others when the run ends): the call is let go, as at its timeout."""
         self._check_usable()
         assert self._loop is not None
@@ -198,7 +199,7 @@ class McpServer:
                 try:
                     return future.result(timeout=min(ABORT_POLL_S, max(0.0, end - time.monotonic())))
                 except concurrent.futures.TimeoutError:
-                    if abort is not None and abort.is_set():
+                    if cancel is not None and cancel.stopping():
                         future.cancel()
                         raise McpCallError(self.name, "timeout", f"tool '{tool}' was stopped: the run is ending") \
                             from None

@@ -125,7 +125,7 @@ class McpRuntime:
             self._dropped.clear()
         if not servers:
             return
-        deadline = self.rec.ctx.deadline
+        deadline = self.rec.ctx.cancel.deadline
         wait = LATE_CLOSE_S if deadline is not None and time.monotonic() >= deadline else CLOSE_WAIT_S
         threads = [threading.Thread(target=s.close, kwargs={"timeout_s": wait}, name=f"mcp-close-{s.name}",
                                     daemon=True) for s in servers]
@@ -157,7 +157,8 @@ def start_all(rec: Recording, env: CallEnv, configs: dict[str, ServerConfig], en
             config = dataclasses.replace(config, cwd=str(cwd))
         started = time.monotonic()
         # Never past the run's --timeout: what is left of it bounds each start (then the first request ends it).
-        left = rec.ctx.deadline - started if rec.ctx.deadline is not None else timeout_s
+        deadline = rec.ctx.cancel.deadline
+        left = deadline - started if deadline is not None else timeout_s
         if left <= 0:
             _failed(runtime, config, "timeout", "not started: the run's --timeout passed first")
             continue

@@ -10,7 +10,6 @@ speaking MCP is dropped for the rest of the run (runner/mcp/runtime.py records i
 
 from __future__ import annotations
 
-import time
 from typing import Any, Protocol
 
 from runner.mcp.client import McpCallError, McpError, McpServer
@@ -64,10 +63,11 @@ class McpTool(Tool):
                             f"{self.runtime.why_down(self.server)}; do not call its tools again",
                             kind="unavailable", server=self.server)
         timeout = self.runtime.call_timeout_s
-        if ctx.deadline is not None:
-            timeout = min(timeout, max(ctx.deadline - time.monotonic(), 0.1))
+        left = ctx.cancel.remaining()
+        if left is not None:
+            timeout = min(timeout, max(left, 0.1))
         try:
-            result = server.call(self.tool, args, timeout, abort=ctx.abort)
+            result = server.call(self.tool, args, timeout, cancel=ctx.cancel)
         except McpCallError as exc:
             self.runtime.call_failed(self.server, exc)
             hint = "" if exc.kind in ("timeout", "rpc_error") else "; the server is gone for the rest of this run"

@@ -19,6 +19,17 @@ class ModelReply:
     estimated: bool = False  # the server reported no usage: `usage` is the runner's own byte estimate
 
 
+class Stop(Protocol):
+    """What a model client sees of its agent's stop (runner/tools/base.py Cancel, which it may not import): whether
+    it is asked, and a wait that ends when it is."""
+
+    def stopping(self) -> bool: ...
+
+    def sleep(self, seconds: float) -> bool:
+        """Waits `seconds` at most; True as soon as the stop is asked."""
+        ...
+
+
 class ChatModel(Protocol):
     @property
     def name(self) -> str: ...

@@ -24,6 +24,7 @@ from runner.core.jsonutil import seconds_text, short
 from runner.core.outcome import BudgetExhausted, ModelError, RunEnded, Stopped
 from runner.model.base import (
     ModelReply,
+    Stop,
     arguments_text,
     assistant_message,
     estimated_usage,
@@ -65,8 +66,7 @@ class Endpoint:
 
 class OpenAIChat:
     def __init__(self, name: str, endpoint: Endpoint, *, deadline: float | None,
-                 on_delta: Callable[[int, str | None], None] | None = None,
-                 abort: threading.Event | None = None) -> None:
+                 on_delta: Callable[[int, str | None], None] | None = None, stop: Stop | None = None) -> None:
         api_key, base_url, stream, max_retries = endpoint.api_key, endpoint.base_url, endpoint.stream, \
             endpoint.max_retries
         retry_base_s, retry_cap_s, request_timeout_s = endpoint.retry_base_s, endpoint.retry_cap_s, \
@@ -75,7 +75,7 @@ class OpenAIChat:
             endpoint.max_retry_wait_s, endpoint.tool_results
         self.name = name
         # A child agent's stop (its caller is ending: runner/engine/batch.py): a request it waits for is let go.
-        self.abort = abort
+        self.stop = stop
         self.tool_results = tool_results  # "user": results sent as user messages (sendable)
         self.params = _request_params(params or {}, official=base_url is None)
         self.stream = stream
@@ -197,16 +197,12 @@ class OpenAIChat:
                                   f"run timeout")
         emit(ModelRetry(turn=turn, attempt=attempt, error=error,
                         delay_s=round(delay, 3), requested_s=round(hint, 3) if hint is not None else None))
-        if self.abort is None:
+        if self.stop is None:
             time.sleep(delay)
             return
-        # A child told to stop does not sit out its backoff (up to the Retry-After). Polled, as `_within_deadline`
-        # does: a stop (runner/tools/base.py Abort) also holds when its parent's does, which `wait` does not see.
-        end = time.monotonic() + delay
-        while (left := end - time.monotonic()) > 0:
-            if self.abort.is_set():
-                raise Stopped(STOPPED_WAITING)
-            self.abort.wait(min(ABORT_POLL_S, left))
+        # A child told to stop does not sit out its backoff (up to the Retry-After).
+        if self.stop.sleep(delay):
+            raise Stopped(STOPPED_WAITING)
 
     def _within_deadline(self, call: Callable[[], ModelReply]) -> ModelReply:
         """`call` (one request) on a worker thread, waited for until the run's deadline at most.
@@ -228,9 +224,9 @@ class OpenAIChat:
                 done.set()
 
         threading.Thread(target=work, name="model-request", daemon=True).start()
-        poll = ABORT_POLL_S if self.abort is not None else float("inf")
+        poll = ABORT_POLL_S if self.stop is not None else float("inf")
         while not done.wait(min(poll, max(0.0, self.deadline - time.monotonic()))):
-            if self.abort is not None and self.abort.is_set():
+            if self.stop is not None and self.stop.stopping():
                 raise Stopped(STOPPED_WAITING)
             if time.monotonic() >= self.deadline:
                 raise BudgetExhausted("run timeout reached while waiting for the model")

@@ -283,7 +283,7 @@ def call_env(rec: Recording, opts: RunOptions, files: EnvFiles, policy: Policy, 
     (the workflow's files protected), decided and recorded for the sandbox's and the MCP servers' connections; the
     sandbox every process of the run is started in. `readable`: the runs a continued run may read."""
     environ = files.environ()
-    rec.ctx.deadline = deadline
+    rec.ctx.cancel = rec.ctx.cancel.child(deadline)  # the run's stop, with its wall clock
     rec.ctx.default_timeout_s = settings.bash_timeout_s
     rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files,
                                               trusted_inputs(opts, environ)))

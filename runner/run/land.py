@@ -173,7 +173,7 @@ class Landing:
             return self._done(rec, ending, None)
         assert t.branch is not None and t.remote is not None
         token, grace = self.environ.get("GITHUB_TOKEN", ""), _grace(self.environ)
-        rec.ctx.shield.kill_all()  # no command of the run outlives it into the push (its environ holds the token)
+        rec.ctx.cancel.kill_processes()  # no command of the run outlives it into the push (its environ holds the token)
         tip = git.tip(t.remote, t.branch, token, grace)
         parent, problem = self._parent(git, tip)
         if problem:

@@ -181,7 +181,7 @@ class Delegation:
         try:
             result: LoopResult | RunEnded = run_loop(agent, messages, emit, Start(child.first_turn, child.previous))
         except RunEnded as exc:
-            if _ends_run(exc, rec.ctx.deadline):
+            if _ends_run(exc, rec.ctx.cancel.deadline):
                 self._stopped(record, emit, call_id, started, exc.reason)
                 raise
             result = exc
@@ -202,7 +202,7 @@ class Delegation:
         policy = parent.env.policy
         if policy.mode == "full_access" and profile.mode == "agent":
             policy = policy.with_mode("agent")  # narrower: `ask` is a denial again (never the other way)
-        run_deadline = self.shared.rec.ctx.deadline
+        run_deadline = self.shared.rec.ctx.cancel.deadline
         deadline = started + settings.subagent_timeout_s
         deadline = min(deadline, run_deadline) if run_deadline is not None else deadline
         below = self.depth + 1 < settings.subagent_max_depth

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import signal
-import threading
+import subprocess
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from runner.core.outcome import Interrupted
 from runner.policy.decide import CallDecision
 from runner.policy.egress import Verdict
 from runner.policy.model import Target
@@ -45,79 +41,76 @@ class ToolError(Exception):
         return {"error": {"type": self.type, "message": self.message, **self.extra}}
 
 
-class Abort(threading.Event):
-    """A stop that also holds when its parent's does: set by the run's signal handler at the root, and by a group of
-    calls that ends early for what still runs in it (runner/engine/batch.py), without stopping the group's siblings.
-    Tools only ask `is_set()`."""
+class Cancelled(ToolError):
+    """Raised by `Cancel.check`: the run (or this call's group, or this agent's caller) is stopping, or the wall clock
+    ran out. A ToolError (a `Timeout` the model reads) where a tool lets it through; a tool that says more catches it
+    (`why` is the reason)."""
 
-    def __init__(self, parent: threading.Event | None = None) -> None:
-        super().__init__()
-        self.parent = parent
-
-    def is_set(self) -> bool:
-        return super().is_set() or (self.parent is not None and self.parent.is_set())
+    def __init__(self, why: str) -> None:
+        super().__init__("Timeout", why)
+        self.why = why
 
 
-class Shield:
-    """Holds a run's interrupt while a tool starts a process: a signal that lands between the fork and the
-    tool's try/finally that kills the process group would leave the process running after the run (a
-    loaded machine can deschedule the runner for that long). Held, it is raised by `leave`, inside that try.
-    Shared by a run's contexts (a subagent's is a copy): the signal handler sees one. Calls of one reply and child
-    agents start processes from several threads: the counts are changed under a lock, and a held signal is raised
-    by whichever thread's `leave` ends the last start (on a worker, its call's result carries it to the loop)."""
+STOPPING = "the run is stopping"
+TIME_UP = "the run's time is up"
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.active = 0
-        self.pending: int | None = None
-        self.exiting: int | None = None  # a second signal while a process starts: exit once it is tracked
-        self.signalled: int | None = None  # the run's interrupt, once one came: what a loop that sees `abort` raises
-        self.groups: set[int] = set()  # process groups started and not killed yet: a hurried exit kills them
 
-    def enter(self) -> None:
-        with self._lock:
-            self.active += 1
+class Cancel(Protocol):
+    """The one way to stop work (runner/engine/cancel.py implements it): one stop and one monotonic deadline, seen
+    alike on every thread. A tool never runs past it: it waits at most until it (`wait`, `sleep`, `remaining`), asks
+    it between steps of a long computation (`check`, `why`), and starts a process inside `starting_process`, so that
+    an interrupt can never find a process started and not yet killable. A group of calls and a child agent get a
+    `child`, which also stops when its parent does."""
 
-    def track(self, pgid: int) -> None:
-        """Called before `leave`, so no signal can find the process started and not tracked."""
-        self.groups.add(pgid)
+    @property
+    def deadline(self) -> float | None:
+        """time.monotonic() at which the time runs out (the earlier of this and every parent's); None: no limit."""
 
-    def untrack(self, pgid: int) -> None:
-        self.groups.discard(pgid)
+    @property
+    def signalled(self) -> int | None:
+        """The run's interrupt (its signal number), once one came; None otherwise."""
 
-    def kill_all(self) -> None:
-        for pgid in list(self.groups):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
+    def stopping(self) -> bool:
+        """The stop was asked (an interrupt, the end of the run, this group's or this agent's caller's end)."""
 
-    def exit_now(self, signum: int) -> None:
-        """For the signal handler's second signal ("exit at once"): every tracked group is SIGKILLed, then the
-        process exits 128 + signum. While a process is being started (its group not known yet), deferred to
-        `leave`, which comes right after it is tracked."""
-        if self.active:
-            self.exiting = signum
-            return
-        self.kill_all()
-        os._exit(128 + signum)
+    def why(self) -> str | None:
+        """Why work must end now: STOPPING, TIME_UP, or None to go on."""
 
-    def hold(self, signum: int) -> bool:
-        """For the signal handler: True when the signal is held (a process is being started)."""
-        if self.active:
-            self.pending = signum
-            return True
-        return False
+    def check(self) -> None:
+        """Raises Cancelled when `why` says to stop."""
 
-    def leave(self) -> None:
-        """The process is started and guarded (or failed to start): a held signal is raised now."""
-        with self._lock:
-            self.active -= 1
-            last = not self.active
-            exiting = self.exiting if last else None
-            signum, self.pending = (self.pending, None) if last else (None, self.pending)
-        if exiting is not None:
-            self.exit_now(exiting)
-        if signum is not None:
-            raise Interrupted(signum)
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (never below 0); None for no deadline."""
+
+    def sleep(self, seconds: float) -> bool:
+        """Waits `seconds` at most; True as soon as the stop is asked (then sooner)."""
+
+    def wait(self, proc: subprocess.Popen[Any], timeout: float | None = None) -> bool:
+        """Waits for `proc` to exit: True once it has; False when the stop is asked, the deadline passes or `timeout`
+        seconds have gone by first (the process is left to the caller to kill)."""
+
+    def starting_process(self) -> AbstractContextManager[Callable[[int], None]]:
+        """For the span of a process's start: an interrupt that lands inside is held, and raised (Interrupted) on the
+        way out. Gives `track(pgid)`: called once the process exists, a run that ends (or a group that lets go of its
+        calls) kills that process group; `forget` it once the process is killed."""
+
+    def forget(self, pgid: int) -> None:
+        """The process group is killed: its number may be reused."""
+
+    def child(self, deadline: float | None = None) -> Cancel:
+        """A stop for part of the work (a group of calls, a child agent): stops with this one, or alone (`stop`);
+        its deadline is the earlier of `deadline` and this one's."""
+
+    def stop(self) -> None:
+        """Asks this stop and every child's."""
+
+    def kill_processes(self) -> None:
+        """SIGKILL every process group started under this stop and not killed yet (the run's end; a group of calls
+        letting go of those that did not stop)."""
+
+    def held(self) -> AbstractContextManager[None]:
+        """A block an interrupt must not cut (an event being written): one that lands inside is raised on the way
+        out."""
 
 
 NetDecide = Callable[[str, int], Verdict]  # (host, port) -> the egress proxy's verdict for one connection
@@ -179,11 +172,10 @@ class AgentState:
 @dataclass
 class ToolContext:
     workspace: Path  # resolved, absolute
+    # The run's stop and wall clock (or this call's group's, or a child agent's): runner/engine/cancel.py.
+    cancel: Cancel
     protected: tuple[Path, ...] = ()  # never written, whatever the policy says
-    deadline: float | None = None  # time.monotonic() at which the run's wall clock ends
     default_timeout_s: float = 120.0
-    abort: threading.Event = field(default_factory=threading.Event)  # the run stops (or this call's group: Abort)
-    shield: Shield = field(default_factory=Shield)  # interrupts held while a process starts (tools/bash.py)
     web: dict[str, Any] = field(default_factory=dict)  # the policy's `web` section (allowPrivateNetworks, ...)
     outputs_dir: Path | None = None  # where spill files go (<run_dir>/outputs); None: not kept
     run_dir: Path | None = None  # this run's directory (memory_search reads its events.jsonl)
@@ -205,10 +197,10 @@ class ToolContext:
     masker: Masker | None = None  # what a tool writes to the run directory (spill files) is masked; None: as is
     state: AgentState = field(default_factory=AgentState)  # this agent's own plan, skill and delegation
 
-    def for_call(self, call_id: str, tool: str, abort: threading.Event | None = None) -> ToolContext:
+    def for_call(self, call_id: str, tool: str, cancel: Cancel | None = None) -> ToolContext:
         """This context for one call: calls of one reply may run at once, each with its own copy (what is
-        shared — the shield, the run's settings — is shared by reference); `abort`: its group's stop."""
-        return dataclasses.replace(self, call_id=call_id, call_tool=tool, abort=abort or self.abort)
+        shared — the run's settings — is shared by reference); `cancel`: its group's stop."""
+        return dataclasses.replace(self, call_id=call_id, call_tool=tool, cancel=cancel or self.cancel)
 
 
 @dataclass

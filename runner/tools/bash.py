@@ -13,11 +13,9 @@ import contextlib
 import dataclasses
 import io
 import os
-import select
 import signal
 import subprocess
 import threading
-import time
 from typing import Any
 
 from runner.policy.model import Target
@@ -64,8 +62,9 @@ class Bash(Tool):
         _refuse_nul(args["command"])
         cap = float(ctx.bash.get("maxTimeoutSeconds", DEFAULT_MAX_TIMEOUT_S))
         timeout = min(float(args.get("timeout_s") or ctx.default_timeout_s), cap)
-        if ctx.deadline is not None:
-            timeout = max(0.0, min(timeout, ctx.deadline - time.monotonic()))
+        left = ctx.cancel.remaining()
+        if left is not None:
+            timeout = min(timeout, left)
         env = scrubbed_env(os.environ, (ctx.bash.get("env") or {}).get("passthrough"))
         argv = ["bash", "-c", args["command"]]
         shown = lines_shown(args, ctx.truncation)
@@ -94,53 +93,45 @@ def _run(argv: list[str], env: dict[str, str], timeout: float, ctx: ToolContext,
     """One process's life, from its start to its output (cut as `shown`: lines_shown); kept in one piece for its
     signal safety."""
     spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days, ctx.masker)
-    ctx.shield.enter()  # an interrupt now is held until the process is inside the try below
-    try:
-        proc = subprocess.Popen(
-            argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    except BaseException as exc:
-        spill.close()
-        spill.discard()
-        ctx.shield.leave()  # no process to kill: a held interrupt is raised here
-        if isinstance(exc, OSError):
-            raise ToolError("IOError", f"cannot start bash: {exc}") from None
-        raise
-    ctx.shield.track(proc.pid)  # its own group (start_new_session): a hurried exit of the run kills it
+    proc: subprocess.Popen[bytes] | None = None
     timed_out = False
-    pump = threading.Thread(target=_pump, args=(proc, spill), daemon=True)
-    # From here on an interrupt may land anywhere (even while the pump thread starts): everything is
-    # inside the try, so the group is always killed; one that landed while the process started is
-    # raised by `leave`, inside it too.
+    pump: threading.Thread | None = None
+    # From the fork on, an interrupt may land anywhere (even while the pump thread starts): one that lands while the
+    # process starts is held until it is tracked, then raised inside this try, so the group is always killed.
     try:
-        ctx.shield.leave()
+        with ctx.cancel.starting_process() as track:
+            try:
+                proc = subprocess.Popen(
+                    argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                )
+            except OSError as exc:
+                raise ToolError("IOError", f"cannot start bash: {exc}") from None
+            track(proc.pid)  # its own group (start_new_session): a hurried exit of the run kills it
+        pump = threading.Thread(target=_pump, args=(proc, spill), daemon=True)
         pump.start()
-        end = time.monotonic() + timeout
-        exited = _ExitWaiter(proc)
-        try:
-            while proc.poll() is None:
-                if ctx.abort.is_set() or time.monotonic() >= end:
-                    timed_out = not ctx.abort.is_set()
-                    break
-                exited.wait(min(0.05, max(0.0, end - time.monotonic())))
-        finally:
-            exited.close()
+        if not ctx.cancel.wait(proc, timeout):
+            timed_out = not ctx.cancel.stopping()
     finally:
-        # Also on an exception (an interrupt of the run), and also when the shell exited
-        # normally: background children (`cmd &`) die with the call, as in CI they must.
-        _kill_group(proc, grace_s=0.2 if ctx.abort.is_set() else KILL_GRACE_S)
-        ctx.shield.untrack(proc.pid)  # gone: its number may be reused
-        # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
-        if pump.is_alive():
-            pump.join(timeout=5.0)
+        if proc is None:  # it never started: nothing to kill (a held interrupt is raised on the way out)
+            spill.close()
+            spill.discard()
+        else:
+            # Also on an exception (an interrupt of the run), and also when the shell exited
+            # normally: background children (`cmd &`) die with the call, as in CI they must.
+            _kill_group(proc, grace_s=0.2 if ctx.cancel.stopping() else KILL_GRACE_S)
+            ctx.cancel.forget(proc.pid)  # gone: its number may be reused
+            # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
+            if pump is not None and pump.is_alive():
+                pump.join(timeout=5.0)
+    assert proc is not None  # the finally above re-raised otherwise
     limits, from_end = shown
     output, details = spill.finish(limits, from_end=from_end)
     details["exit_code"] = proc.returncode
     # Errors carry no pid: what the model sees must not change when nothing else did.
     if timed_out:
         raise ToolError("Timeout", f"command killed after {timeout:.1f}s", output=output, **_public(details))
-    if ctx.abort.is_set():
+    if ctx.cancel.stopping():
         raise ToolError("Timeout", "command killed: the run is stopping", output=output, **_public(details))
     if proc.returncode != 0:
         failed = ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, **_public(details))
@@ -161,31 +152,6 @@ def _public(details: dict[str, Any]) -> dict[str, Any]:
     """What an error result shows the model: the exit code, and where the full output is when cut."""
     keep = ("exit_code", "truncated", "output_path", "bytes", "lines") if details.get("truncated") else ("exit_code",)
     return {k: details[k] for k in keep if details.get(k) is not None}
-
-
-class _ExitWaiter:
-    """Waits up to a timeout for the process to exit. Popen.wait(timeout) polls with a doubling sleep, so an
-    exit is seen up to half the time elapsed late (a 10 ms sandboxed command was seen at ~15 ms); a pidfd
-    wakes at the exit itself. Its fd is close-on-exec and closed with the call."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        try:
-            self.pidfd: int | None = os.pidfd_open(proc.pid)
-        except (OSError, AttributeError):  # an older kernel or another system: poll as before
-            self.pidfd = None
-
-    def wait(self, timeout: float) -> None:
-        if self.pidfd is None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=timeout)
-        else:
-            select.select([self.pidfd], [], [], timeout)
-
-    def close(self) -> None:
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
 
 
 def _pump(proc: subprocess.Popen[bytes], spill: Spill) -> None:

@@ -4,8 +4,7 @@ from typing import Any
 
 from runner.policy.model import Target
 from runner.tools import paths
-from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.deadline import Late, until, why_stopped
+from runner.tools.base import Cancelled, Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.ignore import IgnoreMatcher, find_files
 from runner.tools.readable import Readable
 
@@ -39,15 +38,13 @@ class Glob(Tool):
         if not root.is_dir():
             raise ToolError("IOError", f"{paths.display(ctx, root)} is not a directory")
         readable = Readable(ctx)
-        matcher = IgnoreMatcher(ctx.workspace, stop=lambda: why_stopped(ctx.abort, ctx.deadline) is not None)
+        # A walk of a huge tree (path `/`) runs on for minutes: it asks the run's Cancel at every directory it enters
+        # and stops there at the run's stop or wall clock. It only reads directories and decides names.
+        matcher = IgnoreMatcher(ctx.workspace, ctx.cancel)
         try:
-            # A walk of a huge tree (path `/`) runs on for minutes: it stops where it is at the run's deadline
-            # (runner/tools/deadline.py). It only reads directories and decides names; nothing is recorded.
-            with until(ctx.deadline):
-                # Only names read could open are shown: the model need not spend a denial to learn the rest.
-                found, more = readable.first(find_files(root, args["pattern"], matcher), MAX_MATCHES,
-                                             lambda f: root / f)
-        except Late:
+            # Only names read could open are shown: the model need not spend a denial to learn the rest.
+            found, more = readable.first(find_files(root, args["pattern"], matcher), MAX_MATCHES, lambda f: root / f)
+        except Cancelled:
             raise ToolError("Timeout", f"the run's time ran out while glob walked {paths.display(ctx, root)}; "
                             "narrow path or pattern") from None
         # Shown relative to the workspace, like grep and list, so a result can be passed to read as is.

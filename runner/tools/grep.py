@@ -7,7 +7,6 @@ import re._parser as sre_parse
 import shutil
 import stat
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +16,7 @@ import regex
 
 from runner.policy.model import Target
 from runner.tools import paths
-from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.deadline import Late, remaining, until, why_stopped
+from runner.tools.base import Cancelled, Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.env import scrubbed_env
 from runner.tools.ignore import IgnoreMatcher, iter_files
 from runner.tools.readable import Readable
@@ -32,6 +30,10 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 # Per call: a search of a huge tree stops here (and says so) rather than running on for minutes.
 MAX_SCAN_FILES = 50_000
 MAX_SCAN_BYTES = 256 * 1024 * 1024
+# The first slice of matching one search gets before the run's Cancel is asked again. The `regex` module's timeout
+# counts the process's CPU seconds (every thread's), not the wall clock: it only bounds a slice, and the Cancel's
+# monotonic deadline is what ends the call.
+SLICE_S = 0.25
 
 
 class Grep(Tool):
@@ -77,7 +79,8 @@ class Grep(Tool):
         # runs once per file of what may be a very large tree.
         top = str(root)
         files = iter([top]) if stat.S_ISREG(mode) else (
-            os.path.join(top, n) for n in iter_files(root, args.get("include") or "**", IgnoreMatcher(ctx.workspace)))
+            os.path.join(top, n) for n in iter_files(root, args.get("include") or "**",
+                                                     IgnoreMatcher(ctx.workspace, ctx.cancel)))
         search = Search(rx, ctx, args.get("output_mode") or "content",
                         min(positive(args.get("limit")) or MAX_MATCHES, MAX_MATCHES))
         # With ripgrep installed, the files that cannot match are told apart at its speed: only the others
@@ -85,12 +88,11 @@ class Grep(Tool):
         candidates = None if stat.S_ISREG(mode) else _rg_candidates(top, rx, ctx)
         readable = Readable(ctx)
         try:
-            # The walk and the regex stop where they are at the deadline: `(a+)+$` on a line of thirty a's and a
-            # b backtracks for hours inside one call of re's search (runner/tools/deadline.py).
-            with until(ctx.deadline):
-                self._scan(files, candidates, top, root, readable, search)
-        except Late:
-            search.stop = "the run's time is up"
+            # The walk asks the run's Cancel at every directory, the scan at every file and line, and a search of a
+            # line between slices: `(a+)+$` on a line of thirty a's and a b backtracks for hours inside one search.
+            self._scan(files, candidates, top, root, readable, search)
+        except Cancelled as stopped:
+            search.stop = stopped.why
         text = "\n".join(search.hits) or "[no matches]"
         if search.results > len(search.hits):
             more = "matches" if search.mode == "content" else "files"
@@ -134,9 +136,9 @@ class Search:
     def __init__(self, rx: re.Pattern[str], ctx: ToolContext, mode: str = "content", limit: int = MAX_MATCHES) -> None:
         if mode not in MODES:
             raise ToolError("InvalidArguments", f"output_mode must be one of {', '.join(MODES)}, not {mode!r}")
-        # Matched with the `regex` module (re's semantics, its V0), bounded by the run's deadline on every search:
-        # on a worker thread (calls of one reply at once, a child agent beside others) SIGALRM cannot stop `re`,
-        # whose backtracking holds the GIL, so one pattern would freeze the whole run past --timeout and signals.
+        # Matched with the `regex` module (re's semantics, its V0), which takes a timeout and releases the GIL: `re`
+        # cannot be stopped inside a search, and its backtracking holds the GIL (one pattern would freeze every
+        # thread of the run past --timeout and signals).
         self.rx = _stoppable(rx)
         whole = _whole_text(rx)
         self.whole = _stoppable(whole) if whole is not None else None
@@ -153,7 +155,7 @@ class Search:
 
     def stopped(self) -> bool:
         if self.stop is None:
-            self.stop = why_stopped(self.ctx.abort, self.ctx.deadline)
+            self.stop = self.ctx.cancel.why()
             if self.stop is None and self.files >= MAX_SCAN_FILES:
                 self.stop = f"the limit of {MAX_SCAN_FILES} files per call was reached"
             elif self.stop is None and self.bytes >= MAX_SCAN_BYTES:
@@ -171,7 +173,7 @@ class Search:
         if b"\x00" in data[:8192]:
             return
         text = data.decode("utf-8", errors="replace")
-        if self.whole is not None and not self._search(self.whole, _LINE_BREAKS.sub("\n", text)):
+        if self.whole is not None and not self._prefilter(self.whole, _LINE_BREAKS.sub("\n", text)):
             return
         shown = None
         count = 0
@@ -191,12 +193,30 @@ class Search:
                 self.hits.append(shown if self.mode == "files" else f"{shown}:{count}")
 
     def _search(self, rx: Any, text: str) -> Any:
-        """rx.search(text), with the GIL released and the run's deadline as its timeout (Late when it passes)."""
-        left = remaining(self.ctx.deadline)
+        """rx.search(text), with the GIL released, in slices of CPU time with the run's Cancel asked before each
+        (Cancelled when it says stop). A search cannot resume where a slice ended: one that needs more starts again
+        with twice the slice, which bounds the work lost to what the search needs."""
+        cancel = self.ctx.cancel
+        slice_s = SLICE_S
+        while True:
+            cancel.check()
+            left = cancel.remaining()
+            try:
+                return rx.search(text, timeout=slice_s if left is None else max(min(left, slice_s), 0.001),
+                                 concurrent=True)
+            except TimeoutError:
+                slice_s *= 2
+
+    def _prefilter(self, whole: Any, text: str) -> bool:
+        """Whether the whole file may hold a match (one search over it, instead of one per line); True when that
+        search is slower than a slice: then each line is searched, between which the Cancel is asked."""
+        self.ctx.cancel.check()
+        left = self.ctx.cancel.remaining()
         try:
-            return rx.search(text, timeout=left, concurrent=True)
+            return bool(whole.search(text, timeout=SLICE_S if left is None else max(min(left, SLICE_S), 0.001),
+                                     concurrent=True))
         except TimeoutError:
-            raise Late() from None
+            return True
 
     @property
     def results(self) -> int:
@@ -316,20 +336,26 @@ def _rg_candidates(top: str, rx: re.Pattern[str], ctx: ToolContext) -> set[str] 
             return None
         argv, env = ctx.sandbox.wrap(argv, env)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env)
+        with ctx.cancel.starting_process() as track:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=env, start_new_session=True)
+            track(proc.pid)  # its own group: a run that ends (or lets go of this call) kills it
     except OSError:
         return None
-    while True:
-        left = None if ctx.deadline is None else ctx.deadline - time.monotonic()
-        try:
-            out, err = proc.communicate(timeout=0.2 if left is None else max(0.0, min(0.2, left)))
-            break
-        except subprocess.TimeoutExpired:
-            if ctx.abort.is_set() or (left is not None and left <= 0):
-                proc.kill()
-                proc.communicate()
-                return set()  # the walk stops at its first file: the run is ending
+    try:
+        while True:
+            left = ctx.cancel.remaining()
+            try:
+                out, err = proc.communicate(timeout=0.2 if left is None else max(0.0, min(0.2, left)))
+                break
+            except subprocess.TimeoutExpired:
+                if ctx.cancel.why() is not None:
+                    return set()  # the walk stops at its first file: the run is ending
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        ctx.cancel.forget(proc.pid)
     # 1 is rg's "no file holds it" — and also what bwrap exits with when it cannot start rg at all, which says so
     # on stderr (rg itself is --no-messages): then the walk decides, never an empty answer.
     if proc.returncode not in (0, 1) or err.strip():

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 from wcmatch import glob as wc
 
-from runner.tools.base import ToolError
-from runner.tools.deadline import Late
+from runner.tools.base import Cancel, ToolError
 
 # Never searched, whatever the pattern: git's store and the runner's own state.
 SKIP_NAMES = frozenset({".git", ".agent-run"})
@@ -28,11 +27,11 @@ _GLOB_FLAGS = wc.GLOBSTAR | wc.DOTMATCH
 class IgnoreMatcher:
     """One per tool call: each ignore file is read once, when the walk first reaches its directory."""
 
-    def __init__(self, workspace: Path, stop: Callable[[], bool] | None = None) -> None:
+    def __init__(self, workspace: Path, cancel: Cancel | None = None) -> None:
         self.workspace = workspace
-        # Asked at every directory a walk enters: True ends the walk (Late). A walk beside other calls runs on a
-        # worker thread, where `until`'s SIGALRM cannot stop it: the run's stop and deadline are asked here instead.
-        self.stop = stop
+        # Asked at every directory a walk enters (a walk of / runs for minutes): its `check` ends the walk there
+        # (Cancelled) at the run's stop or wall clock.
+        self.cancel = cancel
         self._lines: dict[Path, list[str]] = {}
         self._specs: dict[Path, GitIgnoreSpec | None] = {}
         self._dirs: dict[Path, bool] = {}
@@ -53,8 +52,8 @@ class IgnoreMatcher:
     def directory(self, directory: Path) -> tuple[GitIgnoreSpec | None, str]:
         """For a walk that reached `directory` (not itself ignored): the rules for its entries, and the
         prefix (relative to the workspace) to match their names with."""
-        if self.stop is not None and self.stop():
-            raise Late()
+        if self.cancel is not None:
+            self.cancel.check()
         if not directory.is_relative_to(self.workspace):
             return None, ""
         rel = directory.relative_to(self.workspace).as_posix()

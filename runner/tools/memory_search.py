@@ -19,7 +19,6 @@ from runner.policy.model import Target
 from runner.policy.targets import path_target
 from runner.record.logged import Logged, read_log
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.deadline import why_stopped
 from runner.tools.spill import SPILL_GLOB, spill_dirs, spill_time
 
 DEFAULT_LIMIT = 10
@@ -104,8 +103,7 @@ class MemorySearch(Tool):
 
 class SpillScan:
     """The run's spill files searched line by line, newest file first, up to MAX_SPILL_BYTES in all: a hit
-    names the file and the line. Checks the run's stop and deadline between lines (it may run on a worker
-    thread, where `until` cannot stop it)."""
+    names the file and the line. Asks the run's Cancel (its stop and wall clock) between lines."""
 
     def __init__(self, needle: str, words: list[str], limit: int, ctx: ToolContext) -> None:
         self.needle, self.words, self.limit, self.ctx = needle, words, limit, ctx
@@ -159,7 +157,7 @@ class SpillScan:
 
     def _stopped(self) -> bool:
         if self.stop is None:
-            self.stop = why_stopped(self.ctx.abort, self.ctx.deadline)
+            self.stop = self.ctx.cancel.why()
             if self.stop is None and self.bytes > MAX_SPILL_BYTES:
                 self.stop = f"{MAX_SPILL_BYTES // (1024 * 1024)} MiB of spill files searched"
         return self.stop is not None

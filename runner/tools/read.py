@@ -10,7 +10,6 @@ from typing import Any, BinaryIO
 from runner.policy.model import Target
 from runner.tools import paths
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.deadline import why_stopped
 from runner.tools.truncate import positive
 from runner.workspace import gitconfig
 
@@ -202,7 +201,7 @@ class Pages:
         return self.sha.hexdigest()
 
     def _check_time(self) -> None:
-        why = why_stopped(self.ctx.abort, self.ctx.deadline)
+        why = self.ctx.cancel.why()
         if why is not None:
             raise ToolError("Timeout", f"read stopped: {why}")
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import re
 import ssl
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -36,8 +35,8 @@ from runner.policy.egress import net_verdict
 from runner.policy.model import Target
 from runner.policy.sandbox_config import net_target
 from runner.policy.targets import CredentialsInURL, InvalidURL, normalize_url, targets_for
-from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-from runner.tools.deadline import Late, until
+from runner.tools.base import STOPPING, Cancel, Cancelled, Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.bounded_http import Bounded, BoundedTransport
 from runner.tools.ssrf import AddressRefused, UnresolvableHost, resolve_and_check
 
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
@@ -113,20 +112,22 @@ class WebFetch(Tool):
         limit = int(web.get("maxBytes", DEFAULT_MAX_BYTES))
         max_bytes = min(int(args.get("max_bytes", limit)), limit)
         timeout = float(web.get("timeoutSeconds", DEFAULT_TIMEOUT_S))
-        if ctx.deadline is not None:
-            timeout = min(timeout, ctx.deadline - time.monotonic())
+        left = ctx.cancel.remaining()
+        if left is not None:
+            timeout = min(timeout, left)
         if timeout <= 0:
             raise ToolError("Timeout", "no time left in the run to fetch")
         authorize = ctx.authorize
         got = fetch(args["url"], allow_private=bool(web.get("allowPrivateNetworks", False)),
-                    max_bytes=max_bytes, end=time.monotonic() + timeout, abort=ctx.abort,
+                    max_bytes=max_bytes, end=time.monotonic() + timeout, cancel=ctx.cancel,
                     authorize=(lambda u: authorize(targets_for("web_fetch", u, ctx.workspace), ctx.call_id,
                                                     ctx.call_tool)) if authorize else None,
                     named_exactly=exact_in(ctx))
-        try:
-            with until(ctx.deadline):  # a page of pathological HTML converts slowly, and no step of it returns
-                text = to_text(got.media_type, got.charset, got.body, str(got.url))
-        except Late:
+        try:  # a page of pathological HTML converts slowly: the Cancel is asked at every element
+            text = to_text(got.media_type, got.charset, got.body, str(got.url), ctx.cancel)
+        except Cancelled as stopped:
+            if stopped.why == STOPPING:
+                raise ToolError("Timeout", f"converting {got.url} to text stopped: the run is stopping") from None
             raise ToolError("Timeout", f"the run's time ran out while {got.url} was converted to text") from None
         header = f"URL: {got.url} | status: {got.status} | content-type: {got.media_type}"
         if len(got.hops) > 1:
@@ -206,7 +207,7 @@ def redirect_url(current: httpx.URL, location: str) -> httpx.URL:
 
 
 def fetch(url: str, *, allow_private: bool, max_bytes: int, end: float,
-          abort: threading.Event | None = None, verify: ssl.SSLContext | bool = True,
+          cancel: Cancel | None = None, verify: ssl.SSLContext | bool = True,
           authorize: Callable[[str], None] | None = None,
           named_exactly: Callable[[str, int], bool] | None = None) -> Fetched:
     """GET `url`, following redirects by hand; every hop is checked with check_hop.
@@ -229,10 +230,11 @@ def fetch(url: str, *, allow_private: bool, max_bytes: int, end: float,
             # Say which redirect led there, and keep the chain.
             raise ToolError(exc.type, f"redirect from {hops[-1]['url']} refused: {exc.message}",
                             **exc.extra, redirects=[h["url"] for h in hops]) from None
-        # Bounded where it is, not only between reads: a server that sends its headers a byte at a time never lets
-        # a read time out (runner/tools/deadline.py). No decision is recorded in here: that happens above.
+        # Bounded at every connect, read and write (_Bounded), not only between reads of the body: a server that
+        # sends its headers a byte at a time never lets a read time out. No decision is recorded in here: that
+        # happens above.
         try:
-            with until(end), _open(hop, end, verify) as (response, address):
+            with _open(hop, Bounded(end, cancel), verify) as (response, address):
                 hops.append({"url": str(hop.url), "status": response.status_code, "address": address})
                 location = response.headers.get("location")
                 if response.status_code in REDIRECT_STATUSES:
@@ -243,33 +245,35 @@ def fetch(url: str, *, allow_private: bool, max_bytes: int, end: float,
                     continue
                 media, charset = parse_content_type(response.headers.get("content-type", ""))
                 if response.status_code >= 400:
-                    body, _ = _read(response, hop.url, ERROR_EXCERPT_BYTES, end, abort)
+                    body, _ = _read(response, hop.url, ERROR_EXCERPT_BYTES, end, cancel)
                     raise ToolError("IOError", f"HTTP {response.status_code} {response.reason_phrase} from {hop.url}",
                                     status=response.status_code, body=_excerpt(media, charset, body, str(hop.url)))
                 if media and not is_text_type(media):
                     raise ToolError("IOError", f"{hop.url} is {media}, not text or HTML; not fetched")
-                body, truncated = _read(response, hop.url, max_bytes, end, abort)
+                body, truncated = _read(response, hop.url, max_bytes, end, cancel)
                 if not media:
                     media = sniff(body)
                 return Fetched(hop.url, response.status_code, media, charset, body, truncated, hops)
-        except Late:
+        except Cancelled as stopped:
             extra = {"redirects": [h["url"] for h in hops]} if hops else {}
+            if stopped.why == STOPPING:
+                raise ToolError("Timeout", f"fetching {hop.url} stopped: the run is stopping", **extra) from None
             raise ToolError("Timeout", f"fetching {hop.url} ran out of time", **extra) from None
     raise ToolError("IOError", f"more than {MAX_REDIRECTS} redirects from {url}",
                     redirects=[h["url"] for h in hops])
 
 
 @contextlib.contextmanager
-def _open(hop: Hop, end: float, verify: ssl.SSLContext | bool) -> Iterator[tuple[httpx.Response, str]]:
+def _open(hop: Hop, bound: Bounded, verify: ssl.SSLContext | bool) -> Iterator[tuple[httpx.Response, str]]:
     """Sends the GET to the hop's checked addresses in turn; yields the streamed response and the address."""
-    remaining = end - time.monotonic()
+    remaining = bound.end - time.monotonic()
     if remaining <= 0:
         raise ToolError("Timeout", f"out of time before fetching {hop.url}")
     # A client per hop: connections are pooled by address, and a TLS connection made for one
     # host name must not be reused for another host on the same address. trust_env=False: an
     # HTTP(S)_PROXY from the environment would connect somewhere this guard never checked.
     with httpx.Client(timeout=httpx.Timeout(remaining), follow_redirects=False, trust_env=False,
-                      verify=verify) as client:
+                      transport=BoundedTransport(verify, bound)) as client:
         failures = []
         for address in hop.addresses:
             try:
@@ -301,12 +305,12 @@ def _request(hop: Hop, address: str) -> httpx.Request:
 
 
 def _read(response: httpx.Response, url: httpx.URL, max_bytes: int, end: float,
-          abort: threading.Event | None) -> tuple[bytes, bool]:
+          cancel: Cancel | None) -> tuple[bytes, bool]:
     """At most `max_bytes` of the (decoded) body, and whether there was more."""
     body = bytearray()
     try:
         for chunk in response.iter_bytes():
-            if abort is not None and abort.is_set():
+            if cancel is not None and cancel.stopping():
                 raise ToolError("Timeout", f"fetching {url} stopped: the run is stopping")
             # httpx's timeout is per read; a server sending a byte at a time must still stop at the deadline.
             if time.monotonic() > end:
@@ -347,9 +351,9 @@ def sniff(body: bytes) -> str:
     return "text/html" if start.startswith((b"<!doctype html", b"<html")) else "text/plain"
 
 
-def to_text(media: str, charset: str | None, body: bytes, url: str) -> str:
+def to_text(media: str, charset: str | None, body: bytes, url: str, cancel: Cancel | None = None) -> str:
     if media in HTML_TYPES:
-        return html_to_text(body, charset, url)
+        return html_to_text(body, charset, url, cancel)
     return decode(body, charset)
 
 
@@ -360,8 +364,9 @@ def decode(body: bytes, charset: str | None) -> str:
         return body.decode("utf-8", errors="replace")
 
 
-def html_to_text(html: bytes | str, charset: str | None, base_url: str) -> str:
-    """Readable Markdown: headings, lists, links (made absolute), code blocks, tables."""
+def html_to_text(html: bytes | str, charset: str | None, base_url: str, cancel: Cancel | None = None) -> str:
+    """Readable Markdown: headings, lists, links (made absolute), code blocks, tables. `cancel` is asked at every
+    element converted (Cancelled)."""
     soup = BeautifulSoup(html, "html.parser", from_encoding=charset if isinstance(html, bytes) else None)
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
     for tag in soup(["head", "title", *DROPPED_TAGS]):
@@ -373,13 +378,27 @@ def html_to_text(html: bytes | str, charset: str | None, base_url: str) -> str:
                 del node[attr]  # inline images: kilobytes of base64 the model cannot use
             elif isinstance(value, str):
                 node[attr] = urljoin(base_url, value)
-    converter = MarkdownConverter(heading_style="ATX", bullets="-", escape_underscores=False,
-                                  escape_asterisks=False)
+    converter = _Converter(cancel, heading_style="ATX", bullets="-", escape_underscores=False,
+                           escape_asterisks=False)
     text = converter.convert_soup(soup)
     text = re.sub(r"[ \t]+\n", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text).strip()
     # The title leads unless the page's first heading already says the same.
     return f"# {title}\n\n{text}" if title and text.partition("\n")[0] != f"# {title}" else text
+
+
+class _Converter(MarkdownConverter):
+    """markdownify's converter, asking the Cancel at every element: a page of pathological HTML (deeply nested,
+    huge) converts for minutes, and no step of it returns to the caller."""
+
+    def __init__(self, cancel: Cancel | None, **options: Any) -> None:
+        super().__init__(**options)
+        self.cancel = cancel
+
+    def process_element(self, node: Any, parent_tags: Any = None) -> Any:
+        if self.cancel is not None:
+            self.cancel.check()
+        return super().process_element(node, parent_tags=parent_tags)  # type: ignore[misc]  # not in its stub
 
 
 def _excerpt(media: str, charset: str | None, body: bytes, url: str) -> str:

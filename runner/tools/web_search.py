@@ -77,13 +77,14 @@ class WebSearch(Tool):
         limit = max(1, min(int(args.get("limit") or DEFAULT_LIMIT), MAX_LIMIT))
         web = ctx.web or {}
         timeout = float(web.get("timeoutSeconds", DEFAULT_TIMEOUT_S))
-        if ctx.deadline is not None:
-            timeout = min(timeout, ctx.deadline - time.monotonic())
+        left = ctx.cancel.remaining()
+        if left is not None:
+            timeout = min(timeout, left)
         if timeout <= 0:
             raise ToolError("Timeout", "no time left in the run to search")
         got = fetch(self.url(query), allow_private=bool(web.get("allowPrivateNetworks", False)),
                     max_bytes=min(int(web.get("maxBytes", MAX_BODY_BYTES)), MAX_BODY_BYTES),
-                    end=time.monotonic() + timeout, abort=ctx.abort,
+                    end=time.monotonic() + timeout, cancel=ctx.cancel,
                     authorize=(lambda u: _redirect(u, ctx)) if ctx.authorize else None, named_exactly=exact_in(ctx))
         if got.truncated:
             raise ToolError("IOError", f"the search endpoint's answer is over {MAX_BODY_BYTES} bytes; not read")

@@ -9,6 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from runner.engine.cancel import RunCancel
 from runner.policy.limits import GIT_CONTROL
 from tests.fakes.openai_server import reply
 
@@ -109,7 +110,7 @@ def test_the_file_tools_and_the_sandbox_agree_on_what_in_git_is_off_limits(
     refused = {}
     for rel, _ in TABLE:
         try:
-            paths.check_writable(ToolContext(workspace=workspace), workspace / rel)
+            paths.check_writable(ToolContext(workspace=workspace, cancel=RunCancel()), workspace / rel)
             refused[rel] = False
         except ToolError as exc:
             refused[rel] = exc.type == "PathTraversalBlocked"

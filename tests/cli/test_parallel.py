@@ -150,21 +150,19 @@ def test_children_calling_the_same_mcp_tool_keep_their_artifacts_apart(fake, wor
 def test_a_child_told_to_stop_does_not_sit_out_a_retry_backoff():
     # A child whose caller is ending (its group's stop) in a long backoff (a Retry-After) stops at once: the group
     # waits for it, and a run must not be held past an interrupt or leave it behind to write after its end.
-    import threading
-
     import pytest
 
     from runner.core.outcome import Stopped
+    from runner.engine.cancel import RunCancel
     from runner.model.openai_chat import Endpoint, OpenAIChat
-    from runner.tools.base import Abort
 
-    caller = threading.Event()
-    stop = Abort(caller)  # set through its parent: the caller's own stop
+    caller = RunCancel()
+    stop = caller.child()  # stopped through its parent: the caller's own stop
     endpoint = Endpoint(api_key="k", base_url="http://127.0.0.1:9/v1", stream=False, max_retries=4,
                         retry_base_s=1.0, retry_cap_s=600.0, request_timeout_s=5.0)
-    model = OpenAIChat("m", endpoint, deadline=None, abort=stop)
+    model = OpenAIChat("m", endpoint, deadline=None, stop=stop)
     retries = []
-    caller.set()
+    caller.stop()
     with pytest.raises(Stopped):
         model._wait(1, "HTTP 503", "", 60.0, 1, retries.append)
     assert [e.type for e in retries] == ["model_retry"]

@@ -20,6 +20,7 @@ import pytest
 from runner.core.events import McpServerFailed, NetworkRequest, PermissionDecision
 from runner.core.outcome import UsageError
 from runner.engine.call import CallEnv
+from runner.engine.cancel import RunCancel
 from runner.engine.lifecycle import Lifecycle
 from runner.mcp.config import ServerConfig
 from runner.mcp.runtime import McpRuntime, _server_net, _wrapper, command_prefixes, env_path, start_all
@@ -55,15 +56,15 @@ class Rec(SimpleNamespace):
 
     def __init__(self, tmp_path: Path, workspace: Path, *, deadline: float | None = None,
                  sandbox: Sandbox | None = None) -> None:
-        super().__init__(ctx=SimpleNamespace(deadline=deadline, sandbox=sandbox), workspace=workspace,
-                         run_dir=tmp_path / "run", lifecycle=Lifecycle([]), events=[])
+        super().__init__(ctx=SimpleNamespace(cancel=RunCancel(deadline=deadline), sandbox=sandbox),
+                         workspace=workspace, run_dir=tmp_path / "run", lifecycle=Lifecycle([]), events=[])
         self.emit = self.events.append
 
 
 def _call_env(tmp_path: Path, workspace: Path, rules: list[dict[str, str]] | None = None) -> CallEnv:
     policy = tmp_path / "p.jsonc"
     policy.write_text(json.dumps({"extends": "default", "permission": {"rules": rules or []}}))
-    return CallEnv(core_tools(), load_policy(str(policy)), ToolContext(workspace=workspace), "run")
+    return CallEnv(core_tools(), load_policy(str(policy)), ToolContext(workspace=workspace, cancel=RunCancel()), "run")
 
 
 # --- H2: a server's command adds its install, never the workspace's surroundings -----------------------------

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.subagents.profiles import BUILTIN, GENERAL
 from runner.subagents.tool import MAX_PROMPT_CHARS, TaskTool
 from runner.tools.base import ToolContext, ToolError
@@ -43,7 +44,7 @@ def test_no_tool_schema_bounds_a_length_above_1000():
 
 def test_the_task_prompt_limit_is_enforced_in_code(tmp_path):
     tool = TaskTool({GENERAL: BUILTIN})
-    ctx = ToolContext(workspace=tmp_path)
+    ctx = ToolContext(workspace=tmp_path, cancel=RunCancel())
     assert tool.targets({"description": "d", "prompt": "x" * MAX_PROMPT_CHARS}, ctx)[0].target == "agent:general"
     with pytest.raises(ToolError) as err:
         tool.targets({"description": "d", "prompt": "x" * (MAX_PROMPT_CHARS + 1)}, ctx)

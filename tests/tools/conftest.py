@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.tools.base import ToolContext
 
 
@@ -17,4 +18,4 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ctx(ws: Path) -> ToolContext:
-    return ToolContext(workspace=ws)
+    return ToolContext(workspace=ws, cancel=RunCancel())

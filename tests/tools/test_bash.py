@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.bash import Bash
 from tests.fakes.procs import wait_gone
@@ -67,17 +68,17 @@ def test_timeout_kills_the_whole_group(ctx, ws):
 
 def test_run_deadline_bounds_the_timeout(ws):
     # Without the run's deadline the sleep would end well inside its own timeout_s and the call succeed.
-    ctx = ToolContext(workspace=ws, deadline=time.monotonic() + 0.3)
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(deadline=time.monotonic() + 0.3))
     err = error(ctx, "sleep 30", timeout_s=60)
     assert err.type == "Timeout"
 
 
 def test_abort_stops_the_command(ws):
-    ctx = ToolContext(workspace=ws)
+    ctx = ToolContext(workspace=ws, cancel=RunCancel())
 
     def abort_once_started() -> None:
         until(lambda: (ws / "started").exists(), "the command to start")
-        ctx.abort.set()
+        ctx.cancel.stop()
 
     aborter = threading.Thread(target=abort_once_started, daemon=True)
     aborter.start()

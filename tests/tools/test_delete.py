@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.delete import Delete
 from runner.tools.registry import core_tools
@@ -67,7 +68,7 @@ def test_targets_resolve_the_parent(ctx, ws, tmp_path):
 def test_protected_path_is_refused(ws):
     (ws / ".git").mkdir()
     (ws / ".git" / "config").write_text("[core]\n")
-    ctx = ToolContext(workspace=ws, protected=(ws / ".git" / "config",))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".git" / "config",))
     err = delete_error(ctx, ".git/config")
     assert err.type == "PathTraversalBlocked"
     assert (ws / ".git" / "config").exists()
@@ -75,7 +76,7 @@ def test_protected_path_is_refused(ws):
 
 def test_directory_holding_a_protected_path_is_refused(ws):
     (ws / ".agent-run").mkdir()  # empty: the protected runs directory does not exist yet
-    ctx = ToolContext(workspace=ws, protected=(ws / ".agent-run" / "runs",))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".agent-run" / "runs",))
     assert delete_error(ctx, ".agent-run").type == "PathTraversalBlocked"
     assert (ws / ".agent-run").is_dir()
 

@@ -5,6 +5,7 @@ import stat
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.edit import MAX_DIFF_LINES, Edit
 
@@ -55,7 +56,7 @@ def test_missing_file(ctx):
 def test_protected(ws):
     (ws / ".git").mkdir()
     (ws / ".git" / "config").write_text("[core]\n")
-    ctx = ToolContext(workspace=ws, protected=(ws / ".git" / "config",))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".git" / "config",))
     err = edit_error(ctx, path=".git/config", old_string="[core]", new_string="[x]")
     assert err.type == "PathTraversalBlocked"
     assert (ws / ".git" / "config").read_text() == "[core]\n"

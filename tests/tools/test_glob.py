@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.policy.load import load_policy
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.glob import Glob
@@ -55,7 +56,7 @@ def test_a_name_that_is_not_utf8_is_shown_escaped_and_decided(ws):
     os.mkdir(os.path.join(os.fsencode(ws), b"d\xff"))
     open(os.path.join(os.fsencode(ws), b"d\xff/f\xe9.py"), "wb").close()
     # The policy's matchers (re2 among them) take only UTF-8: the name is decided as it is shown.
-    ctx = ToolContext(workspace=ws, decide=policy_decider(load_policy("default")))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), decide=policy_decider(load_policy("default")))
     assert Glob().run({"pattern": "**/*.py"}, ctx).content == "d\\xff/f\\xe9.py"
 
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.tools import grep as grep_module
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.grep import MAX_MATCHES, Grep
@@ -123,9 +124,9 @@ def test_a_file_too_large_is_skipped_and_said(ctx, ws, monkeypatch):
 def test_the_run_ending_stops_the_walk(ws, stop):
     for i in range(5):
         (ws / f"f{i}.txt").write_text("hit\n")
-    ctx = ToolContext(workspace=ws, deadline=time.monotonic() - 1 if stop == "deadline" else None)
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(deadline=time.monotonic() - 1 if stop == "deadline" else None))
     if stop == "abort":
-        ctx.abort.set()
+        ctx.cancel.stop()
     out = Grep().run({"pattern": "hit"}, ctx)
     why = "the run's time is up" if stop == "deadline" else "the run is stopping"
     assert out.content == f"[no matches]\n[search stopped after 0 files: {why}; narrow path or include]"

@@ -9,6 +9,7 @@ import pytest
 
 from runner.core.events import Event, ModelResponse, RunStarted, ToolCall, ToolResult
 from runner.core.jsonutil import sha256_text
+from runner.engine.cancel import RunCancel
 from runner.record.rundir import EventLog
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.memory_search import CONTEXT_CHARS, MAX_LIMIT, MAX_SNIPPET_CHARS, MemorySearch
@@ -53,7 +54,7 @@ def write_events(run_dir, *events: Event) -> None:
 
 
 def search(run_dir, ws, **args):
-    return MemorySearch().run(args, ToolContext(workspace=ws, run_dir=run_dir))
+    return MemorySearch().run(args, ToolContext(workspace=ws, cancel=RunCancel(), run_dir=run_dir))
 
 
 def headers(text: str) -> list[str]:
@@ -125,18 +126,18 @@ def test_no_match_is_said_plainly(ws, run_dir):
 def test_no_run_dir_is_an_io_error(ws, tmp_path):
     tool = MemorySearch()
     with pytest.raises(ToolError) as exc:
-        tool.run({"query": "x"}, ToolContext(workspace=ws))
+        tool.run({"query": "x"}, ToolContext(workspace=ws, cancel=RunCancel()))
     assert exc.value.type == "IOError"
     with pytest.raises(ToolError) as exc:
-        tool.targets({"query": "x"}, ToolContext(workspace=ws))
+        tool.targets({"query": "x"}, ToolContext(workspace=ws, cancel=RunCancel()))
     assert exc.value.type == "IOError"
     with pytest.raises(ToolError) as exc:
-        tool.run({"query": "x"}, ToolContext(workspace=ws, run_dir=tmp_path / "gone"))
+        tool.run({"query": "x"}, ToolContext(workspace=ws, cancel=RunCancel(), run_dir=tmp_path / "gone"))
     assert exc.value.type == "IOError"
 
 
 def test_target_is_the_runs_own_event_log(ws, run_dir):
-    targets = MemorySearch().targets({"query": "x"}, ToolContext(workspace=ws, run_dir=run_dir))
+    targets = MemorySearch().targets({"query": "x"}, ToolContext(workspace=ws, cancel=RunCancel(), run_dir=run_dir))
     assert [(t.domain, t.target) for t in targets] == [("read", "workspace:.agent-run/runs/run/events.jsonl")]
 
 
@@ -152,7 +153,8 @@ def test_spill_files_are_searched_with_their_path_and_line(ws, run_dir):
     outputs.mkdir()
     spill = outputs / "tool_20260101T000000000000_abcd1234"
     spill.write_text("".join(f"line {i}\n" for i in range(1, 500)) + "the MANGO-7 marker\nmore\n")
-    out = MemorySearch().run({"query": "mango-7"}, ToolContext(workspace=ws, run_dir=run_dir, outputs_dir=outputs))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), run_dir=run_dir, outputs_dir=outputs)
+    out = MemorySearch().run({"query": "mango-7"}, ctx)
     assert f"[spill {spill} · line 500] the MANGO-7 marker" in out.content
     assert out.details["matches"] == 1 and out.details["spill_matches"] == 1 and out.details["spill_files"] == 1
 
@@ -166,7 +168,8 @@ def test_the_spill_search_is_capped_and_says_so(ws, run_dir, monkeypatch):
     outputs.mkdir()
     (outputs / "tool_20260101T000000000000_00000000").write_text("old needle\n")
     (outputs / "tool_20260102T000000000000_00000000").write_text("x" * 2000 + "\nneedle\n")
-    out = MemorySearch().run({"query": "needle"}, ToolContext(workspace=ws, run_dir=run_dir, outputs_dir=outputs))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), run_dir=run_dir, outputs_dir=outputs)
+    out = MemorySearch().run({"query": "needle"}, ctx)
     assert "no match" in out.content and "spill search stopped" in out.content
     assert out.details["spill_stopped"].endswith("MiB of spill files searched")
 
@@ -182,5 +185,6 @@ def test_a_symlink_among_the_spill_files_is_not_followed(ws, run_dir, tmp_path):
     (outputs / "tool_20260101T000000000000_00000000").symlink_to(secret)
     os.mkfifo(tmp_path / "fifo")
     (outputs / "tool_20260102T000000000000_00000000").symlink_to(tmp_path / "fifo")
-    out = MemorySearch().run({"query": "papaya-3"}, ToolContext(workspace=ws, run_dir=run_dir, outputs_dir=outputs))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), run_dir=run_dir, outputs_dir=outputs)
+    out = MemorySearch().run({"query": "papaya-3"}, ctx)
     assert "no match" in out.content and out.details["spill_files"] == 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.move import Move
 
@@ -100,7 +101,7 @@ def test_symlink_moves_the_link(ctx, ws):
 
 def test_protected_destination_is_refused(ws):
     (ws / "hook.sh").write_text("evil")
-    ctx = ToolContext(workspace=ws, protected=(ws / ".git" / "hooks",))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".git" / "hooks",))
     err = move_error(ctx, source="hook.sh", destination=".git/hooks/pre-commit")
     assert err.type == "PathTraversalBlocked"
     assert (ws / "hook.sh").exists()
@@ -110,7 +111,7 @@ def test_protected_destination_is_refused(ws):
 def test_protected_source_is_refused(ws):
     (ws / ".git").mkdir()
     (ws / ".git" / "config").write_text("[core]\n")
-    ctx = ToolContext(workspace=ws, protected=(ws / ".git" / "config",))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".git" / "config",))
     err = move_error(ctx, source=".git/config", destination="config.bak")
     assert err.type == "PathTraversalBlocked"
     assert (ws / ".git" / "config").exists()
@@ -119,7 +120,7 @@ def test_protected_source_is_refused(ws):
 
 def test_moving_a_directory_that_holds_a_protected_path_is_refused(ws):
     (ws / ".git" / "hooks").mkdir(parents=True)
-    ctx = ToolContext(workspace=ws, protected=(ws / ".git" / "hooks",))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".git" / "hooks",))
     # Moving .git away and back would be a way to rewrite its hooks.
     err = move_error(ctx, source=".git", destination="g")
     assert err.type == "PathTraversalBlocked"
@@ -130,7 +131,7 @@ def test_protected_destination_through_symlinked_parent(ws):
     (ws / ".agent-run" / "runs").mkdir(parents=True)
     os.symlink(ws / ".agent-run", ws / "innocent")
     (ws / "x.json").write_text("{}")
-    ctx = ToolContext(workspace=ws, protected=(ws / ".agent-run" / "runs",))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".agent-run" / "runs",))
     assert move_error(ctx, source="x.json", destination="innocent/runs/x.json").type == "PathTraversalBlocked"
     assert list((ws / ".agent-run" / "runs").iterdir()) == []
 

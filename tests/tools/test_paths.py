@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.policy.decide import decide
 from runner.policy.load import load_policy
 from runner.tools import paths
@@ -85,7 +86,7 @@ def test_display(ctx, ws):
 
 def test_check_writable(ws):
     guarded = ws / ".agent-run" / "runs"
-    ctx = ToolContext(workspace=ws, protected=(guarded, ws / ".git" / "config"))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(guarded, ws / ".git" / "config"))
     for ok in (ws / "a", ws / ".agent-run" / "other", ws / ".gitignore", ws / ".github" / "x.yml"):
         paths.check_writable(ctx, ok)
     # What git reads as its own is off limits whatever `protected` says (runner/policy/gitdirs.py).

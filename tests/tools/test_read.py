@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.tools import read as read_module
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.read import MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_LINE_CHARS, Read
@@ -161,7 +162,7 @@ def test_a_fifo_is_not_opened(ctx, ws):
 
 def test_a_run_out_of_time_stops_the_read(ws):
     (ws / "f.txt").write_text("x\n")
-    ctx = ToolContext(workspace=ws, deadline=time.monotonic() - 1)
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(deadline=time.monotonic() - 1))
     err = error(ctx, path="f.txt")
     assert err.type == "Timeout"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.policy.decide import decide
 from runner.policy.limits import hard_limit_rules
 from runner.policy.load import load_policy
@@ -33,7 +34,7 @@ def policy():
 @pytest.fixture
 def pctx(ws: Path, policy) -> ToolContext:
     """A tool context deciding as a run under the default policy does."""
-    return ToolContext(workspace=ws, decide=policy_decider(policy))
+    return ToolContext(workspace=ws, cancel=RunCancel(), decide=policy_decider(policy))
 
 
 @pytest.fixture
@@ -68,7 +69,7 @@ def test_a_directory_of_secrets_only(pctx, ws):
 
 def test_an_allow_rule_lets_them_through(ws, tree, policy):
     allow = Rule("read", compile_pattern("workspace:.env"), "allow", "--approve", 0)
-    ctx = ToolContext(workspace=ws, decide=policy_decider(policy.with_rules([allow])))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), decide=policy_decider(policy.with_rules([allow])))
     assert Glob().run({"pattern": "*"}, ctx).content == (
         ".env\nnotes.txt\n[2 files skipped: the policy does not allow reading them]")
 
@@ -79,7 +80,7 @@ def test_without_a_decider_nothing_is_skipped(ctx, tree):
 
 def test_full_access_still_skips_what_needs_approval(ws, tree, policy):
     # Reading it by name is auto-approved and recorded; a search never shows it unrecorded.
-    ctx = ToolContext(workspace=ws, decide=policy_decider(policy.with_mode("full_access")))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), decide=policy_decider(policy.with_mode("full_access")))
     assert "[4 files skipped" in Grep().run({"pattern": "needle"}, ctx).content
 
 
@@ -129,7 +130,8 @@ def test_a_hard_link_is_also_a_read_outside_the_workspace(ws, linked):
 
 def test_read_explain_and_shell_see_the_hard_link(ws, linked, policy):
     assert [t.target for t in targets_for("read", "notes.txt", ws)][-1] == f"fs:{linked}"
-    assert [t.target for t in paths.targets(ToolContext(workspace=ws), "read", "notes.txt")][-1] == f"fs:{linked}"
+    ctx = ToolContext(workspace=ws, cancel=RunCancel())
+    assert [t.target for t in paths.targets(ctx, "read", "notes.txt")][-1] == f"fs:{linked}"
     assert decide(policy, "read", file_targets("read", ws, "notes.txt")).decision == "ask"
     allow = Rule("read", compile_pattern(f"fs:{linked}"), "allow", "--approve", 0)
     assert decide(policy.with_rules([allow]), "read", file_targets("read", ws, "notes.txt")).decision == "allow"
@@ -170,7 +172,7 @@ def test_a_hard_limit_holds_in_any_case(ws, tmp_path, policy):
 
 
 def test_check_writable_folds_case_where_the_filesystem_does(ws, monkeypatch):
-    ctx = ToolContext(workspace=ws, protected=(ws / ".git" / "config",))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".git" / "config",))
     paths.check_writable(ctx, ws / ".GIT" / "CONFIG")  # a different file where case matters
     monkeypatch.setattr(paths, "case_insensitive", lambda _: True)
     with pytest.raises(ToolError) as info:

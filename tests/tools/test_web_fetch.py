@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.policy.load import check_policy
 from runner.policy.model import Target
 from runner.tools.base import ToolContext, ToolError
@@ -119,7 +120,7 @@ def base(server):
 
 @pytest.fixture
 def open_ctx(ws):
-    return ToolContext(workspace=ws, web={"allowPrivateNetworks": True})
+    return ToolContext(workspace=ws, cancel=RunCancel(), web={"allowPrivateNetworks": True})
 
 
 def run(ctx, **args):
@@ -187,7 +188,7 @@ def test_body_exactly_at_the_cap_is_not_truncated(open_ctx, base):
 
 
 def test_policy_max_bytes_is_the_ceiling(ws, base):
-    ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True, "maxBytes": 500})
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), web={"allowPrivateNetworks": True, "maxBytes": 500})
     out = run(ctx, url=f"{base}/big.txt", max_bytes=10_000)
     assert out.details["body_bytes"] == 500
     assert out.content.endswith("[body cut at 500 bytes (the limit is 500)]")
@@ -236,16 +237,18 @@ def _bounded_by(err: ToolError, seconds: float) -> bool:
 
 
 def test_policy_timeout_applies(ws, base):
-    ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True, "timeoutSeconds": 0.2})
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), web={"allowPrivateNetworks": True, "timeoutSeconds": 0.2})
     err = error(ctx, url=f"{base}/slow")
     assert err.type == "Timeout" and _bounded_by(err, 0.2), err.message  # not the default timeout (30 s)
 
 
 def test_run_deadline_bounds_the_timeout(ws, base):
-    ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True}, deadline=time.monotonic() + 0.2)
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(deadline=time.monotonic() + 0.2),
+                      web={"allowPrivateNetworks": True})
     err = error(ctx, url=f"{base}/slow")
     assert err.type == "Timeout" and _bounded_by(err, 0.2), err.message  # not the default timeout (30 s)
-    spent = ToolContext(workspace=ws, web={"allowPrivateNetworks": True}, deadline=time.monotonic() - 1)
+    spent = ToolContext(workspace=ws, cancel=RunCancel(deadline=time.monotonic() - 1),
+                        web={"allowPrivateNetworks": True})
     assert error(spent, url=f"{base}/plain.txt").message == "no time left in the run to fetch"
 
 
@@ -261,7 +264,7 @@ def test_loopback_server_is_refused_before_any_request(ctx, base, server):
 
 
 def test_explicit_false_is_the_same_as_unset(ws, base, server):
-    ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": False})
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), web={"allowPrivateNetworks": False})
     assert error(ctx, url=f"{base}/page.html").type == "ToolNotAllowed"
     assert server.paths == []
 
@@ -435,7 +438,8 @@ def test_each_redirect_hop_is_decided_and_recorded(ws, base):
              {"domain": "web_fetch", "pattern": "url:http://127.0.0.1:*/hops/1", "decision": "deny"}]
     (ws / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": rules}}))
     events = []
-    ctx = ToolContext(workspace=ws, web={"allowPrivateNetworks": True}, call_id="call_7", call_tool="web_fetch")
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), web={"allowPrivateNetworks": True}, call_id="call_7",
+                      call_tool="web_fetch")
     env = CallEnv(core_tools(), load_policy(str(ws / "p.jsonc")), ctx, "run")
     bind_hooks(env, events.append)
     err = error(ctx, url=f"{base}/hops/2")
@@ -455,7 +459,7 @@ def test_loopback_is_reached_only_when_a_network_rule_names_it_exactly(ws, base,
 
     rule = {"domain": "network", "pattern": pattern.format(port=server.server_port), "decision": "allow"}
     (ws / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": [rule]}}))
-    ctx = ToolContext(workspace=ws, decide=policy_decider(load_policy(str(ws / "p.jsonc"))))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), decide=policy_decider(load_policy(str(ws / "p.jsonc"))))
     if reached:
         assert run(ctx, url=f"{base}/plain.txt").content.endswith("café\n")
         assert server.paths == ["/plain.txt"]

@@ -5,6 +5,7 @@ import stat
 
 import pytest
 
+from runner.engine.cancel import RunCancel
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.edit import MAX_DIFF_LINES
 from runner.tools.write import Write
@@ -29,7 +30,7 @@ def test_overwrites(ctx, ws):
 
 @pytest.mark.parametrize("raw", [".agent-run/runs/r1/summary.json", "src/../.agent-run/runs/x", ".git/config"])
 def test_refuses_protected_paths(ws, raw):
-    ctx = ToolContext(workspace=ws, protected=(ws / ".agent-run" / "runs", ws / ".git" / "config"))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".agent-run" / "runs", ws / ".git" / "config"))
     with pytest.raises(ToolError) as info:
         Write().run({"path": raw, "content": "x"}, ctx)
     assert info.value.type == "PathTraversalBlocked"
@@ -41,7 +42,7 @@ def test_refuses_protected_paths(ws, raw):
 def test_refuses_protected_path_through_symlink(ws):
     (ws / ".agent-run" / "runs").mkdir(parents=True)
     os.symlink(ws / ".agent-run" / "runs", ws / "innocent")
-    ctx = ToolContext(workspace=ws, protected=(ws / ".agent-run" / "runs",))
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), protected=(ws / ".agent-run" / "runs",))
     with pytest.raises(ToolError) as info:
         Write().run({"path": "innocent/x.json", "content": "x"}, ctx)
     assert info.value.type == "PathTraversalBlocked"
