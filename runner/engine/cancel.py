@@ -34,7 +34,7 @@ class RunCancel:
     """The run's Cancel, or a child of it (`child`)."""
 
     def __init__(self, parent: RunCancel | None = None, deadline: float | None = None) -> None:
-        self._event = threading.Event()
+        self._event = _Flag()
         self._parent = parent
         self._root: RunCancel = parent._root if parent is not None else self
         self._deadline = _earlier(deadline, parent.deadline if parent is not None else None)
@@ -111,6 +111,8 @@ class RunCancel:
         return child
 
     def stop(self) -> None:
+        if self._event.is_set():  # a subtree stopped already (a group's own stop, then the run's)
+            return
         self._event.set()
         # A copy taken in one step: the signal handler calls this on the main thread, perhaps between two steps of
         # `child` there, and other threads make children too.
@@ -177,6 +179,30 @@ class RunCancel:
             self.exit_now(exiting)
         if signum is not None:
             raise Interrupted(signum)
+
+
+class _Flag:
+    """threading.Event on a reentrant lock. The signal handler runs on the main thread between any two bytecodes and
+    stops the run's whole tree: on Event's plain lock it would deadlock if the main thread was inside `set` of one of
+    those events already (a group stopping its calls)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.RLock())
+        self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        with self._cond:
+            self._flag = True
+            self._cond.notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._cond:
+            if not self._flag:
+                self._cond.wait(timeout)
+            return self._flag
 
 
 def _earlier(a: float | None, b: float | None) -> float | None:
