@@ -14,17 +14,18 @@ What stays sequential, so that a run with concurrency decides, records and stops
   byte for byte a sequential run's.
 
 Every call of a group works under the group's Cancel (runner/engine/cancel.py), a child of the agent's: it stops at
-the agent's stop and wall clock whatever thread it runs on. A result is recorded only if its call ended while the
-agent could go on (as a sequential run's loop would have seen it): a call that ended because the time was up or the
-stop was asked is not, whichever thread noticed first. A group that ends early (a guard's stop, an interrupt, the
-run's clock) stops what still runs in it and waits LET_GO_S at most: a call that has not stopped by then is let go
-(its process groups killed; whatever it would still record comes after the run's seal and is dropped).
+the agent's stop and wall clock whatever thread it runs on. When the time is up each call ends by itself, as one
+running alone does (a grep's "the run's time is up"), and those endings are recorded, in order, before the run ends on
+its clock. A group that ends early (a guard's stop, an interrupt, the run's clock) stops what still runs in it and
+waits LET_GO_S at most: a call that has not stopped by then is let go (its process groups killed; whatever it would
+still record comes after the run's seal and is dropped).
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
@@ -32,11 +33,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.core.events import Emit
+from runner.core.outcome import Stopped
 from runner.engine.call import Begun, CallEnv, begin, execute, fingerprint, finish
 from runner.engine.settings import Settings
-from runner.tools.base import Cancel, ToolError, ToolOutput
+from runner.tools.base import STOPPING, Cancel, ToolError, ToolOutput
 
-# How long a group that ends early waits for its calls once they are told to stop, before it lets go of them:
+# How long a group waits for its calls once they are told to stop (or their time is up) before it lets go of them:
 # they ask the Cancel between steps (a process is killed within 0.2 s, a grep stops between slices of matching, a
 # child agent before its next request or call). GitHub sends SIGTERM 7.5 s after a cancel's SIGINT: the record must
 # be complete well before.
@@ -113,56 +115,70 @@ def _run_group(group: list[Begun], env: CallEnv, emit: Emit, limit: int,
         return [finish(b, execute(b, env), env, emit) for b in group]
     stop = env.ctx.cancel.child()
     slots = threading.BoundedSemaphore(limit)
-    futures = {id(b): _start(functools.partial(execute, b, env, cancel=stop), slots, stop) for b in runnable}
+    futures = {id(b): _start(functools.partial(execute, b, env, cancel=stop), slots) for b in runnable}
+    grace = _Grace()
     contents: list[str] = []
     try:
         for b in group:
-            result = b.result if b.result is not None else _wait(futures[id(b)], before)
+            result = b.result if b.result is not None else _wait(futures[id(b)], stop, grace, before)
             contents.append(finish(b, result, env, emit))
     except BaseException:
         stop.stop()
         pending = [f for f in futures.values() if not f.cancel()]
-        wait_futures(pending, timeout=LET_GO_S)
+        wait_futures(pending, timeout=grace.left())
         stop.kill_processes()  # what is let go runs no process past this point
         raise
     return contents
 
 
-class _Call(Future[ToolOutput | ToolError]):
-    """A call's future, and whether it ended after its group was told to stop or its time was up."""
+class _Grace:
+    """LET_GO_S from when the group first waited past its stop or its clock: then it lets go of its calls."""
 
-    late = False
+    def __init__(self) -> None:
+        self.until: float | None = None
 
-
-def _wait(future: _Call, before: Callable[[], float | None]) -> ToolOutput | ToolError:
-    """The call's result, once it has ended; `before` (the loop's clock: the agent's Cancel) raises the agent's ending
-    first when the call ended late or has not ended by then."""
-    while True:
-        left = before()
-        done, _ = wait_futures([future], timeout=STOP_POLL_S if left is None else min(left, STOP_POLL_S))
-        if done:
-            if future.late:
-                before()
-            return future.result()
+    def left(self) -> float:
+        if self.until is None:
+            self.until = time.monotonic() + LET_GO_S
+        return max(0.0, self.until - time.monotonic())
 
 
-def _start(work: Callable[[], ToolOutput | ToolError], slots: threading.BoundedSemaphore, cancel: Cancel) -> _Call:
+def _wait(future: Future[ToolOutput | ToolError], cancel: Cancel, grace: _Grace,
+          before: Callable[[], float | None]) -> ToolOutput | ToolError:
+    """The call's result. Told to stop, the agent ends at once (`before`, the loop's clock, raises its ending). Out of
+    time, the call ends by itself on the wall clock, on its worker as on the loop's thread: its ending is waited for
+    (LET_GO_S at most for the whole group) and recorded, then `before` ends the run on its clock."""
+    while not future.done():
+        why = cancel.why()
+        if why is None:
+            left = cancel.remaining()
+            wait_futures([future], timeout=STOP_POLL_S if left is None else max(min(left, STOP_POLL_S), 0.001))
+            continue
+        if why == STOPPING:
+            before()
+        wait_futures([future], timeout=grace.left())
+        if not future.done():
+            before()
+            raise Stopped("the run's time is up and a call of this group did not stop")  # before() raised already
+    if future.exception() is not None and cancel.why() is not None:
+        before()  # the agent's own ending comes first (a child's clock is not the run's)
+    return future.result()
+
+
+def _start(work: Callable[[], ToolOutput | ToolError], slots: threading.BoundedSemaphore,
+           ) -> Future[ToolOutput | ToolError]:
     """`work` on a daemon thread once a slot is free. Daemon: a run that ends on its clock leaves a call that does
     not stop behind instead of hanging the process's exit (a ThreadPoolExecutor's threads are joined at exit)."""
-    future = _Call()
+    future: Future[ToolOutput | ToolError] = Future()
 
     def target() -> None:
         with slots:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                result = work()
+                future.set_result(work())
             except BaseException as exc:  # re-raised on the loop's thread, in the model's order
-                future.late = cancel.why() is not None
                 future.set_exception(exc)
-                return
-            future.late = cancel.why() is not None
-            future.set_result(result)
 
     threading.Thread(target=target, name="tool-call", daemon=True).start()
     return future

@@ -114,8 +114,10 @@ class _Signals:
     def restore(self) -> None:
         for sig, old in self._old.items():
             # An interrupted run is recorded and its process is on its way out with 128 + that signal: a
-            # repeated signal (a supervisor's second SIGTERM) must not turn that into a death by signal.
-            signal.signal(sig, _ignore if self.fired is not None else old)
+            # repeated signal (GitHub's SIGTERM after its SIGINT) must not turn that into a death by signal. SIG_IGN
+            # itself: Python puts a Python-level handler back to the default as it shuts down, where a signal then
+            # killed the process. Nothing is started after this that would inherit it (the record is complete).
+            signal.signal(sig, signal.SIG_IGN if self.fired is not None else old)
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.cleaning:
@@ -127,10 +129,6 @@ class _Signals:
         if self.cancel.interrupt(signum):  # a tool is starting a process: raised once it can kill it
             return
         raise Interrupted(signum)
-
-
-def _ignore(_signum: int, _frame: FrameType | None) -> None:
-    """A Python-level handler, not SIG_IGN: a process started after this still gets the default."""
 
 
 def early_failure(reason: str) -> RunOutcome:

@@ -202,8 +202,7 @@ class Search:
             cancel.check()
             left = cancel.remaining()
             try:
-                return rx.search(text, timeout=slice_s if left is None else max(min(left, slice_s), 0.001),
-                                 concurrent=True)
+                return rx.search(text, timeout=slice_s if left is None else _within(left, slice_s), concurrent=True)
             except TimeoutError:
                 slice_s *= 2
 
@@ -213,7 +212,7 @@ class Search:
         self.ctx.cancel.check()
         left = self.ctx.cancel.remaining()
         try:
-            return bool(whole.search(text, timeout=SLICE_S if left is None else max(min(left, SLICE_S), 0.001),
+            return bool(whole.search(text, timeout=SLICE_S if left is None else _within(left, SLICE_S),
                                      concurrent=True))
         except TimeoutError:
             return True
@@ -275,6 +274,12 @@ _LINE_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # What may match a line alone but not the same line inside the whole text: lookarounds and anchors that
 # see past the line's end, atomic groups and possessive quantifiers that may swallow a newline.
 _LINE_BOUND = re.compile(r"\\[AZ]|\(\?[=!<>(]|[*+?}]\+")
+
+
+def _within(left: float, slice_s: float) -> float:
+    """A slice's CPU seconds with `left` wall seconds to go: a quarter of them at most (a loaded machine runs a CPU
+    second in several wall seconds, and the call must end near its deadline), SLICE_S near the end."""
+    return max(min(left, max(SLICE_S, min(slice_s, left / 4))), 0.001)
 
 
 def _stoppable(rx: re.Pattern[str]) -> Any:
