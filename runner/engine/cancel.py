@@ -111,11 +111,10 @@ class RunCancel:
         return child
 
     def stop(self) -> None:
-        if self._event.is_set():  # a subtree stopped already (a group's own stop, then the run's)
-            return
         self._event.set()
-        # A copy taken in one step: the signal handler calls this on the main thread, perhaps between two steps of
-        # `child` there, and other threads make children too.
+        # Every child, even under one stopped already: the signal handler calls this on the main thread, perhaps in
+        # the middle of a group's own stop there (and raises once done). The list is copied in one step: the main
+        # thread may be between two steps of `child`, and other threads make children too.
         for ref in list(self._children):
             child = ref()
             if child is not None:
