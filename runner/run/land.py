@@ -35,7 +35,7 @@ from runner.run.changes import ChangeRecord
 from runner.run.options import LandTarget, RunOptions
 from runner.run.task import Task
 from runner.workspace.git import GitError, Repo, find_repo
-from runner.workspace.landgit import Author, LandGit, remote_problem, start_branch
+from runner.workspace.landgit import Author, LandGit, file_entry, remote_problem, start_branch
 
 DEFAULT_AUTHOR = Author("agent-run", "agent-run@users.noreply.github.com")
 GRACE_ENV = "AGENT_RUN_GITHUB_GRACE_S"  # the push's and the pull request's deadline
@@ -68,6 +68,15 @@ def parse_author(text: str | None) -> Author:
     if m is None:
         raise UsageError(f"--commit-author {text!r} is not \"Name <email>\"")
     return Author(m[1], m[2])
+
+
+@dataclass(frozen=True)
+class Change:
+    """What lands: the files, and the change tracker's patch of them (None: as the workspace holds them, for a
+    continued run)."""
+
+    files: list[str]
+    patch: str | None
 
 
 @dataclass
@@ -110,7 +119,8 @@ class Landing:
         repo = find_repo(rec.workspace)
         if repo is None or tracker.head is None:
             raise UsageError(f"--land {mode} needs a git repository with a commit")
-        if tracker.base != tracker.head:
+        continued = opts.land_to is not None and opts.land_to.earlier is not None
+        if tracker.base != tracker.head and not continued:  # a continuation starts from its run's own change
             raise UsageError(f"--land {mode}: the workspace has uncommitted changes to tracked files at the start; "
                              "the agent's change could not be told from them (commit or stash them first)")
         target = Target(mode, _key(rec, opts, task_path), repo, _prefix(rec.workspace, repo), tracker.head,
@@ -125,7 +135,7 @@ class Landing:
         landing = cls(target, opts, environ)
         landing.record = {"mode": mode, "landed": False, "branch": target.branch or target.start,
                           "base": target.base, "commit": None, "remote": target.remote, "pull_request": None,
-                          "refused": None, "key": target.key, "reason": None}
+                          "refused": None, "key": target.key, "files": None, "reason": None}
         rec.lifecycle.on_summary(landing.summary)
         return landing
 
@@ -146,28 +156,32 @@ class Landing:
         changes.take()
         if changes.changed is None or changes.patch is None:
             return self._failed(rec, f"the run's change could not be recorded: {changes.error}")
-        if not changes.changed:
+        earlier = self.opts.land_to.earlier if self.opts.land_to is not None else None
+        # A continued run lands its runs' whole change, as the workspace holds it (no patch of its own covers it).
+        change = Change(changes.changed, changes.patch) if earlier is None else \
+            Change(sorted({*changes.changed, *earlier}), None)
+        if not change.files:
             print("agent-run: land: the run changed nothing: nothing to land", file=sys.stderr)
             return self._done(rec, ending, "nothing landed: the run changed nothing")
-        refused, why = self._refused(rec, changes.patch, changes.changed)
-        if refused:
-            return self._failed(rec, why, refused)
+        self.record["files"] = change.files
         git = LandGit(self.target.repo, direct=self.target.mode == "commit")
         try:
-            return self._land(rec, git, task, changes, ending)
+            refused, why = self._refused(rec, change)
+            if refused:
+                return self._failed(rec, why, refused)
+            return self._land(rec, git, task, change, ending)
         except GitError as exc:
             return self._failed(rec, rec.masker.mask(str(exc))[0])
         finally:
             git.close()
 
-    def _land(self, rec: Recording, git: LandGit, task: Task, changes: ChangeRecord,
+    def _land(self, rec: Recording, git: LandGit, task: Task, change: Change,
               ending: tuple[Status, str | None]) -> tuple[Status, str | None]:
         t = self.target
-        assert changes.patch is not None and changes.changed is not None
         message = commit_message(task, rec.answer, rec.run_id, t.key, rec.masker)
         if t.mode == "commit":
             assert t.start is not None
-            sha = git.commit(t.head, changes.patch, t.prefix, message, t.author)
+            sha = self._commit(rec, git, change, t.head, message)
             git.update_branch(t.start, sha, t.head)
             self.record.update(landed=True, commit=sha)
             return self._done(rec, ending, None)
@@ -178,17 +192,23 @@ class Landing:
         parent, problem = self._parent(git, tip)
         if problem:
             return self._failed(rec, problem)
-        sha = git.commit(parent, changes.patch, t.prefix, message, t.author, three_way=parent != t.head)
+        sha = self._commit(rec, git, change, parent, message)
         git.push(t.remote, sha, t.branch, token, grace)
         self.record.update(commit=sha)
         if t.mode == "pr" and t.onto_head is None:
             try:
-                self.record["pull_request"] = self._pull_request(rec, message, changes.changed, token, grace)
+                self.record["pull_request"] = self._pull_request(rec, message, change.files, token, grace)
             except GitHubError as exc:
                 return self._failed(rec, f"pushed {t.branch}, but the pull request could not be opened: "
                                                  f"{exc}; open it from {self._compare_url()}")
         self.record["landed"] = True
         return self._done(rec, ending, None)
+
+    def _commit(self, rec: Recording, git: LandGit, change: Change, parent: str, message: str) -> str:
+        t = self.target
+        if change.patch is None:
+            return git.commit_files(parent, rec.workspace, t.prefix, change.files, message, t.author)
+        return git.commit(parent, change.patch, t.prefix, message, t.author, three_way=parent != t.head)
 
     def _parent(self, git: LandGit, tip: str | None) -> tuple[str, str | None]:
         """The commit the change goes on: the recorded HEAD, or the branch's tip when it is agent-run's last
@@ -207,8 +227,8 @@ class Landing:
         return t.head, f"the branch {t.branch} was moved by someone else (its tip {tip[:12]} is not agent-run's " \
                        f"last commit for {t.key}): refused, never force-pushed; pass --land-branch NAME"
 
-    def _refused(self, rec: Recording, patch: str, changed: list[str]) -> tuple[list[str], str]:
-        t = self.target
+    def _refused(self, rec: Recording, change: Change) -> tuple[list[str], str]:
+        t, changed = self.target, change.files
         paths = {f: f"{t.prefix}/{f}" if t.prefix else f for f in changed}
         protected = [rec.workspace / f for f in changed]
         hard = [f for f, p in zip(changed, protected, strict=True)
@@ -219,7 +239,9 @@ class Landing:
         if workflows and not self.opts.land_allow_workflows:
             return workflows, (f"the change touches {WORKFLOWS} ({', '.join(workflows)}): refused without "
                                "--land-allow-workflows")
-        secret = [f for f, chunk in _chunks(patch, changed) if rec.masker.mask(chunk)[0] != chunk]
+        texts = _chunks(change.patch, changed) if change.patch is not None else \
+            [(f, (e[1] if (e := file_entry(rec.workspace, f)) else b"").decode("utf-8", "replace")) for f in changed]
+        secret = [f for f, text in texts if rec.masker.mask(text)[0] != text]
         if secret:
             return secret, ("the change holds what the masker hides (a secret written into a file): "
                             + ", ".join(secret) + "; a commit would publish it")
@@ -284,7 +306,8 @@ def keep_recorded(opts: RunOptions, summary: Mapping[str, Any] | None, kind: str
         if value is not None:
             setattr(opts, name, value)
     if land and opts.land_to is None and isinstance(land.get("key"), str):
-        opts.land_to = LandTarget(key=land["key"])
+        earlier = {*(land.get("files") or ()), *(summary.get("changed_files") or ())}
+        opts.land_to = LandTarget(key=land["key"], earlier=tuple(sorted(str(f) for f in earlier)))
 
 
 def _push_target(target: Target, opts: RunOptions, environ: Mapping[str, str]) -> None:

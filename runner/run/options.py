@@ -24,6 +24,7 @@ class LandTarget:
     key: str
     closes: int | None = None
     pull: int | None = None  # the pull request whose head branch the commit goes onto
+    earlier: tuple[str, ...] | None = None  # a resume or fork: the files the runs it continues changed
     head_branch: str | None = None
     head_sha: str | None = None
 

@@ -15,13 +15,16 @@ in /proc), a file or a record. Redirects are not followed (the header would go a
 from __future__ import annotations
 
 import base64
+import os
 import shutil
+import stat
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from runner.workspace.git import Repo, isolated_env, run_git
+from runner.workspace.git import HARDENING, GitError, Repo, isolated_env, run_git
 
 # The push and the re-run's look at the branch: only http(s) (HARDENING says protocol.allow=never), no redirect.
 NETWORK = ("-c", "protocol.https.allow=always", "-c", "protocol.http.allow=always", "-c", "http.followRedirects=false")
@@ -96,8 +99,38 @@ class LandGit:
         where = [f"--directory={prefix}"] if prefix else []
         self("apply", "--cached", "--whitespace=nowarn", *(["--3way"] if three_way else []), *where, "-",
              stdin=patch)
+        return self.commit_index(parent, message, author)
+
+    def commit_files(self, parent: str, workspace: Path, prefix: str, files: list[str], message: str,
+                     author: Author) -> str:
+        """A commit of `parent`'s tree with each of `files` as the workspace holds it now (gone: removed): a continued
+        run's whole change, its earlier runs' part included, whatever `parent` already has of it."""
+        self("read-tree", parent)
+        for name in files:
+            path = f"{prefix}/{name}" if prefix else name
+            entry = file_entry(workspace, name)
+            if entry is None:
+                self("update-index", "--force-remove", "--", path)
+                continue
+            mode, data = entry
+            sha = self.hash_object(data)
+            self("update-index", "--add", "--cacheinfo", f"{mode},{sha},{path}")
+        return self.commit_index(parent, message, author)
+
+    def commit_index(self, parent: str, message: str, author: Author) -> str:
         tree = self("write-tree").strip()
         return self("commit-tree", tree, "-p", parent, "-F", "-", stdin=message, extra=author.environ()).strip()
+
+    def hash_object(self, data: bytes) -> str:
+        """A blob of exactly `data` (no path, so no attribute or filter applies) in the private store."""
+        try:
+            done = subprocess.run(["git", *HARDENING, "hash-object", "-w", "--stdin"], input=data, env=self.env,
+                                  cwd=self.private, capture_output=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise GitError(f"git hash-object failed: {exc}") from None
+        if done.returncode != 0:
+            raise GitError(f"git hash-object failed: {done.stderr.decode(errors='replace')[-500:]}", done.returncode)
+        return done.stdout.decode().strip()
 
     def message_of(self, commit: str) -> tuple[str, str]:
         """A commit's author (`Name <email>`) and message."""
@@ -129,6 +162,26 @@ class LandGit:
         run_git("update-ref", "-m", "agent-run: land", f"refs/heads/{branch}", commit, old, env=env,
                 cwd=self.private)
         self("read-tree", commit, extra={"GIT_INDEX_FILE": str(self.repo.git_dir / "index")})
+
+
+def file_entry(workspace: Path, name: str) -> tuple[str, bytes] | None:
+    """`name`'s git mode and content as the workspace holds it, read without following a symlink (a link is kept
+    as a link); None when it is gone. GitError for what git cannot hold or a path through a symlinked directory."""
+    path = workspace / name
+    if path.parent.resolve() != (workspace.resolve() / name).parent:
+        raise GitError(f"{name} lies through a symbolic link: not landed")
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return "120000", os.fsencode(os.readlink(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise GitError(f"{name} is not a regular file or a symbolic link: not landed")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    return ("100755" if st.st_mode & 0o111 else "100644"), data
 
 
 def start_branch(repo: Repo) -> str | None:

@@ -118,6 +118,15 @@ def test_land_pr_pushes_one_commit_opens_a_draft_and_a_rerun_updates_both(fake, 
     assert gh.of("GET", "/pulls$")[-1].query == {"head": "octo:agent-run/task", "state": "open"}
     no_token_in(again.run_dir)
 
+    # a resume of that run lands as it did: its runs' whole change (as the workspace holds it) on agent-run's tip
+    fake.restart().add(*write("NOTES.md", "notes\nmore\n", "More notes."))
+    resumed = agent_run("resume", str(again.run_dir), "add more", "--sandbox", "off", env=env_for(gh))
+    assert resumed.code == 0 and resumed.summary["land"]["landed"], resumed.stderr
+    tip3 = remote.git("rev-parse", "refs/heads/agent-run/task").strip()
+    assert remote.git("rev-parse", f"{tip3}^").strip() == tip2 and resumed.summary["land"]["commit"] == tip3
+    assert remote.git("diff", "--name-only", tip2, tip3).split() == ["NOTES.md"]
+    assert remote.git("show", f"{tip3}:NOTES.md") == "notes\nmore\n" and len(gh.pulls) == 1
+
 
 def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fake, agent_run, workspace, remote,
                                                                              gh, repo):
