@@ -230,3 +230,17 @@ def test_github_respond_lands_where_it_was_asked(fake, agent_run, workspace, rem
     gh.forks.add(8)
     r = respond(payloads.issue_comment("@agent-run retry it", number=8, pr=True, comment_id=90003))
     assert r.code == 2 and "comes from a fork" in r.stderr and not r.new_dirs
+
+
+def test_batch_lands_each_task_on_its_own_branch_from_its_own_worktree(fake, agent_run, workspace, remote, gh, repo):
+    for i in range(2):
+        (workspace / f"t{i}.md").write_text(f"Put version {i} into shared.txt.\n")
+        fake.route(f"version {i}", *write("shared.txt", f"version {i}\n", f"wrote version {i}"))
+    r = agent_run("batch", "-j", "2", "--land", "branch", "--land-remote", remote.url, "--sandbox", "off", "t0.md",
+                  "t1.md", env=env_for(gh), timeout=600)
+    assert r.code == 0, r.stdout + r.stderr
+    for i in range(2):
+        tip = remote.git("rev-parse", f"refs/heads/agent-run/t{i}").strip()
+        assert remote.git("rev-parse", f"{tip}^").strip() == repo
+        assert remote.git("show", f"{tip}:shared.txt") == f"version {i}\n"
+    assert git(workspace, "status", "--porcelain", "--untracked-files=no").strip() == ""  # the workspace untouched
