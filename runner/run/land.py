@@ -274,8 +274,7 @@ class Landing:
 
     def _failed(self, rec: Recording, why: str, refused: list[str] | None = None) -> tuple[Status, str | None]:
         self.record["refused"] = refused
-        self._emit(rec, why)
-        print(f"agent-run: land_failed: {why}", file=sys.stderr)
+        self._emit(rec, why)  # the CLI prints the ending, masked
         return Status.LAND_FAILED, f"the run succeeded, but its change was not landed: {why}"
 
     def _done(self, rec: Recording, ending: tuple[Status, str | None], why: str | None) -> tuple[Status, str | None]:
