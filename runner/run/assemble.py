@@ -55,6 +55,7 @@ from runner.tools.truncate import Limits as TruncationLimits
 from runner.workspace.git import SafeGit
 from runner.workspace.instructions import Instructions, InstructionsError, gather
 from runner.workspace.output_schema import OutputSchema
+from runner.workspace.prompt import landing_contract
 from runner.workspace.skills import Skill, discover, index
 from runner.workspace.trust import EnvFiles, load_env_files, narrow, task_is_trusted
 from runner.workspace.worktree import WorktreeError, create_worktree
@@ -104,6 +105,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
         instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt, opts.system_prompt)
     except InstructionsError as exc:
         raise UsageError(str(exc)) from None
+    instructions.landing = landing_contract(opts.land or "none")  # the agent's and its children's: none commit
     schema = OutputSchema.given(opts.output_schema, opts.findings)
     if schema is not None:  # --findings too: the section a subagent's prompt leaves out
         instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema, source=schema.source)

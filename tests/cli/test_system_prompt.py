@@ -4,6 +4,7 @@ recorded in run_started.instructions with its sha256; a resume and a fork send t
 from __future__ import annotations
 
 import hashlib
+import subprocess
 
 from runner.workspace.prompt import CONTRACT, SYSTEM_PROMPT, base_prompt, landing_contract
 from tests.fakes.openai_server import reply
@@ -64,3 +65,18 @@ def test_landing_adds_its_part_to_the_contract_and_nothing_without_it():
         assert part is not None and "Do not commit, create branches or push yourself" in part
         assert base_prompt(None, part) == SYSTEM_PROMPT + part and base_prompt(OWN, part).endswith(CONTRACT + part)
     assert "pull request" in (landing_contract("pr") or "") and "pushes" not in (landing_contract("commit") or "")
+
+
+def test_with_land_the_agent_is_told_the_runner_commits(fake, workspace, agent_run):
+    """`--land commit`: the contract's landing part is in the system prompt the model gets (the run lands nothing,
+    it changed nothing); without `--land`, the prompt is agent-run's own as before."""
+    (workspace / ".gitignore").write_text(".agent-run/\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@e", "commit",
+                                                                "-qm", "start"]):
+        subprocess.run(["git", *args], cwd=workspace, check=True, capture_output=True, timeout=60)
+    fake.add(reply("nothing to change"), reply("nothing to change"))
+    r = agent_run("--land", "commit", "task.md")
+    assert r.code == 0 and r.summary["land"]["landed"] is False, r.stderr
+    assert _system(fake, 0) == SYSTEM_PROMPT + (landing_contract("commit") or "")
+    assert agent_run("task.md").code == 0
+    assert _system(fake, 1) == SYSTEM_PROMPT
