@@ -3,8 +3,10 @@ issue's items 1 and 2), through the real `agent-run` and the scripted OpenAI ser
 
 - SIGINT → exit: the run is interrupted (`--timeout 600`) once both greps are decided; the time until the process
   has exited, its record complete (GitHub sends SIGTERM 7.5 s after a cancel's SIGINT). Target ≤ 2 s.
-- `--timeout 8`: the run's wall time from its start to its exit, its greps stopped by the run's wall clock (the
-  `regex` module's own timeout counts CPU seconds: 18.3 s here before, on a loaded machine). Target ≤ 9 s.
+- `--timeout 8`: the run's own time (summary.json `duration_s`: from the run's start, where its clock starts, to
+  its end), its greps stopped by the run's wall clock (the `regex` module's own timeout counts CPU seconds: 18.3 s
+  here before, on a loaded machine), target ≤ 9 s; and the process's, from its start to its exit (imports
+  included).
 
 Both on a loaded machine: `--load N` busy processes (default: one per CPU) run throughout.
 
@@ -59,6 +61,12 @@ def whole(ws: Path) -> bool:
     return (run_dir / "summary.json").is_file() and json.loads(lines[-1])["type"] == "run_finished"
 
 
+def run_time(ws: Path) -> float:
+    """summary.json's duration_s: the run's own time, from its start (where its clock starts) to its end."""
+    [run_dir] = (ws / ".agent-run" / "runs").iterdir()
+    return float(json.loads((run_dir / "summary.json").read_text())["duration_s"])
+
+
 def sigint_to_exit(root: Path) -> tuple[float, int, bool]:
     ws = workspace(root)
     with FakeOpenAI() as server:
@@ -77,14 +85,15 @@ def sigint_to_exit(root: Path) -> tuple[float, int, bool]:
         return time.monotonic() - sent, proc.returncode, whole(ws)
 
 
-def timeout_wall(root: Path, timeout: int) -> tuple[float, int, bool]:
+def timeout_wall(root: Path, timeout: int) -> tuple[float, float, int, bool]:
     ws = workspace(root)
     with FakeOpenAI() as server:
         server.add(reply(calls=CALLS), reply("done"))
         started = time.monotonic()
         proc = start(ws, server, "--timeout", str(timeout))
         proc.communicate(timeout=300)
-        return time.monotonic() - started, proc.returncode, whole(ws)
+        wall = time.monotonic() - started
+        return run_time(ws) if whole(ws) else float("nan"), wall, proc.returncode, whole(ws)
 
 
 def main() -> None:
@@ -107,9 +116,10 @@ def main() -> None:
         "sigint_to_exit_s": round(statistics.median(s for s, _, _ in stops), 3),
         "sigint_exit_codes": sorted({c for _, c, _ in stops}),
         "sigint_records_whole": all(w for _, _, w in stops),
-        "timeout_wall_s": round(statistics.median(s for s, _, _ in walls), 3),
-        "timeout_exit_codes": sorted({c for _, c, _ in walls}),
-        "timeout_records_whole": all(w for _, _, w in walls),
+        "timeout_run_s": round(statistics.median(r for r, _, _, _ in walls), 3),
+        "timeout_process_s": round(statistics.median(s for _, s, _, _ in walls), 3),
+        "timeout_exit_codes": sorted({c for _, _, c, _ in walls}),
+        "timeout_records_whole": all(w for _, _, _, w in walls),
     }
     if args.json:
         print(json.dumps({"runs": args.runs, "load": args.load, "timeout": args.timeout, "figures": figures},
@@ -118,9 +128,10 @@ def main() -> None:
     print(f"two backtracking greps at once; medians of {args.runs} runs, {args.load} busy processes beside them")
     print(f"SIGINT -> exit            {figures['sigint_to_exit_s']:>7.2f} s   (target <= 2 s; exit "
           f"{figures['sigint_exit_codes']}, record whole: {figures['sigint_records_whole']})")
-    print(f"--timeout {args.timeout} wall time     {figures['timeout_wall_s']:>7.2f} s   "
+    print(f"--timeout {args.timeout}: the run     {figures['timeout_run_s']:>7.2f} s   "
           f"(target <= {args.timeout + 1} s; exit {figures['timeout_exit_codes']}, "
           f"record whole: {figures['timeout_records_whole']})")
+    print(f"--timeout {args.timeout}: the process {figures['timeout_process_s']:>7.2f} s   (its start to its exit)")
 
 
 if __name__ == "__main__":
