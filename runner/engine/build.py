@@ -138,7 +138,7 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
     model = (spec.client or _model(spec, ctx)) if spec.needs_model else None
     context = _context(spec, rec, model, tools, emit)
     env.admit = context.admit_bound
-    limits = Limits(spec.max_turns, spec.deadline, spec.timeout_s, (*spec.checks, context.fits),
+    limits = Limits(spec.max_turns, spec.timeout_s, (*spec.checks, context.fits),
                     (services.budget.on_reply,), text_calls=settings.text_tool_calls == "auto",
                     parallel=parallel_of(settings))
     agent = Agent(spec, model, env, limits, context, tools, state)

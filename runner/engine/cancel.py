@@ -1,5 +1,5 @@
-"""The run's Cancel (the contract is runner/tools/base.py `Cancel`): one threading.Event and one time.monotonic()
-deadline, the same on every thread — no alarm signal, no interval timer, nothing only the main thread sees.
+"""The run's Cancel (the contract is runner/tools/base.py `Cancel`): one event and one time.monotonic() deadline,
+the same on every thread — no alarm signal, no interval timer, nothing only the main thread sees.
 
 The root is the run's: the recorder's signal handler (runner/engine/recorder.py) stops it; the run's agent works
 under a child of it that has the run's wall clock (runner/run/assemble.py call_env). A group of calls

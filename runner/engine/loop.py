@@ -31,9 +31,7 @@ Check = Callable[[int], None]  # before a request, with its prompt's estimated t
 @dataclass(frozen=True)
 class Limits:
     max_turns: int
-    # time.monotonic() value; None for no wall-clock limit. The same as the agent's Cancel's (ctx.cancel), which the
-    # loop asks.
-    deadline: float | None
+    # The agent's --timeout (or a child's own), for what its ending says; its clock is its Cancel's (ctx.cancel).
     timeout_s: float | None = None
     # Called with the next prompt's estimated tokens before every request; raise to stop (budgets).
     checks: tuple[Check, ...] = ()
