@@ -25,7 +25,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-RUN_ID = re.compile(r"\d{8}T\d{12}Z-[0-9a-f]{6}")
+RUN_ID = re.compile(r"\d{8}T\d{12}Z\\?-[0-9a-f]{6}")  # also inside an escaped regex pattern
+SPILL = re.compile(r"tool_\d{8}T\d{6,12}Z?_[0-9a-f]{8}")  # a spill file's name: its time and 4 random bytes
 HEX = re.compile(r"\b[0-9a-f]{32,}\b")
 PORT = re.compile(r"((?:127\.0\.0\.1|localhost|\[::1\]):)\d{2,5}")
 TMPDIR = re.compile(r"/tmp/(?:pytest-of-[^/\"\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\"\s]+|tmp[A-Za-z0-9_]{6,})")
@@ -53,7 +54,8 @@ def _scrub(value: Any, key: str, ids: dict[str, str]) -> Any:
 
 
 def _text(text: str, ids: dict[str, str]) -> str:
-    text = RUN_ID.sub(lambda m: ids.setdefault(m.group(0), f"<run{len(ids)}>"), text)
+    text = RUN_ID.sub(lambda m: ids.setdefault(m.group(0).replace("\\", ""), f"<run{len(ids)}>"), text)
+    text = SPILL.sub(lambda m: ids.setdefault(m.group(0), f"<spill{len(ids)}>"), text)
     text = HEX.sub(lambda m: ids.setdefault(m.group(0), f"<hash{len(ids)}>"), text)
     text = PORT.sub(r"\1<port>", text)
     text = SHIPPED.sub(r"<checkout>/policies/\1", text)
