@@ -5,7 +5,8 @@
   annotated exactly `Any` or `Callable[..., Any]` (a collaborator is a Protocol in the floor that consumes it);
 - a child agent is built by engine/build.py's factory: `Delegation.start` builds no CallEnv, ToolContext, guard or
   registry itself;
-- a summary.json key is declared through the run's lifecycle, never written into a bag of extras.
+- a summary.json key is declared through the run's lifecycle, never written into a bag of extras;
+- one way to stop: no SIGALRM, no setitimer.
 """
 
 from __future__ import annotations
@@ -83,4 +84,13 @@ def test_summary_keys_are_declared_through_the_lifecycle() -> None:
     offenders = [f"{p.relative_to(PACKAGE.parent)}:{i}" for p in sorted(PACKAGE.rglob("*.py"))
                  for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
                  if "rec.extra" in line or ".finishers" in line or ".closers" in line or ".consumers" in line]
+    assert offenders == []
+
+
+def test_one_way_to_stop_no_alarm_signal() -> None:
+    """A deadline is wall-clock and the same on every thread (the Cancel, runner/engine/cancel.py): SIGALRM is the
+    main thread's only."""
+    offenders = [f"{p.relative_to(PACKAGE.parent)}:{i}" for p in sorted(PACKAGE.rglob("*.py"))
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if "SIGALRM" in line or "setitimer" in line]
     assert offenders == []
