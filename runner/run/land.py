@@ -44,13 +44,16 @@ MAX_BODY = 65_536  # GitHub's limit on a pull request's body
 MARKER = "<!-- agent-run:land:{key} -->"
 WORKFLOWS = ".github/workflows/"
 _AUTHOR = re.compile(r"\s*([^<>]+?)\s*<([^<>\s]+@[^<>\s]+)>\s*")
-_CLOSING = re.compile(r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)([\w.-]+/[\w.-]+)?#(\d+)", re.I)
+# GitHub's closing keywords before an issue: `#12`, `OWNER/REPO#12`, `GH-12` or the issue's (pull request's) URL.
+_CLOSING = re.compile(r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?:([\w.-]+/[\w.-]+)?#(\d+)|gh-(\d+)|"
+                      r"(https?://[^\s/]+/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+))", re.I)
 _MENTION = re.compile(r"(?<![\w`])@(?=[A-Za-z0-9])")
 
 
 def defused(text: str) -> str:
-    """`text` with no closing keyword GitHub acts on (`Fixes #12` → `Fixes issue 12`) and no @-mention."""
-    text = _CLOSING.sub(lambda m: f"{m[1]}{m[2]}{(m[3] + ' ') if m[3] else ''}issue {m[4]}", text)
+    """`text` with no closing keyword GitHub acts on (`Fixes #12`, `Fixes GH-12` → `Fixes issue 12`; `Fixes URL` →
+    `Fixes issue URL`) and no @-mention."""
+    text = _CLOSING.sub(lambda m: f"{m[1]}{m[2]}{(m[3] + ' ') if m[3] else ''}issue {m[4] or m[5] or m[6]}", text)
     return _MENTION.sub("@\u200b", text)
 
 
@@ -253,7 +256,8 @@ class Landing:
         assert t.github_repo is not None and t.branch is not None
         owner, _, name = t.github_repo.partition("/")
         title = message.split("\n", 1)[0]
-        body = pr_body(t, rec.masker.mask(rec.answer or "")[0], changed, rec.summary.usage, _job_url(self.environ))
+        body = pr_body(t, rec.masker.mask(rec.answer or "")[0], changed, rec.summary.usage, _job_url(self.environ),
+                       rec.run_id)
         api = self.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
         with GitHub(api, token, retry=RetryPolicy(retries=2, base_s=0.5, cap_s=2.0, max_wait_s=grace),
                     timeout_s=grace) as gh:
@@ -384,19 +388,28 @@ def commit_message(task: Task, answer: str | None, run_id: str, key: str, masker
     return f"{subject}\n\n" + (f"{body}\n\n" if body else "") + f"Agent-Run-Id: {run_id}\nAgent-Run-Task: {key}\n"
 
 
-def pr_body(t: Target, answer: str, changed: list[str], usage: Mapping[str, Any], job: str | None) -> str:
+def pr_body(t: Target, answer: str, changed: list[str], usage: Mapping[str, Any], job: str | None,
+            run_id: str) -> str:
     """The pull request's body: the marker, the runner's own `Closes #N`, the answer (fenced, defused), the files,
-    tokens and cost, the job's link; cut to GitHub's limit."""
-    lines = [MARKER.format(key=t.key), ""]
-    if t.closes is not None:
-        lines += [f"Closes #{t.closes}", ""]
-    if answer.strip():
-        lines += [fenced(defused(answer[:40_000]), "text"), ""]
-    lines += [f"**Changed files ({len(changed)})**", ""] + [f"- {code_span(f, in_table=False)}" for f in changed[:100]]
+    tokens and cost, the job's link; at most GitHub's 65,536 characters. What does not fit is the answer's end, cut
+    with a note that points to the whole answer in the run's directory (the job's artifact)."""
+    head = [MARKER.format(key=t.key), ""] + ([f"Closes #{t.closes}", ""] if t.closes is not None else [])
+    tail = [f"**Changed files ({len(changed)})**", ""] + [f"- {code_span(f, in_table=False)}" for f in changed[:100]]
     cost = usage.get("cost_usd")
-    lines += ["", f"{usage.get('prompt_tokens', 0):,} prompt + {usage.get('completion_tokens', 0):,} completion tokens"
-              + (f", ${cost:.4f}" if isinstance(cost, int | float) else "")]
+    tail += ["", f"{usage.get('prompt_tokens', 0):,} prompt + {usage.get('completion_tokens', 0):,} completion tokens"
+             + (f", ${cost:.4f}" if isinstance(cost, int | float) else "")]
     if job:
-        lines += ["", f"Landed by agent-run from [the job run]({job})."]
-    body = "\n".join(lines) + "\n"
+        tail += ["", f"Landed by agent-run from [the job run]({job})."]
+    text = defused(answer.strip())  # defused before it is cut: defusing lengthens it
+    where = f"the run's artifact from [the job run]({job})" if job else "its run directory"
+    keep = len(text)
+    while True:
+        shown = [fenced(text[:keep], "text"), ""] if keep else []
+        if keep < len(text):
+            shown += [f"*(The answer is cut here, at {keep:,} of its {len(text):,} characters: the whole answer is "
+                      f"`transcript.md` of run `{run_id}`, in {where}.)*", ""]
+        body = "\n".join(head + shown + tail) + "\n"
+        if len(body) <= MAX_BODY or keep == 0:
+            break
+        keep = max(0, keep - (len(body) - MAX_BODY))
     return body if len(body) <= MAX_BODY else body[:MAX_BODY - 40] + "\n\n*(cut at 65,536 characters)*\n"

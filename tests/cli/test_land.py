@@ -4,6 +4,7 @@ server, the scripted GitHub REST API (tests/fakes/github_server.py) and a real g
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,6 +159,26 @@ def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fak
     assert (r.code, r.summary["status"], r.summary["run_status"]) == (1, "land_failed", "success"), r.stderr
     assert r.summary["land"]["refused"] == [".github/workflows/ci.yml"] and r.of_type("run_finished")[0][
         "status"] == "land_failed"
+    # with --land-allow-workflows it lands; --land-ready opens a ready pull request; a model answer past GitHub's
+    # 65,536 characters is cut in the body, which still ends with the files and the job; nothing closes or mentions
+    (workspace / ".github" / "workflows" / "ci.yml").unlink()
+    answer = ("Changed CI; fixes #12 for @alice, resolves GH-10, fixes https://github.com/octo/hello/issues/9.\n\n"
+              "Then @bob said: closes octo/hello#8. " + "fix #7 " * 12_000)
+    fake.restart().add(*write(".github/workflows/ci.yml", "on: push\n", answer))
+    r = agent_run("--land", "pr", "--land-ready", "--land-allow-workflows", "--land-branch", "ci", "--land-remote",
+                  remote.url, "--sandbox", "off", "task.md", env=env_for(gh))
+    assert r.code == 0 and r.summary["land"]["landed"], r.stderr
+    assert remote.git("show", "ci:.github/workflows/ci.yml") == "on: push\n"
+    defused = "Changed CI; fixes issue 12 for @\u200balice, resolves issue 10, fixes issue https://github.com/octo/"
+    assert f"\n\n{defused}" in remote.git("log", "-1", "--format=%B", "ci")
+    [post] = gh.of("POST", "/pulls$")
+    body = post.json["body"]
+    assert post.json["draft"] is False and post.json["head"] == "ci" and len(body) <= 65_536 < len(answer)
+    assert body.startswith("<!-- agent-run:land:task.md -->") and not re.search(r"#\d|@[a-z]", body)
+    assert defused in body and "closes octo/hello issue 8" in body
+    assert "The answer is cut here, at" in body and f"run `{r.summary['run_id']}`" in body
+    assert body.endswith("Landed by agent-run from [the job run](https://github.example/octo/hello/actions/runs/77).\n")
+    assert body.count("\n```\n") == 1 and "- `.github/workflows/ci.yml`" in body  # the fence closed
     git(workspace, "checkout", "-q", "--", ".")
     (workspace / ".github" / "workflows" / "ci.yml").unlink()
     # so is a change holding what the masker hides: changes.patch masks it, a commit would publish it

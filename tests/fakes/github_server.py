@@ -16,6 +16,7 @@ It keeps issue comments (per issue number), pull request files and collaborator 
 - `GET /repos/{o}/{r}/pulls?head=OWNER:BRANCH&state=open` (the open pull requests from that branch),
   `POST /repos/{o}/{r}/pulls` (201 and the pull request, kept in `pulls`; 422 without title, head and base, or
   with a second open one from the same head, as GitHub answers) and `PATCH /repos/{o}/{r}/pulls/{n}` (title, body);
+  both 422 for a body over GitHub's 65,536 characters;
 - `POST /repos/{o}/{r}/issues/{n}/comments` (201, the comment, written as `login`) and
   `PATCH /repos/{o}/{r}/issues/comments/{id}` (200; 404 for a deleted comment); a body that is not
   `{"body": string}` is 422;
@@ -209,6 +210,10 @@ class FakeGitHub:
         return not_found
 
     def _pulls(self, method: str, rest: str, query: dict[str, str], body: Any) -> tuple[int, Any, dict[str, str]]:
+        if method in ("POST", "PATCH") and isinstance(body, dict) and len(str(body.get("body") or "")) > 65_536:
+            return 422, {"message": "Validation Failed", "errors": [
+                {"resource": "PullRequest", "code": "custom", "field": "body",
+                 "message": "body is too long (maximum is 65536 characters)"}]}, {}
         if method == "GET" and rest == "/pulls":
             state, head = query.get("state", "open"), query.get("head")
             found = [p for p in self.pulls.values() if state in ("all", p["state"])
