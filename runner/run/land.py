@@ -211,7 +211,13 @@ class Landing:
         t = self.target
         if change.patch is None:
             return git.commit_files(parent, rec.workspace, t.prefix, change.files, message, t.author)
-        return git.commit(parent, change.patch, t.prefix, message, t.author, three_way=parent != t.head)
+        if parent == t.head:
+            return git.commit(parent, change.patch, t.prefix, message, t.author)
+        try:
+            return git.commit(parent, change.patch, t.prefix, message, t.author, three_way=True)
+        except GitError as exc:
+            raise GitError(f"the run's change conflicts with agent-run's last commit for {t.key} on {t.branch} "
+                           f"({parent[:12]}), on which a re-run lands; nothing was pushed: {exc}") from None
 
     def _parent(self, git: LandGit, tip: str | None) -> tuple[str, str | None]:
         """The commit the change goes on: the recorded HEAD, or the branch's tip when it is agent-run's last

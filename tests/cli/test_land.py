@@ -128,6 +128,23 @@ def test_land_pr_pushes_one_commit_opens_a_draft_and_a_rerun_updates_both(fake, 
     assert remote.git("diff", "--name-only", tip2, tip3).split() == ["NOTES.md"]
     assert remote.git("show", f"{tip3}:NOTES.md") == "notes\nmore\n" and len(gh.pulls) == 1
 
+    # a re-run whose change conflicts with agent-run's own tip (the three-way apply): land_failed, the run's own
+    # success kept, nothing pushed
+    fake.restart().add(*write("app.py", "print('bye')\n", "Said bye."))
+    r = agent_run(*args, env=env_for(gh))
+    assert (r.code, r.summary["status"], r.summary["run_status"]) == (1, "land_failed", "success"), r.stderr
+    assert "conflict" in r.summary["land"]["reason"] and r.of_type("run_finished")[0]["status"] == "land_failed"
+    assert remote.git("rev-parse", "refs/heads/agent-run/task").strip() == tip3
+    # a branch someone else moved (its tip is not agent-run's last commit for the key): refused, never force-pushed
+    git(workspace, "checkout", "-q", "--", ".")
+    theirs = remote.git("-c", "user.name=someone", "-c", "user.email=s@example.com", "commit-tree",
+                        f"{tip3}^{{tree}}", "-p", tip3, "-m", "theirs").strip()
+    remote.git("update-ref", "refs/heads/agent-run/task", theirs)
+    fake.restart().add(*write("app.py", "print('bye')\n", "Said bye."))
+    r = agent_run(*args, env=env_for(gh))
+    assert (r.code, r.summary["status"]) == (1, "land_failed") and "moved by someone else" in r.summary["reason"]
+    assert remote.git("rev-parse", "refs/heads/agent-run/task").strip() == theirs
+
 
 def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fake, agent_run, workspace, remote,
                                                                              gh, repo):
