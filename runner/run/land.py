@@ -330,7 +330,8 @@ def _push_target(target: Target, opts: RunOptions, environ: Mapping[str, str]) -
     target.remote = opts.land_remote or (f"{server}/{target.github_repo}" if target.github_repo else None)
     if target.remote is None:
         raise UsageError(f"--land {target.mode}: no remote: pass --land-remote URL or set GITHUB_REPOSITORY")
-    if (problem := remote_problem(target.remote)) is not None:
+    source = "--land-remote" if opts.land_remote else "the remote from GITHUB_SERVER_URL and GITHUB_REPOSITORY"
+    if (problem := remote_problem(target.remote, source)) is not None:
         raise UsageError(problem)
     if target.mode == "pr" and not target.github_repo:
         raise UsageError("--land pr opens the pull request in GITHUB_REPOSITORY (OWNER/REPO): set it")

@@ -43,16 +43,16 @@ class Author:
         return f"{self.name} <{self.email}>"
 
 
-def remote_problem(url: str) -> str | None:
-    """Why `url` is not one the runner pushes to (https; http only to 127.0.0.1; no userinfo, query or fragment),
-    or None."""
+def remote_problem(url: str, source: str = "--land-remote") -> str | None:
+    """Why `url` (named in the message as `source`: the flag, or where it was read from) is not one the runner
+    pushes to (https; http only to 127.0.0.1; no userinfo, query or fragment), or None."""
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname:
-        return f"--land-remote {url!r} is not an https URL (a URL, not a remote's name)"
+        return f"{source} {url!r} is not an https URL (a URL, not a remote's name)"
     if parts.scheme == "http" and parts.hostname != "127.0.0.1":
-        return f"--land-remote {url!r}: http only to 127.0.0.1; use https"
+        return f"{source} {url!r}: http only to 127.0.0.1; use https"
     if parts.username or parts.password or parts.query or parts.fragment:
-        return "--land-remote must not carry credentials, a query or a fragment (the token comes from GITHUB_TOKEN)"
+        return f"{source} must not carry credentials, a query or a fragment (the token comes from GITHUB_TOKEN)"
     return None
 
 

@@ -216,6 +216,14 @@ def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fak
     git(workspace, "checkout", "-q", "--detach")
     r = agent_run(*run, "task.md", env=env_for(gh))
     assert r.code == 2 and "--land-base" in r.summary["reason"]
+    # and a remote that is not https (http only to 127.0.0.1), given or from GITHUB_SERVER_URL
+    for remote_url, why in (("http://example.com/hello.git", "http only to 127.0.0.1"),
+                            ("git@github.com:octo/hello.git", "not an https URL")):
+        r = agent_run("--land", "branch", "--land-remote", remote_url, "task.md", env=env_for(gh))
+        assert r.code == 2 and why in r.summary["reason"] and not r.of_type("tool_call"), r.stderr
+    r = agent_run("--land", "branch", "task.md", env=env_for(gh, GITHUB_SERVER_URL="http://github.example"))
+    assert r.code == 2 and "GITHUB_SERVER_URL and GITHUB_REPOSITORY 'http://github.example/octo/hello': http only" \
+        in r.summary["reason"], r.stderr
     # --land commit: one commit on the current branch in the workspace, nothing pushed
     git(workspace, "checkout", "-q", "main")
     fake.restart().add(*write("app.py", "print(2)\n", "Committed."))
