@@ -23,7 +23,7 @@ from runner.github.conversation import Context, fetch_context, task_text
 from runner.github.event import Skip, Trigger, decide
 from runner.github.landing import LandRefused, land_target
 from runner.github.review import Head, head_sha, post_review
-from runner.github.sticky import final_body, find_sticky, own_login, working_body
+from runner.github.sticky import final_body, find_own_comment, own_login, working_body
 from runner.record.mask import Masker
 from runner.report.github_api import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy
 from runner.report.markdown import md_text
@@ -138,8 +138,8 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
         except GitHubError as exc:
             _problem(problems, say, f"could not read pull request #{trigger.number}, so no review is posted: {exc}")
     try:
+        comment_id = find_own_comment(gh, trigger.owner, trigger.repo, trigger.number, trigger.marker, own_login(gh))
         context = fetch_context(gh, trigger)
-        comment_id = find_sticky(context.comments, trigger.marker, own_login(gh))
     except GitHubError as exc:
         _problem(problems, say, f"could not read the conversation: {exc}")
     comment_id = _post(gh, trigger, comment_id, working_body(trigger.marker, trigger.actor, planned.run_url),

@@ -43,6 +43,13 @@ def find_sticky(comments: Iterable[Mapping[str, Any]], marker: str, login: str) 
     return None
 
 
+def find_own_comment(gh: GitHub, owner: str, repo: str, number: int, marker: str, login: str) -> int | None:
+    """The sticky comment of issue `number`, searched from the newest page backwards, each page newest first: a
+    conversation longer than the pages read for the task still has its comment found (and edited, not doubled)."""
+    pages = gh.pages_newest_first(f"repos/{owner}/{repo}/issues/{number}/comments")
+    return find_sticky((c for page in pages for c in reversed(page)), marker, login)
+
+
 def working_body(marker: str, actor: str, run_url: str) -> str:
     return (f"{marker}\n⏳ **agent-run** is working on @{md_text(actor)}'s request… "
             f"([job run]({run_url}))\n")

@@ -58,10 +58,10 @@ class RetryPolicy:
                    number("AGENT_RUN_RETRY_CAP_S", cls.cap_s), number("AGENT_RUN_MAX_RETRY_WAIT_S", cls.max_wait_s))
 
 
-def next_link(header: str | None) -> str | None:
-    """The `rel="next"` URL of a `Link` header, or None."""
+def next_link(header: str | None, rel_name: str = "next") -> str | None:
+    """The `rel="next"` (or `rel_name`) URL of a `Link` header, or None."""
     for url, rel in _LINK.findall(header or ""):
-        if "next" in rel.split():
+        if rel_name in rel.split():
             return url
     return None
 
@@ -119,6 +119,24 @@ class GitHub:
             yield from page if isinstance(page, list) else []
             url, query = next_link(response.headers.get("link")), None  # the next URL carries the query itself
 
+    def pages_newest_first(self, path: str, params: Mapping[str, Any] | None = None,
+                           max_pages: int = MAX_PAGES) -> Iterator[list[Any]]:
+        """The pages of a list endpoint from the last back to the first (`Link: rel="last"`, then `rel="prev"`),
+        at most `max_pages` after the first request (which learns where the last page is): what was added last
+        is found first, however long the list."""
+        query: Mapping[str, Any] = {"per_page": 100, **(params or {})}
+        first = self._send("GET", path, None, query)
+        url = next_link(first.headers.get("link"), "last")
+        if url is None:  # one page only
+            yield _page(first)
+            return
+        for _ in range(max_pages):
+            if url is None:
+                return
+            response = self._send("GET", url, None, None)  # a Link URL carries the query itself
+            yield _page(response)
+            url = next_link(response.headers.get("link"), "prev")
+
     def _url(self, path: str) -> str:
         if "://" not in path:
             return f"{self.api_url}/{path.lstrip('/')}"
@@ -163,6 +181,11 @@ def _json(response: httpx.Response) -> Any:
     except ValueError:
         raise GitHubError(f"{response.request.method} {response.request.url.path}: HTTP {response.status_code}: "
                           "the answer is not JSON", response.status_code) from None
+
+
+def _page(response: httpx.Response) -> list[Any]:
+    page = _json(response)
+    return page if isinstance(page, list) else []
 
 
 def _message(response: httpx.Response) -> str:

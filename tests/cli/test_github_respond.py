@@ -274,3 +274,18 @@ def test_a_skipped_stream_json_line_matches_the_result_schema(fake, gh, respond)
     assert r.code == 0 and fake.requests == []
     line = validate_result_line(r.stdout.splitlines()[-1])
     assert (line["status"], line["exit_code"], line["run_id"]) == ("skipped", 0, None)
+
+
+def test_the_sticky_comment_past_the_first_pages_is_found_from_the_newest_page(fake, gh, respond):
+    gh.max_per_page = 2  # 50 pages of 2: the comments past the hundredth are where 5,000 are on GitHub
+    for i in range(101):
+        gh.add_comment(5, f"comment {i}")
+    payload = payloads.issue_comment("@agent-run, what changed?", login="carol")
+    fake.add(reply("first answer"))
+    assert respond("issue_comment", payload).code == 0
+    [sticky] = stickies(gh, 5)
+    fake.restart().add(reply("second answer"))
+    r = respond("issue_comment", payload)
+    assert r.code == 0 and r.events[-1]["type"] == "run_finished", r.stderr
+    assert stickies(gh, 5) == [gh.comments[sticky["id"]]] and "second answer" in gh.comments[sticky["id"]]["body"]
+    assert len(gh.of("POST")) == 1  # the re-run edited the comment on the last page
