@@ -23,7 +23,7 @@ def test_every_command_is_documented():
 def test_the_lazy_command_table_matches_each_commands_own_help():
     import click
 
-    from runner.cli.main import COMMANDS, cli
+    from runner.cli.group import COMMANDS, cli
 
     ctx = click.Context(cli, info_name="agent-run")
     for name, (_, _, line) in COMMANDS.items():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from runner.cli.main import cli
+from runner.cli.group import cli
 
 
 def pages() -> str:
@@ -17,7 +17,7 @@ def pages() -> str:
 
     def walk(command: click.Command, path: list[str]) -> None:
         # A fixed width: the same text whatever terminal generates or checks it.
-        # The real CLI's help names (main.py's context_settings, inherited by every subcommand): click
+        # The real CLI's help names (group.py's context_settings, inherited by every subcommand): click
         # caches a command's help option, so they must match whatever ran first in this process.
         ctx = click.Context(command, info_name=" ".join(path), terminal_width=100, max_content_width=100,
                             help_option_names=["-h", "--help"])

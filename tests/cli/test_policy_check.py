@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from runner.cli.main import cli
+from runner.cli.group import cli
 from runner.policy.load import shipped_dir, shipped_names
 
 SHIPPED = ["default", "strict", "ci", "full-access"]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from runner.cli.main import cli
+from runner.cli.group import cli
 from runner.policy.limits import GIT_CONTROL
 
 HARD = "<hard limit>"

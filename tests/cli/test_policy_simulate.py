@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from runner.cli.main import cli
+from runner.cli.group import cli
 
 RECORDING = Path(__file__).resolve().parents[2] / "examples" / "hello" / "recording"
 

@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from runner.cli.main import cli
+from runner.cli.group import cli
 from tests.fakes.openai_server import reply
 
 

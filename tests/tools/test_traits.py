@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from runner.cli.main import cli
+from runner.cli.group import cli
 from runner.context.prune import ToolKinds
 from runner.policy.risk import LEVELS
 from runner.run.toolset import builtin_names
