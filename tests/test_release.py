@@ -123,6 +123,7 @@ def test_build_makes_an_sdist_and_a_wheel_of_the_version_that_twine_accepts(chec
     with zipfile.ZipFile(next((checkout / "dist").glob("*.whl"))) as wheel:
         names = set(wheel.namelist())
     assert "runner/cli/main.py" in names and "runner/_shipped_policies/strict.jsonc" in names
+    assert "runner/cli/_version.py" in names  # git-ignored, written by the build: what --version reads
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
 
 

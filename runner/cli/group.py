@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib
 import re
+
 import click
+
+from runner.cli.version import version_line
 
 # name -> (module, attribute, the first paragraph of its help): the seam where imports become lazy.
 # tests/test_cli_docs.py checks each text against the command's own help.
@@ -72,10 +75,18 @@ def _short(text: str, limit: int) -> str:
     return first[: limit - 3].rsplit(" ", 1)[0] + "..."
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(version_line(), color=ctx.color)
+    ctx.exit()
+
+
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
-# The version is written once, in pyproject.toml: click reads the installed distribution's metadata
-# (importlib.metadata.version("agent-run")), and only when --version is given.
-@click.version_option(package_name="agent-run", prog_name="agent-run")
+# The version is written once, in pyproject.toml; read (version.py) only when --version is given, and printed as
+# click's version_option prints it. `agent-run --version` alone never gets here (main.py answers it).
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 def cli() -> None:
     """Run an LLM agent headless, under a policy, with an auditable run directory.
 
