@@ -122,8 +122,9 @@ def test_build_makes_an_sdist_and_a_wheel_of_the_version_that_twine_accepts(chec
         f"agent_run-{VERSION}-py3-none-any.whl", f"agent_run-{VERSION}.tar.gz"]
     with zipfile.ZipFile(next((checkout / "dist").glob("*.whl"))) as wheel:
         names = set(wheel.namelist())
+        written = wheel.read("runner/cli/_version.py").decode()  # git-ignored, by the build: what --version reads
     assert "runner/cli/main.py" in names and "runner/_shipped_policies/strict.jsonc" in names
-    assert "runner/cli/_version.py" in names  # git-ignored, written by the build: what --version reads
+    assert f"__version__ = VERSION = {VERSION!r}" in written
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
 
 

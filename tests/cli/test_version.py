@@ -40,16 +40,16 @@ def test_version_is_pyprojects(tmp_path):
 
 
 def test_version_alone_imports_neither_click_nor_the_metadata(tmp_path):
+    assert (ROOT / "runner" / "cli" / "_version.py").exists(), "written by the build: reinstall (pip install -e .)"
     proc = subprocess.run([sys.executable, "-c", LOADED], cwd=tmp_path, env=clean_env(), capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [f"agent-run, version {VERSION}", "LOADED="]
 
 
-def test_the_build_writes_the_version_file_and_git_ignores_it():
-    written = ROOT / "runner" / "cli" / "_version.py"
-    assert f"__version__ = VERSION = {VERSION!r}" in written.read_text(encoding="utf-8")
-    ignored = subprocess.run(["git", "check-ignore", "-q", str(written)], cwd=ROOT, timeout=30)
+def test_the_version_file_is_git_ignored():
+    # What the build writes there (the version) is checked in the wheel: tests/test_release.py.
+    ignored = subprocess.run(["git", "check-ignore", "-q", "runner/cli/_version.py"], cwd=ROOT, timeout=30)
     assert ignored.returncode == 0
 
 
