@@ -6,7 +6,8 @@ is taken; a task's summary.json beside it (in the uploaded runs directory), read
 detail to the JUnit case and the annotations. Nothing in them widens what the merge writes: the files go
 under --out, whatever a shard claims.
 
-The rule: shards of one batch agree on the list they were cut from (`tasks_sha256`) and on how many
+The rule: shards of one batch agree on the batch they ran in (`batch_id`: the CI run's or pipeline's id, so
+a report an earlier run left is not taken), on the list they were cut from (`tasks_sha256`) and on how many
 there are; otherwise the merge is refused (exit 2). An index of 1..total that no output reports is a
 failure naming it (its tasks are unknown); with every shard there, each one's tasks must be exactly its
 cut of the list the hash names, so a merged result is the unsharded batch's.
@@ -47,6 +48,7 @@ class ShardOutput:
     dir: Path
     shard: Shard
     tasks_sha256: str
+    batch_id: str | None  # GITHUB_RUN_ID, CI_PIPELINE_ID or AGENT_RUN_BATCH_ID where the shard ran
     exit_code: int
     entries: list[dict[str, Any]]
     summaries: list[dict[str, Any]]  # per entry: its summary.json (when uploaded) under the entry's values
@@ -105,9 +107,11 @@ def _shard_output(directory: Path, data: Any) -> ShardOutput | NotReported:
     if not isinstance(record, dict):
         return NotReported(directory, f"{BATCH_JSON} is not a shard's (no `shard`: run `batch --shard I/N`)")
     index, total, digest = record.get("index"), record.get("total"), record.get("tasks_sha256")
+    identity = record.get("batch_id")
     if not (_int(index) and _int(total) and 1 <= total <= MAX_SHARDS and 1 <= index <= total
-            and isinstance(digest, str) and _SHA256.fullmatch(digest)):
-        return NotReported(directory, f"{BATCH_JSON}: `shard` is not {{index, total, tasks_sha256}}")
+            and isinstance(digest, str) and _SHA256.fullmatch(digest)
+            and (identity is None or (isinstance(identity, str) and len(identity) <= 200))):
+        return NotReported(directory, f"{BATCH_JSON}: `shard` is not {{index, total, tasks_sha256, batch_id}}")
     tasks = data.get("tasks")
     if not _exit(data.get("exit_code")) or not isinstance(tasks, list):
         return NotReported(directory, f"{BATCH_JSON} has no exit_code and tasks")
@@ -115,7 +119,7 @@ def _shard_output(directory: Path, data: Any) -> ShardOutput | NotReported:
     if any(e is None for e in entries):
         return NotReported(directory, f"{BATCH_JSON}: a task's entry is not {{task, status, exit_code, …}}")
     checked = [e for e in entries if e is not None]
-    return ShardOutput(directory, Shard(index, total), digest, data["exit_code"], checked,
+    return ShardOutput(directory, Shard(index, total), digest, identity, data["exit_code"], checked,
                        [_summary(directory, e) for e in checked])
 
 
@@ -127,13 +131,17 @@ def merge(outputs: Sequence[ShardOutput]) -> Merged:
     first = outputs[0]
     by_index: dict[int, ShardOutput] = {}
     for out in outputs:
+        if out.batch_id != first.batch_id:
+            raise MergeRefused(f"{out.dir / BATCH_JSON} is shard {out.shard.index}/{out.shard.total} of batch "
+                               f"{out.batch_id!r}, {first.dir / BATCH_JSON} of batch {first.batch_id!r}: a report "
+                               "left by another run (GITHUB_RUN_ID, CI_PIPELINE_ID or AGENT_RUN_BATCH_ID differ)")
         if (out.tasks_sha256, out.shard.total) != (first.tasks_sha256, first.shard.total):
-            raise MergeRefused(f"{out.dir} is shard {out.shard.index}/{out.shard.total} of another batch than "
-                               f"{first.dir} (shard {first.shard.index}/{first.shard.total}): their task lists "
-                               "(tasks_sha256) or shard counts differ")
+            raise MergeRefused(f"{out.dir / BATCH_JSON} is shard {out.shard.index}/{out.shard.total} of another "
+                               f"batch than {first.dir / BATCH_JSON} (shard {first.shard.index}/{first.shard.total}): "
+                               "their task lists (tasks_sha256) or shard counts differ")
         if out.shard.index in by_index:
             raise MergeRefused(f"shard {out.shard.index}/{out.shard.total} is given twice: "
-                               f"{by_index[out.shard.index].dir} and {out.dir}")
+                               f"{by_index[out.shard.index].dir / BATCH_JSON} and {out.dir / BATCH_JSON}")
         by_index[out.shard.index] = out
     total = first.shard.total
     merged = Merged(total, first.tasks_sha256, [by_index[i] for i in sorted(by_index)],

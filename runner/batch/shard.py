@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from runner.core.jsonutil import sha256_json
 
 SHARD_ENV = "AGENT_RUN_SHARD"
+# What names one batch across its machines, first set wins: GitHub's run (not its attempt: a re-run of the failed
+# jobs merges with the first attempt's shards), GitLab's pipeline, else the caller's own.
+BATCH_ID_ENVS = ("GITHUB_RUN_ID", "CI_PIPELINE_ID", "AGENT_RUN_BATCH_ID")
 MAX_SHARDS = 10_000  # far above any CI's parallel jobs; a merge lists the missing ones, so it stays bounded
 
 
@@ -49,6 +52,11 @@ def tasks_sha256(tasks: Sequence[str]) -> str:
     """sha256 of the canonical JSON of the sorted task list (JSON, not joined lines: a path may hold a
     newline)."""
     return sha256_json(task_order(tasks))
+
+
+def batch_id(environ: Mapping[str, str]) -> str | None:
+    """The shard's batch identity (BATCH_ID_ENVS), or None when none is set."""
+    return next((environ[name] for name in BATCH_ID_ENVS if environ.get(name)), None)
 
 
 def parse(spec: str) -> Shard:

@@ -1,9 +1,12 @@
 """A batch's tasks run: each as its own `agent-run run` process (one task's crash or signal handling cannot
 take the others down), up to `jobs` at once. A signal to the batch is passed on to every running task, which
-each finish their run directory as usual; tasks not started yet are not started (docs/batch.md)."""
+each finish their run directory as usual; tasks not started yet are not started (docs/batch.md). A batch that
+dies without passing anything on (SIGKILL, the OOM killer) takes its tasks with it: each is started with
+PR_SET_PDEATHSIG(SIGTERM), so it records its interrupt and ends instead of running on unwatched."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -12,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,7 @@ def run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[s
                 if child.poll() is None:
                     child.send_signal(signum)
 
+    die_with_us = _die_with(os.getpid())
     # The step's outputs are the batch's (`results`): a task writing its own would replace the previous
     # task's, and the step would end with whichever finished last.
     child_env = {k: v for k, v in os.environ.items() if k != "GITHUB_OUTPUT"}
@@ -47,7 +52,8 @@ def run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[s
                 return {"status": "not_started", "exit_code": 128 + stopped[0],
                         "reason": f"the batch was stopped by {signal.Signals(stopped[0]).name} first"}
             child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     stdin=subprocess.DEVNULL, env={**child_env, RUN_DIR_FILE_ENV: str(announced)})
+                                     stdin=subprocess.DEVNULL, env={**child_env, RUN_DIR_FILE_ENV: str(announced)},
+                                     preexec_fn=die_with_us)
             children.add(child)
         out, err = child.communicate()
         with lock:
@@ -82,6 +88,24 @@ def run_all(tasks: tuple[str, ...], jobs: int, common: list[str]) -> list[dict[s
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> Callable[[], None] | None:
+    """A child's preexec: SIGTERM to it when the batch dies, however (Linux; elsewhere None, nothing). The signal
+    comes when the thread that started the child ends: a pool thread, which waits for its child to its end."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork: the child only calls it
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+        if os.getppid() != parent:  # the batch died between the fork and prctl: no signal will ever come
+            os._exit(128 + signal.SIGTERM)
+
+    return preexec
 
 
 def _signal_name(signum: int) -> str:

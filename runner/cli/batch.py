@@ -23,7 +23,7 @@ import click
 
 from runner.batch.isolation import Refusal, decide_isolation
 from runner.batch.result import entry, worst
-from runner.batch.shard import SHARD_ENV, ShardError, cut, resolve, tasks_sha256
+from runner.batch.shard import SHARD_ENV, ShardError, batch_id, cut, resolve, tasks_sha256
 from runner.batch.tasks import run_all
 from runner.cli.batch_output import format_of, refuse, report
 from runner.cli.flags import forwarded, named, options
@@ -106,6 +106,7 @@ def _batch(given: Given, common: list[str]) -> None:
     if (refusal := land_refusal(given.land, isolation)) is not None:
         refuse(refusal, fmt, on_github)
         return
+    out = Path(given.batch_json).expanduser() if given.batch_json else runs_dir_for(runs_dir, home) / "batch.json"
     cut_of: dict[str, Any] | None = None
     if shard is not None:
         try:
@@ -113,8 +114,11 @@ def _batch(given: Given, common: list[str]) -> None:
         except ShardError as exc:
             refuse(str(exc), fmt, on_github)
             return
-        cut_of = {"index": which.index, "total": which.total, "tasks_sha256": tasks_sha256(tasks)}
+        cut_of = {"index": which.index, "total": which.total, "tasks_sha256": tasks_sha256(tasks),
+                  "batch_id": batch_id(os.environ)}
         tasks = tuple(cut(tasks, which))
+        # A shard killed before it writes its own must not leave an earlier batch's report for the merge to take.
+        out.unlink(missing_ok=True)
 
     if isolation == "worktree":
         common += ["--isolate", "worktree"]
@@ -126,7 +130,6 @@ def _batch(given: Given, common: list[str]) -> None:
     result: dict[str, Any] = {"exit_code": worst(int(s.get("exit_code") or 0) for s in summaries), "jobs": jobs,
               "isolation": isolation, "workspace": str(home), "tasks": entries,
               **({"shard": cut_of} if cut_of is not None else {})}
-    out = Path(given.batch_json).expanduser() if given.batch_json else runs_dir_for(runs_dir, home) / "batch.json"
     report(result, tasks, summaries, out=out, fmt=fmt, on_github=on_github, junit=given.junit)
     sys.exit(result["exit_code"])
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,49 @@ def test_a_shards_output_is_read_as_untrusted_input(fake, workspace, agent_run, 
     assert "linked: batch.json unreadable" in r.stderr and "fifo: batch.json unreadable" in r.stderr
     r = agent_run("batch-merge", str(real), str(forged), "--out", str(tmp_path / "m"))
     assert r.code == 2 and "not the list they were cut from" in r.stderr, r.stderr
+
+
+def test_shards_of_different_runs_are_refused_naming_their_files(fake, workspace, agent_run, tmp_path):
+    tasks = ("x.md",)  # shards 2/3 and 3/3 are empty
+    s2 = _empty_shard(agent_run, tmp_path, "s2", "2/3", *tasks, AGENT_RUN_BATCH_ID="run-1")
+    s3 = _empty_shard(agent_run, tmp_path, "s3", "3/3", *tasks, AGENT_RUN_BATCH_ID="run-2")
+    assert json.loads((s3 / "batch.json").read_text())["shard"]["batch_id"] == "run-2"
+    r = agent_run("batch-merge", str(s2), str(s3), "--out", str(tmp_path / "m"))
+    assert r.code == 2 and str(s2 / "batch.json") in r.stderr and str(s3 / "batch.json") in r.stderr, r.stderr
+    assert not (tmp_path / "m").exists()
+    # GitHub's run id first (the same for a re-run of failed jobs: GITHUB_RUN_ATTEMPT is not part of it)
+    s3 = _empty_shard(agent_run, tmp_path, "s3", "3/3", *tasks, GITHUB_RUN_ID="run-1", GITHUB_RUN_ATTEMPT="2",
+                      CI_PIPELINE_ID="p", AGENT_RUN_BATCH_ID="run-2")
+    assert json.loads((s3 / "batch.json").read_text())["shard"]["batch_id"] == "run-1"
+    r = agent_run("batch-merge", str(s2), str(s3), "--out", str(tmp_path / "m"))
+    assert r.code == 1 and "shard 1 of 3 never reported" in r.stderr, r.stderr
+
+
+def test_a_killed_shard_leaves_no_old_report_and_takes_its_task_with_it(fake, workspace, agent_run, tmp_path):
+    from tests.cli.test_batch_signals import _children
+    from tests.conftest import agent_run_argv, clean_env
+    from tests.fakes.openai_server import hang
+    from tests.fakes.procs import wait_gone
+    from tests.fakes.wait import HANG_S, until
+
+    (workspace / "t.md").write_text("Task [t]: do it.\n")
+    fake.route("[t]", reply("done before"), hang(600), reply("late"))  # the second run waits
+    out = tmp_path / "out"  # the directory each run of the job uploads
+    first = agent_run("batch", "--shard", "1/1", "t.md", "--runs-dir", str(out), env={"AGENT_RUN_BATCH_ID": "run-1"})
+    assert first.code == 0 and (out / "batch.json").exists(), first.stderr
+    env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", AGENT_RUN_BATCH_ID="run-2")
+    proc = subprocess.Popen([*agent_run_argv(), "batch", "--shard", "1/1", "t.md", "--runs-dir", str(out)],
+                            cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        until(lambda: len(fake.requests) == 2, "the task to ask the model")
+        [child] = until(lambda: _children(proc.pid), "the task's process")
+        proc.kill()  # as the OOM killer or a cancelled runner would: nothing written, nothing passed on
+        proc.communicate(timeout=HANG_S)
+        assert wait_gone(child, HANG_S), "the task ran on after its batch died"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not (out / "batch.json").exists()
+    r = agent_run("batch-merge", str(out), "--out", str(tmp_path / "m"))
+    assert r.code == 2 and "no batch.json" in r.stderr, r.stderr
