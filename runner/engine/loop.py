@@ -16,13 +16,14 @@ from typing import Any, Protocol
 
 from runner.context.manager import ContextManager
 from runner.context.prune import CLEARED_MARKER
-from runner.core.events import Emit, ModelRequest, ModelResponse, UserMessage
+from runner.core.events import Emit, ModelRequest, ModelResponse, RunWarning, UserMessage
 from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Failed, Interrupted, Stopped
 from runner.engine.batch import Parallel, run_calls
 from runner.engine.call import CallEnv
 from runner.engine.hooks import BeforeAnswer
 from runner.model.base import ChatModel, ModelReply, assistant_message
+from runner.model.surrogates import Mend
 from runner.model.text_calls import TextCall, Unusable, parse_text_call
 
 Check = Callable[[int], None]  # before a request, with its prompt's estimated tokens: raises to stop (a budget)
@@ -131,7 +132,8 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
                            duration_s=round(time.monotonic() - started, 4)))
         for observe in limits.replies:
             observe(reply, estimated)
-        message, source = with_text_call(reply.message, names, turn) if limits.text_calls else (reply.message, None)
+        message, source = with_text_call(reply.message, names, turn, emit) if limits.text_calls else \
+            (reply.message, None)
         messages.append(message)
         calls = message.get("tool_calls") or []
         if not calls:
@@ -169,7 +171,8 @@ def _compactions(context: ContextManager | None) -> int:
     return context.counts["hard_clear"] + context.counts["summarize"] if context is not None else 0
 
 
-def with_text_call(message: dict[str, Any], tools: list[str], turn: int) -> tuple[dict[str, Any], str | None]:
+def with_text_call(message: dict[str, Any], tools: list[str], turn: int,
+                   emit: Emit) -> tuple[dict[str, Any], str | None]:
     """The reply as appended, and the source of its calls: a reply without `tool_calls` whose text ends in
     exactly one call of an offered tool (runner/model/text_calls.py) carries that call, id `call_<turn>_0`,
     its text kept as content, because servers reject a `tool` message that answers no call. `model_response`
@@ -180,8 +183,14 @@ def with_text_call(message: dict[str, Any], tools: list[str], turn: int) -> tupl
     found = parse_text_call(message.get("content"), tools)
     if not isinstance(found, TextCall):
         return message, None
-    return assistant_message(message.get("content"), [{"name": found.name, "arguments": found.arguments}],
-                             turn), "text"
+    mend = Mend()  # the text's own JSON may escape half a character's pair: its parse is where the half enters
+    message = assistant_message(message.get("content"), [{"name": found.name, "arguments": found.arguments}],
+                                turn, mend)
+    if mend.replaced:
+        emit(RunWarning(code="lone_surrogate", message=f"turn {turn}: the call written in the model's text held "
+                        f"{mend.replaced} lone UTF-16 surrogate{'s' if mend.replaced > 1 else ''} (half of a "
+                        f"character's pair), replaced by U+FFFD"))
+    return message, "text"
 
 
 def unusable_answer(content: str | None, tools: list[str], *, text_calls: bool = True) -> tuple[str, str, str] | None:

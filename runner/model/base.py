@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from runner.core.events import Event
 from runner.core.jsonutil import canonical, estimate_tokens
+from runner.model.surrogates import Mend
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class ModelReply:
     usage: dict[str, int] = field(default_factory=dict)
     finish_reason: str | None = None
     estimated: bool = False  # the server reported no usage: `usage` is the runner's own byte estimate
+    replaced: int = 0  # lone UTF-16 surrogates in the server's text, replaced by U+FFFD (model/surrogates.py)
 
 
 class Stop(Protocol):
@@ -39,17 +41,25 @@ class ChatModel(Protocol):
                  tool_choice: str | dict[str, Any] | None = None) -> ModelReply: ...
 
 
-def assistant_message(content: Any, tool_calls: list[dict[str, Any]], turn: int) -> dict[str, Any]:
+def assistant_message(content: Any, tool_calls: list[dict[str, Any]], turn: int,
+                      mend: Mend | None = None) -> dict[str, Any]:
     """Normalize: fixed keys, ids filled in deterministically when a server omits them, arguments
-    always a string (Ollama sends a JSON object: it becomes its canonical JSON)."""
-    message: dict[str, Any] = {"role": "assistant", "content": _text(content) or None}
+    always a string (Ollama sends a JSON object: it becomes its canonical JSON), and every text whole
+    (a lone UTF-16 surrogate replaced by U+FFFD, counted in `mend`: model/surrogates.py)."""
+    mend = mend or Mend()
+    message: dict[str, Any] = {"role": "assistant", "content": mend.text(_text(content)) or None}
     if tool_calls:
         message["tool_calls"] = [
-            {"id": c.get("id") or f"call_{turn}_{i}", "type": "function",
-             "function": {"name": _text(c.get("name")), "arguments": arguments_text(c.get("arguments"))}}
+            {"id": _whole(c.get("id"), mend) or f"call_{turn}_{i}", "type": "function",
+             "function": {"name": mend.text(_text(c.get("name"))),
+                          "arguments": mend.json_text(arguments_text(c.get("arguments")))}}
             for i, c in enumerate(tool_calls)
         ]
     return message
+
+
+def _whole(value: Any, mend: Mend) -> Any:
+    return mend.text(value) if isinstance(value, str) else value
 
 
 def arguments_text(arguments: Any) -> str:

@@ -44,6 +44,7 @@ from runner.model.retry import (
     retry_after,
 )
 from runner.model.secret_url import display_url, scrub, url_secrets
+from runner.model.surrogates import Mend, StreamHalves
 from runner.model.transport import create_chat_completion
 
 
@@ -145,7 +146,10 @@ class OpenAIChat:
             where = ""  # for a connection error: the URL that could not be reached
             said = ""  # for an HTTP error: what the server said
             try:
-                return self._within_deadline(lambda: self._once(messages, tools, turn, timeout, tool_choice))
+                reply = self._within_deadline(lambda: self._once(messages, tools, turn, timeout, tool_choice))
+                if reply.replaced:
+                    emit(RunWarning(code="lone_surrogate", message=_halves(turn, reply.replaced)))
+                return reply
             except openai.APIStatusError as exc:
                 if exc.status_code in (401, 403):
                     raise ModelError(f"model endpoint refused credentials (HTTP {exc.status_code}): "
@@ -270,8 +274,10 @@ class OpenAIChat:
             if function is not None:
                 calls.append({"id": get_field(c, "id"), "name": get_field(function, "name"),
                               "arguments": get_field(function, "arguments")})
-        return self._reply(assistant_message(get_field(message, "content"), calls, turn), get_field(resp, "usage"),
-                           get_field(choices[0], "finish_reason"), messages, tools)
+        mend = Mend()
+        text = assistant_message(get_field(message, "content"), calls, turn, mend)
+        return self._reply(text, get_field(resp, "usage"), get_field(choices[0], "finish_reason"), messages, tools,
+                           mend.replaced)
 
     def _stream(self, kwargs: dict[str, Any], messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                 turn: int) -> ModelReply:
@@ -282,6 +288,7 @@ class OpenAIChat:
         finish = None
         chunks = 0
         deltas = None
+        halves = StreamHalves()  # a pair split across two chunks is one character for the consumer too
         if self.on_delta is not None and kwargs.get("tool_choice") != "none":
             self._deltas = deltas = self._deltas or AttemptDeltas(self.on_delta, turn)
             deltas.begin()
@@ -299,8 +306,8 @@ class OpenAIChat:
                     text = get_field(delta, "content") if delta is not None else None
                     if text:
                         content.append(text if isinstance(text, str) else str(text))
-                        if deltas is not None:
-                            deltas.feed(content[-1])
+                        if deltas is not None and (whole := halves.feed(content[-1])):
+                            deltas.feed(whole)
                     for position, tc in enumerate((get_field(delta, "tool_calls") if delta is not None else None)
                                                   or []):
                         _add_piece(calls, position, tc)
@@ -309,22 +316,27 @@ class OpenAIChat:
                 raise
             raise BadResponse(f"the response stream closed before its first chunk{suspect}") from None
         if deltas is not None:
+            if rest := halves.end():
+                deltas.feed(rest)
             deltas.end(complete=finish is not None)
         if finish is None:  # a server that died mid-answer closes the stream: that is no answer
             raise BadResponse(f"the response stream was empty{suspect}" if not chunks else
                               "the response stream ended before its finish_reason (closed mid-answer)")
         ordered = [{"id": c["id"], "name": "".join(c["name"]), "arguments": "".join(c["arguments"])}
                    for _, c in sorted(calls.items())]
-        return self._reply(assistant_message("".join(content), ordered, turn), usage, finish, messages, tools)
+        mend = Mend()
+        return self._reply(assistant_message("".join(content), ordered, turn, mend), usage, finish, messages, tools,
+                           mend.replaced)
 
     @staticmethod
     def _reply(message: dict[str, Any], usage: Any, finish: str | None, messages: list[dict[str, Any]],
-               tools: list[dict[str, Any]]) -> ModelReply:
+               tools: list[dict[str, Any]], replaced: int) -> ModelReply:
         """With the server's usage, or, when it reported none, the runner's own estimate (marked)."""
         figures = usage_dict(usage)
         if reported(figures):
-            return ModelReply(message, figures, finish)
-        return ModelReply(message, estimated_usage(messages, tools, message), finish, estimated=True)
+            return ModelReply(message, figures, finish, replaced=replaced)
+        return ModelReply(message, estimated_usage(messages, tools, message), finish, estimated=True,
+                          replaced=replaced)
 
 
 def _add_piece(calls: dict[int, dict[str, Any]], position: int, tc: Any) -> None:
@@ -358,6 +370,11 @@ def _no_streamed_tools(said: str) -> None:
     if STREAMED_TOOLS_REFUSED in said:
         raise ModelError(f"the model server refuses streamed tool calls (\"{STREAMED_TOOLS_REFUSED}\", "
                          f"llama-cpp-python's function-calling chat formats): {STREAMED_TOOLS_WAY_OUT}")
+
+
+def _halves(turn: int, replaced: int) -> str:
+    return (f"turn {turn}: the model's reply held {replaced} lone UTF-16 surrogate{'s' if replaced > 1 else ''} "
+            f"(half of a character's pair, e.g. of an emoji, cut by the server), replaced by U+FFFD")
 
 
 def _bad(exc: Exception) -> str:

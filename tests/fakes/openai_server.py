@@ -20,7 +20,10 @@ Tests give it a script: one step per expected request, in order. A step is
   sends when a server fails after its streaming response started (llama-cpp-python's refused streamed calls).
 `reply` can also send no usage (`usage=NO_USAGE`, as llama-cpp-python does when
 streaming), arguments as a JSON object (`args_as_object=True`, Ollama's shape), and
-stream in bigger pieces (`piece`). Every request body is recorded in
+stream in bigger pieces (`piece`). Text is put on the wire as `json.dumps` writes it, so half of a UTF-16 pair in a
+scripted string (`HALF_EMOJI`, the high half of 😀) goes out as the JSON escape `\\ud83d`, as a server that cut
+an emoji in half sends it: alone, or, with `piece`, a whole pair (`"\\ud83d\\ude00"` in the script) split across
+two chunks. Every request body is recorded in
 `server.requests`. Streaming requests (`"stream": true`) get server-sent events,
 chunked the way OpenAI chunks them. A request carrying a parameter named in
 `server.rejects` (e.g. `{"stream_options", "tool_choice"}`) gets HTTP 400 naming
@@ -77,6 +80,7 @@ class Step:
     count: int = 0  # gather: how many requests must wait together
 
 
+HALF_EMOJI = "\ud83d"  # the high surrogate of U+1F600 alone: sent as the JSON escape `\\ud83d`
 NO_USAGE: dict[str, int] = {}  # `reply(usage=NO_USAGE)`: the response carries no usage at all
 
 
