@@ -39,13 +39,12 @@ from runner.model.retry import (
     BadResponse,
     ProviderDown,
     backoff,
-    is_transient,
     refused_parameter,
     retry_after,
 )
 from runner.model.secret_url import display_url, scrub, url_secrets
 from runner.model.surrogates import Mend, StreamHalves
-from runner.model.transport import create_chat_completion
+from runner.model.transport import create_chat_completion, is_transient
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,10 @@
-"""Which model failures are transient, and how long to wait. Pure functions."""
+"""Which model failures are retried, and how long to wait. Pure functions, without the openai SDK: which of its
+errors are transient is `transport.is_transient`."""
 
 from __future__ import annotations
 
 import email.utils
 import time
-
-import openai
 
 from runner.core.outcome import ModelError
 
@@ -25,14 +24,6 @@ class ProviderDown(ModelError):
     connection or an overload (a 5xx, 429, a bad response; or a Retry-After past the ceiling). Never an auth
     (401/403) or bad-request (400/404/422) error: another model on the same endpoint and key would fail the
     same way. A run with --fallback-model goes on with the next model (runner/model/fallback.py); else exit 6."""
-
-
-def is_transient(exc: Exception) -> bool:
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, BadResponse)):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
-    return False
 
 
 def refused_parameter(status: int, error_text: str, sent: set[str]) -> str | None:

@@ -19,6 +19,8 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from runner.model.retry import RETRY_STATUSES, BadResponse
+
 PATH = "/chat/completions"
 # Keyword arguments of `create` that are request options, not body fields.
 _OPTIONS = frozenset({"timeout", "extra_headers", "extra_query", "extra_body"})
@@ -48,3 +50,11 @@ def create_chat_completion(client: openai.OpenAI, **kwargs: Any) -> Any:
     stream = bool(body.get("stream"))
     return client.post(PATH, content=encode_body(body), options=options,  # type: ignore[call-overload]
                        cast_to=ChatCompletion, stream=stream, stream_cls=openai.Stream[ChatCompletionChunk])
+
+
+def is_transient(exc: Exception) -> bool:
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, BadResponse)):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
+    return False

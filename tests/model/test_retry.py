@@ -8,7 +8,8 @@ import importlib
 import openai
 import pytest
 
-from runner.model.retry import BadResponse, backoff, is_transient, refused_parameter, retry_after
+from runner.model.retry import BadResponse, backoff, refused_parameter, retry_after
+from runner.model.transport import is_transient
 
 # This openai build sits on httpx2 rather than httpx; its exceptions need that package's Request/Response.
 http = importlib.import_module("httpx2" if hasattr(openai._exceptions, "httpx2") else "httpx")
