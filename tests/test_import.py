@@ -56,3 +56,21 @@ def test_light_commands_never_import_the_sdk(tmp_path):
                               timeout=60)
         heavy = proc.stdout.strip().splitlines()[-1]
         assert heavy == "HEAVY=", (args, heavy)
+
+
+RUN_PATH = """
+import sys
+import runner.cli.run, runner.run.assemble, runner.sessions.resume
+print("BEFORE=" + ",".join(m for m in ("openai", "runner.model.openai_chat") if m in sys.modules))
+from runner.model import warm
+warm.start().join()
+print("AFTER=" + ",".join(m for m in ("openai", "runner.model.openai_chat") if m in sys.modules))
+"""
+
+
+def test_a_runs_path_imports_the_sdk_only_on_its_own_thread(tmp_path):
+    """The openai SDK (about a second to import) is not imported with a run's modules: a run starts its import on
+    a thread of its own (model/warm.py), beside the policy load, the workspace snapshot and the sandbox probe."""
+    proc = subprocess.run([sys.executable, "-c", RUN_PATH], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["BEFORE=", "AFTER=openai,runner.model.openai_chat"]

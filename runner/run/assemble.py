@@ -25,6 +25,7 @@ from runner.engine.recorder import Recording, RunOutcome, Where, early_failure, 
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.mcp.setup import mcp_servers, start_mcp
+from runner.model import warm
 from runner.model.replay import ReplayModel
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
@@ -76,6 +77,8 @@ def execute(opts: RunOptions) -> RunOutcome:
             return early_failure(problem)
     if (problem := tools_problem(opts.tools)) is not None:  # an unknown built-in name: before any run directory
         return early_failure(problem)
+    if not str(opts.cli_settings.get("model", "")).startswith("replay:"):
+        warm.start()  # the SDK's import beside the policy load, the snapshot and the sandbox probe (model/warm.py)
     home = workspace
     if opts.isolate == "worktree":
         try:
