@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from runner.core.jsonutil import sha256_json
+from runner.core.shown import shown
 
 SHARD_ENV = "AGENT_RUN_SHARD"
 # What names one batch across its machines, first set wins: GitHub's run (not its attempt: a re-run of the failed
@@ -33,8 +34,9 @@ class Shard:
 
 
 def task_order(tasks: Iterable[str]) -> list[str]:
-    """The batch's task order: the paths as given, sorted by code point (the same on every machine)."""
-    return sorted(tasks)
+    """The batch's task order: the paths as given, sorted by code point of the text the records show (the same
+    on every machine, and for `batch-merge`, which has only that text: a name that is not UTF-8 as `\\xNN`)."""
+    return sorted(tasks, key=shown)
 
 
 def shard_of(position: int, total: int) -> int:
@@ -50,8 +52,8 @@ def cut(tasks: Sequence[str], shard: Shard) -> list[str]:
 
 def tasks_sha256(tasks: Sequence[str]) -> str:
     """sha256 of the canonical JSON of the sorted task list (JSON, not joined lines: a path may hold a
-    newline)."""
-    return sha256_json(task_order(tasks))
+    newline), as the records show the names (runner/core/shown.py): batch.json holds that text."""
+    return sha256_json([shown(t) for t in task_order(tasks)])
 
 
 def batch_id(environ: Mapping[str, str]) -> str | None:

@@ -13,6 +13,7 @@ import click
 from runner.batch.merge import MISSING_EXIT, MergeRefused, NotReported, ShardOutput, merge, read_output
 from runner.cli.batch_output import format_of, refuse, report
 from runner.cli.output import secrets_to_mask
+from runner.core.shown import shown
 from runner.report.github import mask
 
 
@@ -41,7 +42,7 @@ def batch_merge(dirs: tuple[Path, ...], out: Path, output_format: str | None) ->
             click.echo(line, err=True)
     read = [read_output(d) for d in dirs]
     for gone in (r for r in read if isinstance(r, NotReported)):
-        click.echo(f"agent-run: batch-merge: {gone.dir}: {gone.why}: not a shard's output", err=True)
+        click.echo(f"agent-run: batch-merge: {shown(str(gone.dir))}: {gone.why}: not a shard's output", err=True)
     try:
         merged = merge([r for r in read if isinstance(r, ShardOutput)])
     except MergeRefused as exc:

@@ -16,6 +16,7 @@ import click
 from runner.batch.result import write_result
 from runner.cli.output import case_of
 from runner.core.outcome import EXIT_CODES, Status
+from runner.core.shown import shown, shown_obj
 from runner.record.rundir import write_atomic
 from runner.report.batch_summary import markdown, table, task_annotations
 from runner.report.github import command, compact_results_json, outputs_block, stop_commands
@@ -34,7 +35,9 @@ def report(result: Mapping[str, Any], tasks: Sequence[str], summaries: Sequence[
            fmt: str, on_github: bool, junit: str | Path | None, summary_md: Path | None = None) -> None:
     """Write and print `result`. `tasks`/`summaries` are the rows of the table, the JUnit cases and the
     annotations (a merge adds one for each shard that never reported); `result` is what batch.json holds;
-    `summary_md` a file for the step summary's table also off GitHub (a merge's)."""
+    `summary_md` a file for the step summary's table also off GitHub (a merge's). A task's name is shown as the
+    records show it (a name that is not UTF-8 as `\\xNN`: runner/core/shown.py), on stdout and in JUnit too."""
+    tasks, result = [shown(t) for t in tasks], shown_obj(result)
     try:
         write_result(out, result)
         if summary_md is not None:

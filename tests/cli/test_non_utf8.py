@@ -5,6 +5,7 @@ lock released, no gap in `seq`)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -97,3 +98,47 @@ def test_the_recorders_last_resort_survives_any_exception(fake, workspace):
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "failed"
+
+
+# A batch's task file whose name is not UTF-8 (issue 42, item 8): the shard rule orders, hashes and records the
+# names as the records show them (`\xNN`), which is all `batch-merge` has of them.
+BAD_TASK = os.fsdecode(b"t\xff.md")
+
+
+def test_batch_shards_with_a_task_name_that_is_not_utf8_run_and_merge(fake, workspace, agent_run, tmp_path):
+    (workspace / BAD_TASK).write_text("Task [bad]: do it.\n")
+    (workspace / "ok.md").write_text("Task [ok]: do it.\n")
+    fake.route("[ok]", reply("done ok"))
+    outs = [tmp_path / f"shard-{i}" for i in (1, 2)]
+    codes = [agent_run("batch", "--shard", f"{i}/2", BAD_TASK, "ok.md", "--runs-dir", str(out), timeout=HANG_S)
+             for i, out in enumerate(outs, start=1)]
+    shards = [json.loads((out / "batch.json").read_text(encoding="utf-8")) for out in outs]
+    # sorted as shown: "ok.md" < "t\xff.md"; the run refuses a task path that is not UTF-8 (exit 2)
+    assert [[t["task"] for t in s["tasks"]] for s in shards] == [["ok.md"], ["t\\xff.md"]], codes[1].stderr
+    assert [c.code for c in codes] == [0, 2] and all("Traceback" not in c.stderr for c in codes)
+    assert "t\\xff.md" in codes[1].stdout and "is not valid UTF-8" in shards[1]["tasks"][0]["reason"]
+    m = agent_run("batch-merge", *map(str, outs), "--out", str(tmp_path / "merged"), timeout=HANG_S)
+    assert m.code == 2, m.stderr
+    merged = json.loads((tmp_path / "merged" / "batch.json").read_text(encoding="utf-8"))
+    assert [(t["task"], t["shard"], t["exit_code"]) for t in merged["tasks"]] == [("ok.md", 1, 0), ("t\\xff.md", 2, 2)]
+    assert "t\\xff.md" in m.stdout and "t\\xff.md" in (tmp_path / "merged" / "junit.xml").read_text(encoding="utf-8")
+
+
+def test_batch_merge_of_shards_whose_task_names_hold_surrogates(fake, workspace, agent_run, tmp_path):
+    # A shard's batch.json is untrusted input: a task named with a JSON escape of a lone surrogate, in a shard
+    # directory whose own name is not UTF-8, is merged under the name the records show.
+    order = ["ok.md", "t\\xff.md"]
+    digest = hashlib.sha256(json.dumps(order, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    dirs = []
+    for index, task in ((1, "ok.md"), (2, "t\udcff.md")):
+        d = os.fsdecode(os.fsencode(tmp_path) + b"/shard-\xff%d" % index)
+        os.mkdir(d)
+        with open(os.path.join(d, "batch.json"), "w", encoding="ascii") as f:  # json.dumps: `\udcff` escaped
+            json.dump({"exit_code": 0, "shard": {"index": index, "total": 2, "tasks_sha256": digest},
+                       "tasks": [{"task": task, "status": "success", "exit_code": 0}]}, f)
+        dirs.append(d)
+    m = agent_run("batch-merge", *dirs, "--out", str(tmp_path / "merged"), timeout=HANG_S)
+    assert m.code == 0, m.stderr
+    merged = json.loads((tmp_path / "merged" / "batch.json").read_text(encoding="utf-8"))
+    assert [t["task"] for t in merged["tasks"]] == order
+    assert [r["dir"] for r in merged["shards"]["reported"]] == [f"{tmp_path}/shard-\\xff{i}" for i in (1, 2)]
