@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import Any
 
 import click
@@ -15,7 +16,7 @@ from runner.cli.run import options_from, run_options
 from runner.core.outcome import UsageError
 from runner.engine.recorder import RunOutcome, early_failure
 from runner.github.event import DEFAULT_PHRASE, Skip, parse_actors
-from runner.github.respond import Answered, answer, plan, summary_note
+from runner.github.respond import Answered, answer, command_deadline, plan, summary_note
 from runner.report.github import GitHubReporter, append_step_summary, command, outputs_block
 from runner.report.github_api import GitHubError
 from runner.report.markdown import md_text
@@ -52,13 +53,15 @@ def respond(trigger_phrase: str, allowed_actors: str | None, review: bool, **kw:
     without write access, a fork's pull request, pull_request_target.
     Otherwise the exit code is the run's, as for `agent-run run`.
     """
+    started = time.monotonic()  # --timeout bounds the whole command: GitHub's requests before the run too
     opts, fmt = options_from("-", kw, findings=kw["findings"] or review)
     if opts.output_schema and opts.findings:  # refused before anything is asked of GitHub or posted there
         flag = "--review (which implies --findings)" if review else "--findings"
         return _end(early_failure(f"{flag} is an output schema of its own: it cannot be used with "
                                   "--output-schema"), fmt, kw["quiet"])
     try:
-        planned = plan(os.environ, trigger_phrase, parse_actors(allowed_actors), _say)
+        planned = plan(os.environ, trigger_phrase, parse_actors(allowed_actors), _say,
+                       command_deadline(opts, started))
     except UsageError as exc:
         return _end(early_failure(str(exc)), fmt, kw["quiet"])
     except GitHubError as exc:

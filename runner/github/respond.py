@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+import signal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from runner.core.jsonutil import seconds_text
 from runner.core.outcome import UsageError
 from runner.engine.recorder import RunOutcome, early_failure
 from runner.github.conversation import Context, fetch_context, task_text
@@ -25,7 +28,7 @@ from runner.github.landing import LandRefused, land_target
 from runner.github.review import Head, head_sha, post_review
 from runner.github.sticky import final_body, find_own_comment, own_login, working_body
 from runner.record.mask import Masker
-from runner.report.github_api import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy
+from runner.report.github_api import DEFAULT_API_URL, GRACE_ENV, Deadline, GitHub, GitHubError, RetryPolicy, grace_s
 from runner.report.markdown import md_text
 from runner.run.assemble import execute
 from runner.run.options import RunOptions
@@ -70,10 +73,19 @@ def run_url(environ: Mapping[str, str], trigger: Trigger) -> str:
     return f"{server}/{repo}/actions/runs/{run_id}" if run_id else f"{server}/{repo}/actions"
 
 
+def command_deadline(opts: RunOptions, started: float) -> Deadline | None:
+    """`--timeout` as the whole command's deadline, from `started` (time.monotonic): what GitHub is asked before
+    the run comes out of it too."""
+    timeout = opts.cli_settings.get("timeout")
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool):
+        return None
+    return Deadline(started + float(timeout), f"--timeout {seconds_text(float(timeout))}")
+
+
 def plan(environ: Mapping[str, str], phrase: str, allowed: Sequence[str],
-         say: Callable[[str], None]) -> Planned | Skip:
-    """The trigger and an open client, or why the event is skipped. UsageError: no event or no token;
-    GitHubError: the permission could not be learned (the API kept failing)."""
+         say: Callable[[str], None], deadline: Deadline | None = None) -> Planned | Skip:
+    """The trigger and an open client (bound by `deadline`), or why the event is skipped. UsageError: no event or
+    no token; GitHubError: the permission could not be learned (the API kept failing, or not within `deadline`)."""
     name, payload = read_event(environ)
     decision = decide(name, payload, phrase, allowed)
     if isinstance(decision, Skip):
@@ -84,6 +96,7 @@ def plan(environ: Mapping[str, str], phrase: str, allowed: Sequence[str],
                          "${{ github.token }})")
     gh = GitHub(environ.get("GITHUB_API_URL") or DEFAULT_API_URL, token, retry=RetryPolicy.from_environ(environ),
                 on_retry=lambda message: say(f"agent-run: github: {message}"))
+    gh.deadline = deadline
     try:
         refused = gate(gh, decision, allowed)
     except BaseException:
@@ -145,19 +158,39 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
     comment_id = _post(gh, trigger, comment_id, working_body(trigger.marker, trigger.actor, planned.run_url),
                        problems, say)
     task = task_text(trigger, context, review=review and trigger.is_pr)
+    if gh.deadline is not None:  # the run gets what is left of --timeout
+        opts = replace(opts, cli_settings={**opts.cli_settings, "timeout": max(gh.deadline.left(), 0.001)})
     outcome = execute(replace(opts, task="-", task_text=task))
     if outcome.summary.get("status") == "interrupted":  # a cancelled job is killed ~7.5 s after SIGINT: no waiting
         gh.retry = replace(gh.retry, retries=0)
+    grace = grace_s(os.environ)
+    gh.deadline = Deadline.after(grace, f"the {seconds_text(grace)} s GitHub is given after the run ({GRACE_ENV})")
     notes: list[str] = []
     try:
-        if sha is not None:
-            notes = _review(Head(gh, trigger, sha), context, outcome.summary, planned.run_url, masker, problems, say)
-        body = masker.mask(final_body(trigger.marker, outcome.summary, planned.run_url, problems, notes))[0]
-        _post(gh, trigger, comment_id, body, problems, say)
+        with _term_interrupts():
+            if sha is not None:
+                notes = _review(Head(gh, trigger, sha), context, outcome.summary, planned.run_url, masker, problems,
+                                say)
+            body = masker.mask(final_body(trigger.marker, outcome.summary, planned.run_url, problems, notes))[0]
+            _post(gh, trigger, comment_id, body, problems, say)
     except KeyboardInterrupt:  # a signal after the run: the run's outcome stands, the comment says "working"
         _problem(problems, say, "interrupted while posting the review or editing the comment")
     gh.close()
     return Answered(outcome, problems)
+
+
+@contextmanager
+def _term_interrupts() -> Iterator[None]:
+    """SIGTERM as SIGINT while GitHub is asked after the run: the request is abandoned, and what the command
+    writes after it (stdout, the step's outputs and summary) is still written."""
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _review(head: Head, context: Context, summary: Mapping[str, Any], url: str, masker: Masker,

@@ -10,6 +10,10 @@ GitHub's rate limits — a 403/429 with `retry-after` (the secondary limit) or w
 (the primary one, until `x-ratelimit-reset`) — are retried up to `retries` times with exponential backoff;
 a wait the server asks for above `max_wait_s` (AGENT_RUN_MAX_RETRY_WAIT_S) gives up at once. Other 4xx are
 answers, never retried. httpx (already a dependency for web_fetch) does the HTTP.
+
+A `Deadline` set on the client bounds every request from then on: each waits for its answer at most until it, a
+retry whose wait does not fit before it is not waited for, and the error says which deadline it was (`--timeout`,
+the grace after a run: `grace_s`, AGENT_RUN_GITHUB_GRACE_S).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from runner.core.jsonutil import seconds_text
 from runner.model.retry import backoff, retry_after
 
 DEFAULT_API_URL = "https://api.github.com"
+GRACE_ENV = "AGENT_RUN_GITHUB_GRACE_S"  # what GitHub is given after a run: the final edit, a push, a pull request
+GRACE_S = 15.0
 MAX_PAGES = 50  # 100 items a page: 5,000 comments or files is more than any conversation the agent can read
 _LINK = re.compile(r'<([^>]*)>\s*;\s*rel="?([^";]+)"?')
 
@@ -56,6 +62,29 @@ class RetryPolicy:
                 return default
         return cls(int(number("AGENT_RUN_MAX_RETRIES", cls.retries)), number("AGENT_RUN_RETRY_BASE_S", cls.base_s),
                    number("AGENT_RUN_RETRY_CAP_S", cls.cap_s), number("AGENT_RUN_MAX_RETRY_WAIT_S", cls.max_wait_s))
+
+
+def grace_s(environ: Mapping[str, str]) -> float:
+    """The seconds GitHub's requests after a run may take (GRACE_ENV, at least 1; GRACE_S when unset or bad)."""
+    try:
+        return max(1.0, float(environ.get(GRACE_ENV) or GRACE_S))
+    except ValueError:
+        return GRACE_S
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A moment (time.monotonic) no request goes past, and what set it, for the message that names it."""
+
+    at: float
+    name: str
+
+    @classmethod
+    def after(cls, seconds: float, name: str) -> Deadline:
+        return cls(time.monotonic() + seconds, name)
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
 
 
 def next_link(header: str | None, rel_name: str = "next") -> str | None:
@@ -90,6 +119,8 @@ class GitHub:
         self._on_retry = on_retry or (lambda _message: None)
         self._sleep = sleep
         self._origin = urlsplit(self.api_url)[:2]
+        self._timeout_s = timeout_s
+        self.deadline: Deadline | None = None  # set by the caller: every request from then on ends by it
         self._http = httpx.Client(timeout=timeout_s, follow_redirects=False, headers={
             "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "agent-run"})
@@ -147,11 +178,17 @@ class GitHub:
     def _send(self, method: str, path: str, json: Any, params: Mapping[str, Any] | None) -> httpx.Response:
         url = self._url(path)
         what = f"{method} {urlsplit(url).path}"
-        attempt = 0
+        attempt, error = 0, ""
         while True:
             attempt += 1
+            timeout = self._timeout_s
+            if self.deadline is not None:
+                left = self.deadline.left()
+                if left <= 0:
+                    raise GitHubError(f"{what}: {error + '; ' if error else ''}{self.deadline.name} has passed")
+                timeout = min(timeout, left)
             try:
-                response = self._http.request(method, url, json=json, params=params)
+                response = self._http.request(method, url, json=json, params=params, timeout=timeout)
             except httpx.HTTPError as exc:  # a timeout, a refused or dropped connection: as a 5xx
                 status, error, hint = None, f"{type(exc).__name__}", None
             else:
@@ -168,6 +205,10 @@ class GitHub:
             if attempt > self.retry.retries:
                 raise GitHubError(f"{what}: {error} (after {attempt} attempts)", status)
             delay = backoff(attempt, self.retry.base_s, self.retry.cap_s, hint)
+            if self.deadline is not None and delay >= self.deadline.left():  # waiting would only end past it
+                asked = "GitHub asked to wait" if hint is not None else "the next retry is"
+                raise GitHubError(f"{what}: {error}; {asked} {seconds_text(delay)} s, past the end of "
+                                  f"{self.deadline.name}: not waited for", status)
             self._on_retry(f"{what}: {error}; retry {attempt} of {self.retry.retries} in {seconds_text(delay)} s")
             self._sleep(delay)
 

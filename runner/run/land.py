@@ -29,7 +29,7 @@ from runner.engine.recorder import Recording
 from runner.record.mask import Masker
 from runner.record.rundir import portable
 from runner.report.changes import ChangeTracker
-from runner.report.github_api import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy
+from runner.report.github_api import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy, grace_s
 from runner.report.markdown import code_span, fenced
 from runner.run.changes import ChangeRecord
 from runner.run.options import LandTarget, RunOptions
@@ -38,8 +38,6 @@ from runner.workspace.git import GitError, Repo, find_repo
 from runner.workspace.landgit import Author, LandGit, file_entry, remote_problem, start_branch
 
 DEFAULT_AUTHOR = Author("agent-run", "agent-run@users.noreply.github.com")
-GRACE_ENV = "AGENT_RUN_GITHUB_GRACE_S"  # the push's and the pull request's deadline
-GRACE_S = 15.0
 MAX_BODY = 65_536  # GitHub's limit on a pull request's body
 MARKER = "<!-- agent-run:land:{key} -->"
 WORKFLOWS = ".github/workflows/"
@@ -189,7 +187,7 @@ class Landing:
             self.record.update(landed=True, commit=sha)
             return self._done(rec, ending, None)
         assert t.branch is not None and t.remote is not None
-        token, grace = self.environ.get("GITHUB_TOKEN", ""), _grace(self.environ)
+        token, grace = self.environ.get("GITHUB_TOKEN", ""), grace_s(self.environ)
         rec.ctx.cancel.kill_processes()  # no command of the run outlives it into the push (its environ holds the token)
         tip = git.tip(t.remote, t.branch, token, grace)
         parent, problem = self._parent(git, tip)
@@ -360,13 +358,6 @@ def _key(rec: Recording, opts: RunOptions, task_path: Path) -> str:
 def _prefix(workspace: Path, repo: Repo) -> str:
     rel = workspace.resolve().relative_to(repo.top.resolve()).as_posix()
     return "" if rel == "." else rel
-
-
-def _grace(environ: Mapping[str, str]) -> float:
-    try:
-        return max(1.0, float(environ.get(GRACE_ENV) or GRACE_S))
-    except ValueError:
-        return GRACE_S
 
 
 def _chunks(patch: str, changed: list[str]) -> list[tuple[str, str]]:

@@ -289,3 +289,51 @@ def test_the_sticky_comment_past_the_first_pages_is_found_from_the_newest_page(f
     assert r.code == 0 and r.events[-1]["type"] == "run_finished", r.stderr
     assert stickies(gh, 5) == [gh.comments[sticky["id"]]] and "second answer" in gh.comments[sticky["id"]]["body"]
     assert len(gh.of("POST")) == 1  # the re-run edited the comment on the last page
+
+
+RATE_LIMITED = (403, {"retry-after": "35"}, {"message": "You have exceeded a secondary rate limit."})
+
+
+def test_a_rate_limit_wait_past_the_timeout_is_not_waited_for(fake, gh, respond):
+    gh.fail("GET", "/collaborators/alice/permission", RATE_LIMITED)
+    r = respond("issue_comment", payloads.issue_comment("@agent-run go"), "--timeout", "6")
+    assert r.code == 1 and fake.requests == [], r.stderr
+    assert "35 s, past the end of --timeout 6" in r.stderr, r.stderr
+    assert len(gh.of("GET", "/permission")) == 1
+    # the first comment comes out of --timeout too: not posted, and the run gets what is left
+    gh.fail("POST", "/issues/5/comments", RATE_LIMITED)
+    fake.add(reply("done"))
+    r = respond("issue_comment", payloads.issue_comment("@agent-run go"), "--timeout", "6")
+    assert r.code == 0 and r.events[-1]["type"] == "run_finished", r.stderr
+    assert "past the end of --timeout 6" in r.stderr and 0 < r.events[0]["timeout_s"] < 6
+
+
+def test_a_final_edit_that_never_answers_ends_within_the_grace(fake, gh, respond):
+    gh.hold("PATCH", "/issues/comments/")
+    fake.add(reply("the answer"))
+    r = respond("issue_comment", payloads.issue_comment("@agent-run go"), env={"AGENT_RUN_GITHUB_GRACE_S": "1"})
+    assert gh.held.is_set()
+    assert r.code == 0 and r.summary["status"] == "success", r.stderr
+    assert "could not edit comment" in r.stderr and "AGENT_RUN_GITHUB_GRACE_S" in r.stderr, r.stderr
+
+
+def test_sigterm_during_the_final_edit_still_writes_stdout_outputs_and_step_summary(fake, gh, workspace, tmp_path):
+    gh.hold("PATCH", "/issues/comments/")
+    fake.add(reply("the answer"))
+    outputs, step_summary = tmp_path / "output", tmp_path / "step_summary.md"
+    env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", GITHUB_ACTIONS="true",
+                    GITHUB_OUTPUT=str(outputs), GITHUB_STEP_SUMMARY=str(step_summary),
+                    **job_env(gh, tmp_path, "issue_comment", payloads.issue_comment("@agent-run go")))
+    proc = subprocess.Popen([*agent_run_argv(), "github", "respond"], cwd=workspace, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        until(gh.held.is_set, "the final edit to reach GitHub")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=HANG_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err  # the run's: it had ended
+    assert "the answer" in out
+    assert "status<<" in outputs.read_text() and "success" in outputs.read_text()
+    assert "interrupted while posting the review or editing the comment" in step_summary.read_text()

@@ -23,7 +23,9 @@ It keeps issue comments (per issue number), pull request files and collaborator 
 - a missing or wrong `Authorization` (`Bearer TOKEN` or `token TOKEN`) is 401 "Bad credentials".
 `fail(method, path_regex, *responses)` answers the next matching requests with `(status, headers, body)`
 tuples first (a 500, a secondary rate limit: 403 with `retry-after`); `before(method, path_regex, fn)` runs
-`fn(server)` once, just before the next matching request is answered (someone deletes a comment meanwhile).
+`fn(server)` once, just before the next matching request is answered (someone deletes a comment meanwhile);
+`hold(method, path_regex)` never answers the next matching request: it sets `held` and keeps the connection
+until the server closes (or HOLD_CAP_S, which only stops a hang), then drops it.
 Every request is recorded in `requests` (method, path, query, headers, json).
 """
 
@@ -39,6 +41,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 TOKEN = "ghs_fakeInstallationToken0123456789abcdefABCDEF"
+HOLD_CAP_S = 120.0
 BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
 
 
@@ -72,6 +75,9 @@ class FakeGitHub:
         self._next_id = 1000
         self._faults: list[tuple[str, re.Pattern[str], list[tuple[int, dict[str, str], Any]]]] = []
         self._hooks: list[tuple[str, re.Pattern[str], Callable[[FakeGitHub], None]]] = []
+        self._holds: list[tuple[str, re.Pattern[str]]] = []
+        self.held = threading.Event()  # a held request has arrived
+        self._closing = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -98,6 +104,7 @@ class FakeGitHub:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -116,6 +123,9 @@ class FakeGitHub:
 
     def before(self, method: str, path: str, fn: Callable[[FakeGitHub], None]) -> None:
         self._hooks.append((method, re.compile(path), fn))
+
+    def hold(self, method: str, path: str) -> None:
+        self._holds.append((method, re.compile(path)))
 
     def of(self, method: str, path: str = "") -> list[Request]:
         return [r for r in self.requests if r.method == method and re.search(path, r.path)]
@@ -146,6 +156,15 @@ class FakeGitHub:
         with self._lock:
             self.requests.append(Request(h.command, parts.path, query, {k.lower(): v for k, v in h.headers.items()},
                                          body))
+            hold = next((x for x in self._holds if x[0] == h.command and x[1].search(parts.path)), None)
+            if hold is not None:
+                self._holds.remove(hold)
+        if hold is not None:  # no answer: the client's deadline is what ends its wait
+            self.held.set()
+            self._closing.wait(HOLD_CAP_S)
+            h.close_connection = True
+            return None
+        with self._lock:
             for hook in list(self._hooks):
                 if hook[0] == h.command and hook[1].search(parts.path):
                     self._hooks.remove(hook)
