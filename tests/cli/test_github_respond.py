@@ -280,15 +280,15 @@ def test_the_sticky_comment_past_the_first_pages_is_found_from_the_newest_page(f
     gh.max_per_page = 2  # 50 pages of 2: the comments past the hundredth are where 5,000 are on GitHub
     for i in range(101):
         gh.add_comment(5, f"comment {i}")
-    payload = payloads.issue_comment("@agent-run, what changed?", login="carol")
-    fake.add(reply("first answer"))
-    assert respond("issue_comment", payload).code == 0
-    [sticky] = stickies(gh, 5)
-    fake.restart().add(reply("second answer"))
-    r = respond("issue_comment", payload)
+    sticky = gh.add_comment(5, "<!-- agent-run:issue-comment-90001 -->\n⏳ working", BOT)  # an earlier run's
+    gh.add_comment(5, "one more")
+    fake.add(reply("second answer"))
+    r = respond("issue_comment", payloads.issue_comment("@agent-run, what changed?", login="carol"))
     assert r.code == 0 and r.events[-1]["type"] == "run_finished", r.stderr
     assert stickies(gh, 5) == [gh.comments[sticky["id"]]] and "second answer" in gh.comments[sticky["id"]]["body"]
-    assert len(gh.of("POST")) == 1  # the re-run edited the comment on the last page
+    assert gh.of("POST") == []  # the run edited the comment on the last page
+    pages = [q.query.get("page", "1") for q in gh.of("GET", "/issues/5/comments")]
+    assert pages[:3] == ["1", "52", "51"]  # the first page learns where the last is; then backwards
 
 
 RATE_LIMITED = (403, {"retry-after": "35"}, {"message": "You have exceeded a secondary rate limit."})
