@@ -15,7 +15,7 @@ from runner.cli.runs_format import cell, changed, clip, cost, decision, duration
 from runner.cli.runs_read import Spilled, Spool, account, origin, overview, runs_root
 from runner.core.events import MAIN
 from runner.core.outcome import EXIT_CODES, Status
-from runner.report.transcript import transcript_of
+from runner.report.transcript import transcript_streamed
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
 _ENVELOPE = ("seq", "ts", "run_id", "type", "agent")
@@ -50,7 +50,10 @@ def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool, 
     summary = overview(path)
     if transcript:
         # Rendered afresh from the events and the summary, not read from transcript.md (which is not sealed).
-        click.echo(transcript_of(path, summary), nl=False)
+        text = sys.stdout
+        for piece in transcript_streamed(path, summary):  # written as it is rendered: never held whole
+            text.write(piece)
+        text.flush()
         return
     if not as_json:
         for line in render(account(path, summary)):

@@ -40,6 +40,9 @@ from runner.report.markdown import code_span, fence
 from runner.report.summary_file import read_summary
 
 OUTPUT_LINES = 40
+# A line of an output or of a call's arguments is cut there, as `runs show`'s text view cuts what it shows (`…` at
+# the end): a result that is one 100 MB line costs a transcript a thousand characters, not a hundred megabytes.
+LINE_CHARS = 1000
 CHECK_TAIL_LINES = 60
 CHECK_CALL_ID = "check"
 _TAIL_TOOLS = frozenset({"bash"})  # errors come last: show the end of their output
@@ -63,11 +66,16 @@ def tail_lines(text: str, n: int) -> str:
 
 
 def cut_lines(text: str, n: int = OUTPUT_LINES, *, from_end: bool = False) -> tuple[str, int]:
-    """At most n lines of text, and how many were left out."""
+    """At most n lines of text, each cut at LINE_CHARS characters, and how many lines were left out."""
     lines = text.rstrip("\n").splitlines()
-    if len(lines) <= n:
-        return "\n".join(lines), 0
-    return "\n".join(lines[-n:] if from_end else lines[:n]), len(lines) - n
+    left = max(0, len(lines) - n)
+    if left:
+        lines = lines[-n:] if from_end else lines[:n]
+    return "\n".join(map(cut_line, lines)), left
+
+
+def cut_line(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
 
 
 def _code(text: Any) -> str:
@@ -99,7 +107,7 @@ def _arguments(tool: str, raw: Any) -> list[str]:
     if tool == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
         rest = {k: v for k, v in args.items() if k != "command"}
         extra = [f"with {_code(json.dumps(rest, ensure_ascii=False))}"] if rest else []
-        return [fence(args["command"], "sh"), *extra]
+        return [fence("\n".join(map(cut_line, args["command"].split("\n"))), "sh"), *extra]
     text = str(raw) if not isinstance(args, dict) else json.dumps(args, ensure_ascii=False)
     if len(text) <= 160 and "\n" not in text:
         return [_code(text)]
@@ -149,6 +157,39 @@ def _decision(e: PermissionDecision) -> list[str]:
 
 
 def render(events: Iterable[Logged], summary: Mapping[str, Any] | None, task: str | None = None) -> str:
+    return "".join(render_streamed(events, summary, task))
+
+
+def render_streamed(events: Iterable[Logged], summary: Mapping[str, Any] | None,
+                    task: str | None = None) -> Iterator[str]:
+    """The transcript in pieces, as the events are read: what `render` joins, never held whole (`runs show
+    --transcript` of a log of any size). Trailing blank lines are left out and the text ends with one newline."""
+    end = _Ending()
+    for line in _lines(events, summary, task):
+        if (piece := end.piece(line)):
+            yield piece
+    yield "\n"
+
+
+class _Ending:
+    """`"\n".join(lines).rstrip("\n")`, piece by piece: the newlines at the end of what was given are held back
+    until more text follows them."""
+
+    def __init__(self) -> None:
+        self.first, self.held = True, ""
+
+    def piece(self, line: str) -> str:
+        text = line if self.first else "\n" + line
+        self.first = False
+        kept = text.rstrip("\n")
+        if not kept:
+            self.held += text
+            return ""
+        out, self.held = self.held + kept, text[len(kept):]
+        return out
+
+
+def _lines(events: Iterable[Logged], summary: Mapping[str, Any] | None, task: str | None) -> Iterator[str]:
     s = dict(summary or {})
     out: list[str] = [f"# agent-run: {s.get('title') or s.get('run_id') or 'run'}", ""]
     ending = f"**{s.get('status', '?')}** (exit {s.get('exit_code', '?')})"
@@ -177,6 +218,8 @@ def render(events: Iterable[Logged], summary: Mapping[str, Any] | None, task: st
             depth = state.depth
         prefix = "> " * depth
         out += [prefix + line if line else prefix.rstrip() for chunk in lines for line in chunk.split("\n")]
+        yield from out[:-1]  # the last line stays: the next event's requote may change it
+        del out[:-1]
     _requote(out, depth, 0)  # a child that never finished (an interrupted run): its quote ends here
     main = states.get(MAIN)
     answer = s.get("answer") if "answer" in s else (main.last_text if main else None)
@@ -185,7 +228,7 @@ def render(events: Iterable[Logged], summary: Mapping[str, Any] | None, task: st
     out += _check_section(s.get("check"), check)
     out += _denials(s.get("denials") or [])
     out += _usage(s)
-    return "\n".join(out).rstrip("\n") + "\n"
+    yield from out
 
 
 def by_agent(events: Iterable[Logged]) -> Iterator[Logged]:
@@ -398,10 +441,16 @@ def _cost(cost: Any) -> str:
 
 def transcript_of(run_dir: Path, summary: Mapping[str, Any] | None = None) -> str:
     """The transcript of a run directory, from its events, summary.json (or `summary`) and task.md."""
+    return "".join(transcript_streamed(run_dir, summary))
+
+
+def transcript_streamed(run_dir: Path, summary: Mapping[str, Any] | None = None) -> Iterator[str]:
+    """`transcript_of` in pieces, the log read as they are written (render_streamed)."""
     if summary is None:  # a wrong-typed field is absent (a summary.json edited, truncated, or of another version)
         summary = read_summary(run_dir) or {}
     try:
         task = (run_dir / "task.md").read_text(encoding="utf-8", errors="replace")
     except OSError:
         task = None
-    return render(read_log(run_dir / "events.jsonl"), summary if isinstance(summary, Mapping) else {}, task)
+    return render_streamed(read_log(run_dir / "events.jsonl"), summary if isinstance(summary, Mapping) else {},
+                           task)

@@ -87,3 +87,24 @@ def test_runs_show_json_is_unchanged_for_a_small_run(tmp_path):
     with (tmp_path / "out").open("wb") as f:
         write_json(data, spool, f)
     assert (tmp_path / "out").read_text() == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_runs_show_transcript_of_a_big_log_is_streamed_in_bounded_memory(tmp_path):
+    """--transcript of a 32 MiB log (each turn a 2 MiB `write` and as big a result) peaks under 100 MiB, as the
+    other views: written as it is rendered, a line of an output or of arguments cut as the text view cuts it."""
+    from runner.report.transcript import LINE_CHARS
+
+    run_dir = tmp_path / "runs" / "20260101T000000000000Z-big001"
+    assert write_big_run(run_dir, 8, 2 << 20, big_results=True) >= 32 << 20
+    out = tmp_path / "transcript.md"
+    proc = subprocess.run([sys.executable, "-c", _PEAK, json.dumps([(["runs", "show", "--transcript", str(run_dir)],
+                                                                     str(out))]), str(HANG_S)],
+                          capture_output=True, text=True, env=clean_env(), timeout=3 * HANG_S)
+    got = json.loads(proc.stdout)
+    assert got[0]["code"] == 0, proc.stderr
+    assert got[0]["peak_kib"] <= 100 * 1024, got
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# agent-run: 20260101T000000000000Z-big001\n") and text.endswith("\n")
+    assert text.count("### `write` call") == 8 and "## Final answer" in text
+    assert max(len(line) for line in text.splitlines()) <= LINE_CHARS
+    assert "x" * (LINE_CHARS - 1) + "…" in text  # the content, cut where the line is
