@@ -80,6 +80,12 @@ def _show_audit(path: Path, run_dir: str, as_json: bool) -> None:
         click.echo(line.rstrip())
 
 
+def _price_source(usage: dict[str, Any]) -> str:
+    """Where the price came from (`policy`, `genai-prices 0.2.3`), as the step summary says it."""
+    source = usage.get("price_source")
+    return f" (prices: {clip(source, 100)})" if isinstance(source, str) and source else ""
+
+
 # --- JSON, written as it goes ------------------------------------------------------------------
 
 _PLACEHOLDER = "\ue000agent-run: spilled arguments\ue000"
@@ -138,7 +144,7 @@ def render(data: dict[str, Any]) -> list[str]:
                      f"{cell(s.get('tool_calls'))} tool calls"),
         ("usage", f"{cell(usage.get('prompt_tokens'))} prompt ({cell(usage.get('cached_tokens'))} cached) · "
                   f"{cell(usage.get('completion_tokens'))} completion · {cell(total_tokens(usage))} total · "
-                  f"cost {cost(usage.get('cost_usd'))}"),
+                  f"cost {cost(usage.get('cost_usd'))}" + _price_source(usage)),
         ("loop", finding(s.get("loop"))),
         ("budget", finding(s.get("budget"))),
         # The check's tail is for the transcript (--transcript): one line here, its output's file named.

@@ -155,6 +155,19 @@ def test_show_header_has_the_findings(tmp_path):
     assert "denials: none" in lines
 
 
+
+def test_show_says_where_the_price_came_from(tmp_path):
+    run_dir = tmp_path / "priced"
+    run_dir.mkdir()
+    (run_dir / "events.jsonl").write_text("")
+    usage = {"prompt_tokens": 9000, "completion_tokens": 100, "cached_tokens": 0, "total_tokens": 9100,
+             "cost_usd": 0.25, "price_source": "genai-prices 0.2.3"}
+    (run_dir / "summary.json").write_text(json.dumps({"run_id": "priced", "status": "success", "exit_code": 0,
+                                                      "denials": [], "usage": usage}))
+    lines = CliRunner().invoke(cli, ["runs", "show", str(run_dir)]).output.splitlines()
+    assert "  usage:    9,000 prompt (0 cached) · 100 completion · 9,100 total · cost $0.2500 (prices: genai-prices " \
+           "0.2.3)" in lines
+
 def test_runs_list_says_the_runs_in_the_workspace_are_not_its_changes(fake, workspace, agent_run):
     import shutil
     import subprocess
