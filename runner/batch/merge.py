@@ -68,6 +68,7 @@ class Merged:
     tasks_sha256: str
     outputs: list[ShardOutput]
     missing: list[int]
+    batch_id: str | None = None
     tasks: list[str] = field(default_factory=list)
     summaries: list[dict[str, Any]] = field(default_factory=list)
     entries: list[dict[str, Any]] = field(default_factory=list)
@@ -80,7 +81,8 @@ class Merged:
     def result(self) -> dict[str, Any]:
         """batch.json of the whole batch: the tasks in the batch's order, each naming its shard."""
         return {"exit_code": self.exit_code, "tasks": self.entries,
-                "shards": {"total": self.total, "tasks_sha256": self.tasks_sha256, "missing": self.missing,
+                "shards": {"total": self.total, "tasks_sha256": self.tasks_sha256, "batch_id": self.batch_id,
+                           "missing": self.missing,
                            "reported": [{"index": o.shard.index, "dir": str(o.dir), "exit_code": o.exit_code}
                                         for o in self.outputs]}}
 
@@ -145,7 +147,7 @@ def merge(outputs: Sequence[ShardOutput]) -> Merged:
         by_index[out.shard.index] = out
     total = first.shard.total
     merged = Merged(total, first.tasks_sha256, [by_index[i] for i in sorted(by_index)],
-                    [i for i in range(1, total + 1) if i not in by_index])
+                    [i for i in range(1, total + 1) if i not in by_index], first.batch_id)
     rows = sorted(((e["task"], o.shard.index, e, s) for o in merged.outputs
                    for e, s in zip(o.entries, o.summaries, strict=True)), key=lambda r: (r[0], r[1]))
     merged.tasks = [task for task, *_ in rows]

@@ -155,7 +155,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--timeout", "timeout", "Whole-run wall-clock limit (exit 5).", decimal(0, above=True), metavar="SECONDS",
            goes=Goes.SETTINGS, env="AGENT_RUN_TIMEOUT", policy="budget.timeoutSeconds", action="timeout",
            rerun=Rerun.SETTING, batch=True,
-           on={"batch": None, "replay": "Whole-run wall-clock limit, the approved calls included (exit 5)."}),
+           on={"batch": None, "replay": "Whole-run wall-clock limit, the approved calls included (exit 5).",
+               "respond": "Wall-clock limit of the whole command (exit 5): GitHub's requests before the run come "
+                          "out of it, the run gets what is left."}),
     Option("--max-tokens", "max_tokens", "Prompt + completion token budget (exit 5).", integer(1),
            goes=Goes.SETTINGS, env="AGENT_RUN_MAX_TOKENS", policy="budget.maxTokens", rerun=Rerun.SETTING,
            batch=True,

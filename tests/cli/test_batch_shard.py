@@ -182,6 +182,7 @@ def test_shards_of_different_runs_are_refused_naming_their_files(fake, workspace
     assert json.loads((s3 / "batch.json").read_text())["shard"]["batch_id"] == "run-1"
     r = agent_run("batch-merge", str(s2), str(s3), "--out", str(tmp_path / "m"))
     assert r.code == 1 and "shard 1 of 3 never reported" in r.stderr, r.stderr
+    assert json.loads((tmp_path / "m" / "batch.json").read_text())["shards"]["batch_id"] == "run-1"
 
 
 def test_a_killed_shard_leaves_no_old_report_and_takes_its_task_with_it(fake, workspace, agent_run, tmp_path):
