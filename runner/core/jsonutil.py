@@ -16,6 +16,27 @@ def canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+# How deep the JSON the runner reads and writes may nest (a container inside a container counts one level): far
+# above any record or call it makes (an event is a handful of levels), far below what makes a recursive walk of it
+# (the parser, masking, a call's search) run out of stack. Deeper is refused where it enters, never crashed on.
+MAX_DEPTH = 200
+
+
+def nested_over(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether a JSON value nests more than `limit` containers deep (a scalar: 0, `{}`: 1). Walked with a stack,
+    not recursion: the value it is asked about may be one that recursion cannot walk."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.core.jsonutil import canonical
+from runner.core.jsonutil import canonical, nested_over
 
 
 @dataclass(frozen=True)
@@ -150,10 +150,13 @@ def _json_span(body: str, end: int, names: set[str]) -> _Span | None:
 
 
 def _json(text: str) -> tuple[Any, bool]:
+    """The text's JSON value, and whether it is one: nested past MAX_DEPTH it is none (the search for a call
+    in it recurses: `{"tool_calls": [` 330 times ran it out of stack)."""
     try:
-        return json.loads(text), True
+        value = json.loads(text)
     except (ValueError, RecursionError):  # the model's text, nested past the parser's depth: no call
         return None, False
+    return (None, False) if nested_over(value) else (value, True)
 
 
 def _calls(value: Any) -> list[tuple[str, Any]]:

@@ -103,3 +103,15 @@ def test_a_child_runs_a_call_written_as_text(fake, workspace, agent_run):
     assert [(e["agent"]["id"], e["tool"], e["source"]) for e in child] == [("a1", "read", "text")]
     result = next(e for e in r.of_type("tool_result") if e["tool"] == "task")
     assert "a.py prints a" in result["content"]
+
+
+def test_a_call_nested_330_levels_deep_is_told_once_not_a_crash(fake, workspace, agent_run):
+    # issue 42, item 8: `{"tool_calls": [` 330 times around a call parses (660 levels), and the search for the call
+    # in it ended the run with RecursionError; past 200 levels (core/jsonutil.py MAX_DEPTH) it is no call
+    deep = '{"tool_calls": [' * 330 + '{"name": "list", "arguments": {}}' + "]}" * 330
+    fake.add(reply(f"<tool_call>\n{deep}\n</tool_call>"), reply("done"))
+    r = agent_run("task.md")
+    ended_with(r, 0, "success")
+    assert not r.of_type("tool_call") and "Traceback" not in r.stderr
+    nudge = fake.requests[1]["messages"][-1]
+    assert nudge["role"] == "user" and "tool_calls" in nudge["content"]
