@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+import click
 
 from runner.core.events import (
     Compaction,
@@ -28,7 +30,7 @@ from runner.core.events import (
     agent_id,
     call_ref,
 )
-from runner.record.jsonl import iter_events
+from runner.record.jsonl import BadLine, iter_events
 from runner.record.logged import read_log
 from runner.record.rundir import runs_dir_for
 from runner.report.summary import SummaryBuilder, fold
@@ -74,8 +76,24 @@ def overview(run_dir: Path) -> dict[str, Any]:
     summary = read_summary(run_dir)
     if summary is not None:
         return summary
-    facts = fold((logged.event for logged in read_log(run_dir / "events.jsonl")), run_dir.name)
+    facts = fold((logged.event for logged in read_log(run_dir / "events.jsonl", on_bad=left_out(run_dir))),
+                 run_dir.name)
     return sane(facts.so_far()) or {}
+
+
+_TOLD: set[tuple[str, int]] = set()  # (run dir, line) said already by this command: `runs show` reads a log twice
+
+
+def left_out(run_dir: Path) -> Callable[[BadLine], None]:
+    """What `runs` does with a line of the run's log that is no record (record/jsonl.py: longer than the writer's
+    cap, nested past its depth, not JSON): leaves it out, and says so once on stderr, naming the line."""
+
+    def tell(bad: BadLine) -> None:
+        if (str(run_dir), bad.number) not in _TOLD:
+            _TOLD.add((str(run_dir), bad.number))
+            click.echo(f"agent-run: warning: {run_dir.name}/events.jsonl:{bad.number}: {bad.why}: left out", err=True)
+
+    return tell
 
 
 @dataclass(frozen=True)
@@ -135,7 +153,7 @@ def account(
     compactions: list[dict[str, Any]] = []
     pending: dict[str, dict[str, Any]] = {}  # per agent id, the request waiting for its response
     facts = None if isinstance(summary.get("denials"), list) else SummaryBuilder(run_dir.name, model="", policy="")
-    for logged in read_log(run_dir / "events.jsonl"):
+    for logged in read_log(run_dir / "events.jsonl", on_bad=left_out(run_dir)):
         e, seq = logged.event, logged.seq
         if facts is not None:
             facts(e)

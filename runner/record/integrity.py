@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.jsonutil import canonical
-from runner.record.jsonl import iter_events, iter_lines, whole_length
+from runner.record.jsonl import BadLine, Long, iter_events, iter_lines, parse_text, torn, whole_length
 
 GENESIS = "0" * 64
 SEALED_FILES = ("task.md", "policy.json", "changes.patch", "ignored.patch", "tools.json", "workspace.json",
@@ -86,14 +86,18 @@ def check_chain(path: Path, key: bytes | None = None, links: bool = True, end: i
     `end`: only the first `end` bytes (the whole lines before a torn tail, record/jsonl.py whole_length)."""
     prev = GENESIS
     for n, raw in enumerate(iter_lines(path, end), start=1):
-        if not raw.endswith(b"\n"):
+        if torn(raw):
             raise TamperError(f"{path}:{n}: the last line is incomplete")
+        if isinstance(raw, Long):  # over the line cap: the writer never makes one
+            raise TamperError(f"{path}:{n}: {raw.why()}")
         try:
             line = raw.decode("utf-8")
-            record = json.loads(line)
-        except ValueError:  # not UTF-8, or not JSON
+        except ValueError:
             raise TamperError(f"{path}:{n}: not a JSON record") from None
-        if not isinstance(record, dict) or (links and record.get("prev") != prev):
+        record = parse_text(line, n)
+        if isinstance(record, BadLine):  # not JSON, or nested past what the writer makes
+            raise TamperError(f"{path}:{n}: " + ("not a JSON record" if record.why.startswith("not ") else record.why))
+        if links and record.get("prev") != prev:
             raise TamperError(f"{path}:{n}: the hash chain is broken here (the record was changed, "
                               "removed or inserted)")
         prev = line_hash(line, key)

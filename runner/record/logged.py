@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from runner.core import events as _events
 from runner.core.events import Event, tag
-from runner.record.jsonl import iter_events
+from runner.record.jsonl import BadLine, iter_events
 
 ENVELOPE = ("seq", "ts", "run_id", "type", "prev", "agent")  # what EventLog adds around an event's fields
 
@@ -165,9 +165,9 @@ def _typed(value: object, kind: type) -> Any:
     return value if isinstance(value, kind) and not isinstance(value, bool) else None
 
 
-def read_log(path: Path, end: int | None = None) -> Iterator[Logged]:
-    """events.jsonl as typed events, streamed (runner/record/jsonl.py iter_events: a line that is not a JSON
-    object is skipped; nothing when the file is absent or not a regular file; `end`: only the first `end`
-    bytes)."""
-    for record in iter_events(path, end):
+def read_log(path: Path, end: int | None = None, on_bad: Callable[[BadLine], None] | None = None) -> Iterator[Logged]:
+    """events.jsonl as typed events, streamed (runner/record/jsonl.py iter_events: a line that is no record —
+    not a JSON object, over the line cap or the depth cap — is left out and told to `on_bad`; nothing when the
+    file is absent or not a regular file; `end`: only the first `end` bytes)."""
+    for record in iter_events(path, end, on_bad):
         yield parse_record(record)
