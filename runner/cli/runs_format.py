@@ -3,19 +3,39 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 
 def table(headers: list[str], rows: list[list[str]]) -> list[str]:
     """Columns as wide as their widest cell; numbers right-aligned; the last column left unpadded."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    numeric = [all(is_number(r[i]) for r in rows) and any(r[i] != "-" for r in rows) for i in range(len(headers))]
+    layout = Layout.of(headers, rows)
+    return [layout.line(headers), *(layout.line(r) for r in rows)]
 
-    def line(cells: list[str]) -> str:
-        parts = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric, strict=True)]
+
+@dataclass(frozen=True)
+class Layout:
+    """A table's columns, worked out in one pass over its rows (which need not be held: `runs show --audit` reads
+    its file once for this and once more for the lines)."""
+
+    widths: list[int]
+    numeric: list[bool]  # every cell a number (or -), and at least one not -: right-aligned
+
+    @classmethod
+    def of(cls, headers: list[str], rows: Iterable[list[str]]) -> Layout:
+        widths = [len(h) for h in headers]
+        numbers, values = [True] * len(headers), [False] * len(headers)
+        for r in rows:
+            for i, c in enumerate(r):
+                widths[i] = max(widths[i], len(c))
+                numbers[i] = numbers[i] and is_number(c)
+                values[i] = values[i] or c != "-"
+        return cls(widths, [n and v for n, v in zip(numbers, values, strict=True)])
+
+    def line(self, cells: list[str]) -> str:
+        parts = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, self.widths, self.numeric, strict=True)]
         return "  ".join(parts)
-
-    return [line(headers), *(line(r) for r in rows)]
 
 
 def clip(text: str, limit: int = 120) -> str:

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 import click
 
-from runner.cli.runs_audit import audit_records, audit_table
+from runner.cli.runs_audit import audit_json, audit_records, audit_table
 from runner.cli.runs_format import cell, changed, clip, cost, decision, duration, finding, table, total_tokens
 from runner.cli.runs_read import Spilled, Spool, account, origin, overview, runs_root
 from runner.core.events import MAIN
@@ -73,11 +73,13 @@ def _show_audit(path: Path, run_dir: str, as_json: bool) -> None:
     if records is None:
         click.echo(f"agent-run: {run_dir} has no audit.jsonl (recorded by an agent-run before it had one)", err=True)
         sys.exit(USAGE)
+    text = sys.stdout  # written as it is read: an audit.jsonl of any size is never held
+    pieces = audit_json(records()) if as_json else (line.rstrip() + "\n" for line in audit_table(records))
+    for piece in pieces:
+        text.write(piece)
     if as_json:
-        click.echo(json.dumps(records, indent=2, sort_keys=True, ensure_ascii=False))
-        return
-    for line in audit_table(records):
-        click.echo(line.rstrip())
+        text.write("\n")
+    text.flush()
 
 
 def _price_source(usage: dict[str, Any]) -> str:

@@ -108,3 +108,39 @@ def test_runs_show_transcript_of_a_big_log_is_streamed_in_bounded_memory(tmp_pat
     assert text.count("### `write` call") == 8 and "## Final answer" in text
     assert max(len(line) for line in text.splitlines()) <= LINE_CHARS
     assert "x" * (LINE_CHARS - 1) + "…" in text  # the content, cut where the line is
+
+
+def test_runs_show_audit_of_a_big_audit_log_is_streamed_in_bounded_memory(tmp_path):
+    """--audit and --audit --json of a 32 MiB audit.jsonl peak under 100 MiB: read twice (the table's widths, then
+    its rows) or written record by record, never held; the output is what it was."""
+    from runner.cli.runs_audit import HEADERS, audit_json
+    from runner.cli.runs_format import cell
+
+    run_dir = tmp_path / "runs" / "20260101T000000000000Z-audit0"
+    run_dir.mkdir(parents=True)
+    (run_dir / "events.jsonl").write_text("")
+    wide = "w" * 1000
+    record = {"call_id": "call_1_0", "tool": "bash", "risk": "high", "decision": "allow", "outcome": "ok",
+              "targets": [{"domain": "shell", "target": wide}], "output_bytes": 12, "duration_s": 0.5}
+    count = (32 << 20) // len(json.dumps(record)) + 1
+    with (run_dir / "audit.jsonl").open("w") as f:
+        for seq in range(1, count + 1):
+            f.write(json.dumps({"seq": seq, **record}) + "\n")
+    text, as_json = tmp_path / "audit.txt", tmp_path / "audit.json"
+    views = [(["runs", "show", "--audit", str(run_dir)], str(text)),
+             (["runs", "show", "--audit", "--json", str(run_dir)], str(as_json))]
+    proc = subprocess.run([sys.executable, "-c", _PEAK, json.dumps(views), str(HANG_S)], capture_output=True,
+                          text=True, env=clean_env(), timeout=3 * HANG_S)
+    got = json.loads(proc.stdout)
+    assert [g["code"] for g in got] == [0, 0], proc.stderr
+    assert all(g["peak_kib"] <= 100 * 1024 for g in got), got
+
+    lines = text.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == count + 1
+    row = [cell(count), "call_1_0", "-", "bash", "high", "allow", "-", "-", "ok", "-", "12", "0.5s", "w" * 59 + "…"]
+    assert lines[0].split() == HEADERS and lines[-1].split() == row
+    with as_json.open(encoding="utf-8") as f:
+        data = json.load(f)
+    assert len(data) == count and data[-1] == {"seq": count, **record}
+    assert as_json.read_text(encoding="utf-8") == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert "".join(audit_json([])) == "[]"
