@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from runner.policy.model import Target
@@ -11,6 +12,7 @@ from runner.tools.ignore import IgnoreMatcher
 from runner.tools.readable import Readable
 
 MAX_ENTRIES = 1000
+CHECK_EVERY = 1000
 
 
 class List(Tool):
@@ -36,11 +38,11 @@ class List(Tool):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = paths.resolve(ctx, args.get("path", "."))
         shown = paths.display(ctx, path)
-        matcher = IgnoreMatcher(ctx.workspace)
+        matcher = IgnoreMatcher(ctx.workspace, ctx.cancel)
         readable = Readable(ctx)
         try:
             with os.scandir(path) as it:
-                found = sorted(it, key=lambda e: e.name)
+                found = sorted(_entries(it, ctx), key=lambda e: e.name)
             # Only entries read (or list) could open are shown.
             found, more = readable.first(found, MAX_ENTRIES, lambda e: path / e.name)
             # git sees a symlink as a file, whatever it points to: `build/` does not match a link named build.
@@ -57,6 +59,14 @@ class List(Tool):
         if readable.count:
             text = "\n".join(filter(None, [text, readable.note("entry", "entries")]))
         return ToolOutput(text, {"entries": len(entries) + more, **readable.details()})
+
+
+def _entries(it: Iterator[os.DirEntry[str]], ctx: ToolContext) -> Iterator[os.DirEntry[str]]:
+    """The directory's entries, the run's stop and wall clock asked every CHECK_EVERY (a directory of millions)."""
+    for i, entry in enumerate(it):
+        if i % CHECK_EVERY == 0:
+            ctx.cancel.check()
+        yield entry
 
 
 def _kind(entry: os.DirEntry[str]) -> str:

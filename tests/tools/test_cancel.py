@@ -123,3 +123,18 @@ def test_a_wait_for_a_process_ends_at_the_stop_and_at_the_deadline(tmp_path: Pat
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_list_stops_at_the_deadline(tmp_path: Path):
+    """A directory of any size: `list` asks the run's Cancel while it reads the entries (issue 42, item 10)."""
+    from runner.tools.list import List
+
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(3000):
+        (big / f"f{i}").touch()
+    ctx = ToolContext(workspace=tmp_path, cancel=RunCancel(deadline=time.monotonic() - 1))
+    with pytest.raises(Cancelled) as raised:
+        List().run({"path": "big"}, ctx)
+    assert raised.value.why == TIME_UP
+    assert List().run({"path": "big"}, ToolContext(workspace=tmp_path, cancel=RunCancel())).details["entries"] == 3000
