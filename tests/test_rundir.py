@@ -169,3 +169,26 @@ def test_a_closed_event_log_writes_nothing_not_even_into_a_file_that_reused_its_
         os.close(other)
     assert (tmp_path / "other.txt").read_bytes() == b"" and other in (fd, other)
     assert len(read_events(tmp_path / "events.jsonl")) == 1
+
+
+def test_event_log_refuses_an_event_no_reader_would_take_and_stays_whole(tmp_path):
+    """The writer enforces the readers' depth cap (record/jsonl.py): an event nested past it is not written, the
+    run is told (EventRefused, a `failed` outcome), and the next event follows the last one written."""
+    from runner.core.outcome import Failed
+    from runner.record.rundir import EventRefused
+
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path, "r")
+    log(ModelRetry(turn=1, attempt=1, error="e", delay_s=0.0))
+    deep: list = []
+    for _ in range(250):
+        deep = [deep]
+    with pytest.raises(EventRefused, match="run_started event nested deeper than 200 levels") as refused:
+        log(RunStarted(version="0", model="m", policy="p", mode="agent", workspace="/w", task_sha256="ab",
+                       max_turns=3, timeout_s=1.5, model_params={"logit_bias": deep}))
+    assert isinstance(refused.value, Failed)
+    log(ModelRetry(turn=2, attempt=1, error="e", delay_s=0.0))
+    log.close()
+    records = read_events(path)
+    assert [e["seq"] for e in records] == [1, 2]
+    assert records[1]["prev"] == hashlib.sha256(path.read_text().splitlines()[0].encode()).hexdigest()

@@ -13,11 +13,12 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from runner.core.jsonutil import canonical
+from runner.core.jsonutil import MAX_DEPTH, canonical, nested_over
 from runner.core.outcome import Failed
 from runner.core.shown import shown, shown_obj
 from runner.record.atomic import atomic_write
 from runner.record.integrity import GENESIS, line_hash
+from runner.record.jsonl import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from runner.core.events import Event
@@ -128,6 +129,8 @@ class EventLog:
         seq = self.seq + 1  # taken only once the line is written: a record that failed leaves no gap
         record = {"seq": seq, "ts": utc_now(), "run_id": self.run_id, "type": event.type, "prev": self.head,
                   "agent": event.agent, **event.fields()}
+        if nested_over(record):  # what every reader refuses (record/jsonl.py), never written
+            raise EventRefused(f"a {event.type} event nested deeper than {MAX_DEPTH} levels cannot be recorded")
         if self._masker is not None:
             record = self._masker.mask_record(record, event.content_field)
         line = canonical(record) + "\n"
@@ -136,6 +139,9 @@ class EventLog:
         except UnicodeEncodeError:  # a name that is not UTF-8 (surrogateescape) reached a field: shown as \xNN
             line = canonical(shown_obj(record)) + "\n"
             data = line.encode("utf-8")
+        if len(data) > MAX_LINE_BYTES:  # every reader's cap: the log holds no line they would leave out
+            raise EventRefused(f"a {event.type} event of {len(data):,} bytes is over the event log's line limit "
+                               f"({MAX_LINE_BYTES:,} bytes) and cannot be recorded")
         try:
             view = memoryview(data)
             while view:
@@ -165,6 +171,12 @@ class EventLog:
 
 class LogBroken(Failed):
     """The events log cannot be written (a full disk): the run ends `failed` with this reason."""
+
+
+class EventRefused(Failed):
+    """An event no reader of the log would take (over the line cap or the depth cap, record/jsonl.py): not
+    written, and the run ends `failed` with this reason — a run that cannot record what it did must not go on.
+    The log stays whole: the run's last events are still written."""
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

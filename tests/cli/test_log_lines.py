@@ -7,11 +7,16 @@ read back as NULs."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from runner.record.jsonl import MAX_LINE_BYTES
+from tests.cli.test_runs_show import _PEAK, PEAK_MIB
+from tests.conftest import clean_env
 from tests.fakes.openai_server import reply
 
 DEEP = ('{"type":"warning","x":' + "[" * 100_000 + "]" * 100_000 + "}\n").encode()
@@ -83,3 +88,28 @@ def test_replay_resume_and_fork_refuse_a_bad_line_naming_it(fake, workspace, age
         assert f"events.jsonl:4: {why}" in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
         assert r.new_dirs == [], args
     log.write_bytes(whole)
+
+
+def test_a_huge_torn_tail_costs_runs_list_and_show_no_memory(fake, workspace, agent_run, tmp_path):
+    # A run killed in the middle of writing a 256 MiB event (twice the line cap; a sparse hole): the readers measure
+    # the tail without holding it, each child's peak RSS (wait4) stays that of the CLI (it was the tail's size, or
+    # several times it, before).
+    run_dir = _a_run(fake, agent_run)
+    (run_dir / "summary.json").unlink()
+    log = run_dir / "events.jsonl"
+    whole = log.stat().st_size
+    with log.open("ab") as f:
+        f.write(b'{"type":"tool_result","output":"')
+        f.truncate(whole + (2 * MAX_LINE_BYTES))
+    out = [(["runs", "list", "--workspace", str(workspace)], str(tmp_path / "list.txt")),
+           (["runs", "show", str(run_dir)], str(tmp_path / "show.txt"))]
+    proc = subprocess.run([sys.executable, "-c", _PEAK, json.dumps(out), str(HANG_S)], capture_output=True,
+                          text=True, env=clean_env(), timeout=3 * HANG_S)
+    got = json.loads(proc.stdout)
+    assert [g["code"] for g in got] == [0, 0], proc.stderr
+    assert all(g["peak_kib"] < PEAK_MIB * 1024 for g in got), got
+    assert run_dir.name in (tmp_path / "list.txt").read_text()
+    assert "tool calls (1)" in (tmp_path / "show.txt").read_text()
+    assert "left out" not in proc.stderr  # a killed run's torn tail is its normal state, not news
+    with log.open("ab") as f:
+        f.truncate(whole)
