@@ -34,8 +34,8 @@ def parse_age(text: str) -> float:
 @click.option("--spills-only", is_flag=True, help="Keep run directories; remove only old spill files.")
 @click.option("--dry-run", is_flag=True, help="List what would be removed.")
 @click.option("--break-lineage", is_flag=True,
-              help="Remove old runs that a kept run was resumed, forked or replayed from too (it can then no "
-                   "longer be replayed or resumed).")
+              help="Remove old runs that a kept run was resumed, forked or replayed from too (the kept run still "
+                   "resumes; what it inherited from them, their spill files, is gone).")
 def cleanup(workspace: str, runs_dir: str | None, older_than: str, spills_only: bool, dry_run: bool,
             break_lineage: bool) -> None:
     """Remove run directories (and spill files) older than AGE.

@@ -53,3 +53,9 @@ def test_cleanup_keeps_the_ancestors_of_kept_runs(fake, workspace, agent_run):
     assert sorted(broken.stdout.splitlines()) == sorted([str(first.run_dir), str(second.run_dir)])
     assert "kept" not in broken.stderr
     assert third.run_dir.is_dir() and fourth.run_dir.is_dir()
+    # As docs/sessions.md says: the kept run still resumes (its conversation is in its own log); what it inherited
+    # from the removed runs (their spill files) is gone with them.
+    fake.add(reply("fifth"))
+    fifth = agent_run("resume", str(fourth.run_dir), "after the break")
+    assert fifth.code == 0, fifth.stderr
+    assert fifth.summary["resumed_from"]["run_id"] == fourth.summary["run_id"]
