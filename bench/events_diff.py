@@ -28,12 +28,22 @@ from typing import Any
 RUN_ID = re.compile(r"\d{8}T\d{12}Z\\?-[0-9a-f]{6}")  # also inside an escaped regex pattern
 SPILL = re.compile(r"tool_\d{8}T\d{6,12}Z?_[0-9a-f]{8}")  # a spill file's name: its time and 4 random bytes
 HEX = re.compile(r"\b[0-9a-f]{32,}\b")
-PORT = re.compile(r"((?:127\.0\.0\.1|localhost|\[::1\]):)\d{2,5}")
+# a loopback server's port after any way of writing its host (decimal, fullwidth dots, [::1]): linear, no backtracking
+PORT = re.compile(r"(?<=[0-9a-zA-Z\].\uff0e\u3002\uff61])(:)\d{4,5}(?=[/\"'\s]|$)")
+PORT_ARG = re.compile(r"(127\.0\.0\.1[\"'\\]{1,8}, )\d{4,5}\b")  # a port in code: ('127.0.0.1', PORT), quoted
+SECONDS = re.compile(r"\b\d+(?:\.\d+)? ?s\b")  # a duration written into a message ("killed after 8.4s")
+CLOCK = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")  # a time a tool printed
+OWN = re.compile(r"(agent-run-(?:sandbox|private|git|outputs)-|home-box-)[A-Za-z0-9_]{8,16}|(agent-run-(?:orphan|escape-test)-)\d+"
+                 r"|(\b(?:net|pid|mnt|user):\[)\d+")  # a private directory's random name, a test's pid, a namespace
 TMPDIR = re.compile(r"/tmp/(?:pytest-of-[^/\"\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\"\s]+|tmp[A-Za-z0-9_]{6,})")
 # The code's own checkout (a shipped policy's path names where agent-run is installed).
 SHIPPED = re.compile(r"/[^\"\s\\]*?/(?:policies|runner/_shipped_policies)/([a-z_-]+\.jsonc)")
 DURATION = re.compile(r"(duration|elapsed|wall|waited)(_s|_ms)?$")
-VOLATILE = {"ts", "timestamp", "prev", "seq", "eventId", "pid", "started_at", "ended_at"}
+VOLATILE = {"ts", "timestamp", "prev", "seq", "eventId", "pid", "started_at", "ended_at",
+            # sizes of what is compared in full elsewhere (a prompt is its messages, a result its content): a port's
+            # or a temporary path's length moves them by a byte
+            "prompt_bytes", "estimated_tokens", "bytes", "before_tokens", "after_tokens",
+            "port"}  # a loopback server's
 
 
 def _scrub(value: Any, key: str, ids: dict[str, str]) -> Any:
@@ -58,6 +68,10 @@ def _text(text: str, ids: dict[str, str]) -> str:
     text = SPILL.sub(lambda m: ids.setdefault(m.group(0), f"<spill{len(ids)}>"), text)
     text = HEX.sub(lambda m: ids.setdefault(m.group(0), f"<hash{len(ids)}>"), text)
     text = PORT.sub(r"\1<port>", text)
+    text = PORT_ARG.sub(r"\1<port>", text)
+    text = SECONDS.sub("<seconds>", text)
+    text = CLOCK.sub("<clock>", text)
+    text = OWN.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "<random>", text)
     text = SHIPPED.sub(r"<checkout>/policies/\1", text)
     return TMPDIR.sub("<tmp>", text)
 
