@@ -118,7 +118,12 @@ def _batch(given: Given, common: list[str]) -> None:
                   "batch_id": batch_id(os.environ)}
         tasks = tuple(cut(tasks, which))
         # A shard killed before it writes its own must not leave an earlier batch's report for the merge to take.
-        out.unlink(missing_ok=True)
+        try:
+            out.unlink(missing_ok=True)
+        except OSError as exc:
+            refuse(f"cannot remove the earlier {out}: {exc.strerror or exc}; a shard's report must be its own",
+                   fmt, on_github)
+            return
 
     if isolation == "worktree":
         common += ["--isolate", "worktree"]

@@ -183,6 +183,9 @@ def test_shards_of_different_runs_are_refused_naming_their_files(fake, workspace
     r = agent_run("batch-merge", str(s2), str(s3), "--out", str(tmp_path / "m"))
     assert r.code == 1 and "shard 1 of 3 never reported" in r.stderr, r.stderr
     assert json.loads((tmp_path / "m" / "batch.json").read_text())["shards"]["batch_id"] == "run-1"
+    (tmp_path / "stuck" / "batch.json").mkdir(parents=True)  # an earlier report that cannot be removed
+    r = agent_run("batch", "--shard", "2/3", *tasks, "--runs-dir", str(tmp_path / "stuck"))
+    assert r.code == 2 and "cannot remove the earlier" in r.stderr, r.stderr
 
 
 def test_a_killed_shard_leaves_no_old_report_and_takes_its_task_with_it(fake, workspace, agent_run, tmp_path):
