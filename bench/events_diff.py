@@ -33,7 +33,8 @@ PORT = re.compile(r"(?<=[0-9a-zA-Z\].\uff0e\u3002\uff61])(:)\d{4,5}(?=[/\"'\s]|$
 PORT_ARG = re.compile(r"(127\.0\.0\.1[\"'\\]{1,8}, )\d{4,5}\b")  # a port in code: ('127.0.0.1', PORT), quoted
 SECONDS = re.compile(r"\b\d+(?:\.\d+)? ?s\b")  # a duration written into a message ("killed after 8.4s")
 CLOCK = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")  # a time a tool printed
-OWN = re.compile(r"(agent-run-(?:sandbox|private|git|outputs)-|home-box-)[A-Za-z0-9_]{8,16}|(agent-run-(?:orphan|escape-test)-)\d+"
+OWN = re.compile(r"(agent-run-(?:sandbox|private|git|outputs)-|home-box-)[A-Za-z0-9_]{8,16}"
+                 r"|(agent-run-(?:orphan|escape-test)-)\d+"
                  r"|(\b(?:net|pid|mnt|user):\[)\d+")  # a private directory's random name, a test's pid, a namespace
 TMPDIR = re.compile(r"/tmp/(?:pytest-of-[^/\"\s]+/pytest-\d+/(?:popen-gw\d+/)?[^/\"\s]+|tmp[A-Za-z0-9_]{6,})")
 # The code's own checkout (a shipped policy's path names where agent-run is installed).
