@@ -18,7 +18,7 @@ from runner.core.outcome import Failed
 from runner.core.shown import shown, shown_obj
 from runner.record.atomic import atomic_write
 from runner.record.integrity import GENESIS, line_hash
-from runner.record.jsonl import MAX_LINE_BYTES
+from runner.record.jsonl import MAX_LINE_BYTES, iter_events
 
 if TYPE_CHECKING:
     from runner.core.events import Event
@@ -180,4 +180,6 @@ class EventRefused(Failed):
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """A log's records, through its one reader (record/jsonl.py: a line past the line or depth cap, or not a
+    JSON object, is left out)."""
+    return list(iter_events(path))
