@@ -12,7 +12,7 @@ import click
 
 from runner.cli.runs_audit import audit_json, audit_records, audit_table
 from runner.cli.runs_format import cell, changed, clip, cost, decision, duration, finding, table, total_tokens
-from runner.cli.runs_read import Spilled, Spool, account, origin, overview, runs_root
+from runner.cli.runs_read import Spilled, Spool, account, left_out, origin, overview, runs_root
 from runner.core.events import MAIN
 from runner.core.outcome import EXIT_CODES, Status
 from runner.report.transcript import transcript_streamed
@@ -51,7 +51,7 @@ def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool, 
     if transcript:
         # Rendered afresh from the events and the summary, not read from transcript.md (which is not sealed).
         text = sys.stdout
-        for piece in transcript_streamed(path, summary):  # written as it is rendered: never held whole
+        for piece in transcript_streamed(path, summary, left_out(path)):  # written as it is rendered: never held
             text.write(piece)
         text.flush()
         return

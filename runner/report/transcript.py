@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from runner.core.events import (
     ToolResult,
     call_ref,
 )
+from runner.record.jsonl import BadLine
 from runner.record.logged import Logged, read_log
 from runner.report.markdown import code_span, fence
 from runner.report.summary_file import read_summary
@@ -444,13 +445,15 @@ def transcript_of(run_dir: Path, summary: Mapping[str, Any] | None = None) -> st
     return "".join(transcript_streamed(run_dir, summary))
 
 
-def transcript_streamed(run_dir: Path, summary: Mapping[str, Any] | None = None) -> Iterator[str]:
-    """`transcript_of` in pieces, the log read as they are written (render_streamed)."""
+def transcript_streamed(run_dir: Path, summary: Mapping[str, Any] | None = None,
+                        on_bad: Callable[[BadLine], None] | None = None) -> Iterator[str]:
+    """`transcript_of` in pieces, the log read as they are written (render_streamed); a line of it that is no
+    record is left out and told to `on_bad` (record/jsonl.py)."""
     if summary is None:  # a wrong-typed field is absent (a summary.json edited, truncated, or of another version)
         summary = read_summary(run_dir) or {}
     try:
         task = (run_dir / "task.md").read_text(encoding="utf-8", errors="replace")
     except OSError:
         task = None
-    return render_streamed(read_log(run_dir / "events.jsonl"), summary if isinstance(summary, Mapping) else {},
-                           task)
+    return render_streamed(read_log(run_dir / "events.jsonl", on_bad=on_bad),
+                           summary if isinstance(summary, Mapping) else {}, task)

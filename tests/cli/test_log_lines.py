@@ -63,9 +63,11 @@ def test_a_bad_line_is_left_out_by_runs_list_and_show_with_a_warning(fake, works
     shown = agent_run("runs", "show", str(run_dir), timeout=HANG_S)
     assert shown.code == 0, shown.stderr
     assert "tool calls (1)" in shown.stdout and "list" in shown.stdout
+    told = agent_run("runs", "show", "--transcript", str(run_dir), timeout=HANG_S)
+    assert told.code == 0 and "listed" in told.stdout, told.stderr
     why = "nested deeper than 200 levels" if kind == "deep" else \
         f"longer than {MAX_LINE_BYTES:,} bytes ({MAX_LINE_BYTES + 1:,})"
-    for r in (listed, shown):
+    for r in (listed, shown, told):
         assert f"{run_dir.name}/events.jsonl:3: {why}: left out" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
     log.write_bytes(whole)  # the log checks at teardown (tests/conftest.py)
