@@ -15,7 +15,7 @@ from runner.policy.domains import DOMAINS
 from runner.policy.jsonc import PolicyError
 from runner.policy.load import check_policy, load_policy
 from runner.policy.sandbox_config import SandboxConfigError, resolve_mode
-from runner.record.rundir import default_runs_dir
+from runner.record.rundir import default_runs_dir, portable
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
 DENIED = EXIT_CODES[Status.DENIED]
@@ -33,14 +33,18 @@ def check(files: tuple[str, ...]) -> None:
     failed = False
     for spec in files:
         errors = check_policy(spec)
-        for err in errors:
-            click.echo(str(err))
+        for err in errors:  # the file relative to here when it is inside (as paths print)
+            click.echo(f"{_shown(err.file)}{str(err).removeprefix(err.file)}" if err.file else str(err))
         if errors:
             failed = True
         else:
             loaded = load_policy(spec)
-            click.echo(f"{loaded.path}: ok ({len(loaded.rules)} rules, mode {loaded.mode})", err=True)
+            click.echo(f"{_shown(loaded.path)}: ok ({len(loaded.rules)} rules, mode {loaded.mode})", err=True)
     sys.exit(USAGE if failed else 0)
+
+
+def _shown(path: str) -> str:
+    return portable(path, Path.cwd())
 
 
 def _load(spec: str, approvals: tuple[str, ...] = ()):

@@ -15,26 +15,37 @@ from runner.policy.gitwrites import git_write
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.model import Policy
 from runner.policy.targets import targets_for
+from runner.record.rundir import portable
 
 
 def with_hard_limits(policy: Policy, workspace: Path, runs_dir: Path) -> Policy:
     return policy.with_rules(hard_limit_rules(workspace, protected_paths(workspace, runs_dir, policy.files)))
 
 
-def describe(d: CallDecision) -> dict[str, Any]:
+def describe(d: CallDecision, policy: Policy | None = None, root: Path | None = None) -> dict[str, Any]:
+    """The decision as data; with `policy` and `root`, each of the policy's files named as the project's printed
+    commands name a path (`portable`: relative to `root` inside it, else as given), not by its absolute path."""
     rule = d.deciding.rule
-    return {
+    targets = [t.describe() for t in d.targets]
+    deciding = rule.describe() if rule else None
+    data = {
         "domain": d.domain, "mode": d.mode, "decision": d.decision, "headless_decision": d.effective,
-        "targets": [t.describe() for t in d.targets],
-        "rule": rule.describe() if rule else None, "risk": d.risk, "approval_scope": approval_scope(d),
+        "targets": targets, "rule": deciding, "risk": d.risk, "approval_scope": approval_scope(d),
     }
+    if policy is None or root is None:
+        return data
+    for described in [deciding, *(t.get("rule") for t in targets)]:
+        if isinstance(described, dict) and described.get("file") in policy.files:
+            described["file"] = portable(str(described["file"]), root)
+    return data
 
 
 def explain(policy: Policy, domain: str, value: str, workspace: Path, runs_dir: Path,
             mode: str | None = None, sandbox: str = "auto") -> dict[str, Any]:
     """`sandbox`: the sandbox's mode a run would have (`off`: no read-only `.git` to note)."""
     full = with_hard_limits(policy, workspace, runs_dir)
-    data = {"input": value, **describe(decide(full, domain, targets_for(domain, value, workspace), mode))}
+    data = {"input": value,
+            **describe(decide(full, domain, targets_for(domain, value, workspace), mode), policy, workspace)}
     notes = sandbox_notes(data["targets"], sandbox)
     return {**data, "notes": notes} if notes else data
 
@@ -85,8 +96,8 @@ def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
         was = old.decision if old else None
         if was != now.effective:
             changed.append({"call_id": call.call_id, "tool": call.tool, "arguments": call.arguments,
-                            "before": was, "after": now.effective, "decision": describe(now)})
-    return {"run_dir": str(run_dir), "policy": policy.path, "calls": calls, "changed": changed,
+                            "before": was, "after": now.effective, "decision": describe(now, policy, Path.cwd())})
+    return {"run_dir": str(run_dir), "policy": portable(policy.path, Path.cwd()), "calls": calls, "changed": changed,
             "newly_allowed": sum(1 for c in changed if c["after"] in ("allow", "auto_approved")),
             "newly_denied": sum(1 for c in changed if c["after"] == "deny")}
 

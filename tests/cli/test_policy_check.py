@@ -37,8 +37,9 @@ def test_shipped_policy_by_name_is_ok(name):
     result = check(name)
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    path = shipped_dir() / f"{name}.jsonc"
-    assert result.stderr.startswith(f"{path}: ok (")
+    path = shipped_dir() / f"{name}.jsonc"  # relative to here when it is inside (this checkout), else absolute
+    shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+    assert result.stderr.startswith(f"{shown}: ok (")
     assert ("mode full_access" if name == "full-access" else "mode agent") in result.stderr
 
 
@@ -178,3 +179,21 @@ def test_no_file_is_a_usage_error():
     result = check()
     assert result.exit_code == 2
     assert "Missing argument" in result.output
+
+
+def test_policy_files_print_relative_to_where_they_are_run(tmp_path, monkeypatch):
+    """`policy check` (relative to the current directory) and `policy explain` (to --workspace) name a policy file
+    inside as the rest of the CLI names paths, not by its absolute path (issue 42, item 10)."""
+    monkeypatch.chdir(tmp_path)
+    good = write(tmp_path / "conf" / "good.jsonc",
+                 '{\n  "extends": "default",\n  "permission": {"rules": [\n'
+                 '    {"domain": "bash", "pattern": "ls", "decision": "allow"}]}\n}\n')
+    bad = write(tmp_path / "conf" / "bad.jsonc", '{"mode": "nope"}\n')
+    result = check(str(good), str(bad))
+    assert result.stderr.startswith("conf/good.jsonc: ok (")
+    assert result.stdout.startswith("conf/bad.jsonc:1:"), result.stdout
+    explained = CliRunner().invoke(cli, ["policy", "explain", "--policy", str(good), "--workspace", str(tmp_path),
+                                         "bash", "ls"])
+    assert explained.exit_code == 0, explained.output
+    assert "rule: ls -> allow  (conf/good.jsonc:4, rule 0)" in explained.stdout
+    assert str(tmp_path) not in explained.stdout
