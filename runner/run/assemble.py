@@ -111,7 +111,9 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     instructions.landing = landing_contract(opts.land or "none")  # the agent's and its children's: none commit
     schema = OutputSchema.given(opts.output_schema, opts.findings)
     if schema is not None:  # --findings too: the section a subagent's prompt leaves out
-        instructions.add_trusted("--output-schema", schema.instructions(), opts.output_schema, source=schema.source)
+        instructions.add_trusted("--output-schema", schema.instructions(),  # inside the workspace: relative to it
+                                 portable(opts.output_schema, rec.workspace) if opts.output_schema else None,
+                                 source=schema.source)
     keep_findings(rec, opts.findings, opts.sarif_denials)
     skills = load_skills(rec, opts, instructions)
     given = Given(readable=tuple(Path(d).expanduser().resolve() for d in opts.skills), skills=skills or None,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.inputfile import read_input
+from runner.record.rundir import portable
 from runner.workspace.git import find_repo
 from runner.workspace.prompt import base_prompt
 from runner.workspace.repofile import read_capped
@@ -78,7 +79,8 @@ def gather(workspace: Path, files: list[str], append: list[str], system_prompt: 
             raw = read_input(path, "--instructions")
         except OSError as exc:
             raise InstructionsError(f"cannot read --instructions {spec}: {exc.strerror or exc}") from None
-        out.add_trusted(path.name, _text(raw, spec), str(path), source="--instructions", raw=raw)
+        # Recorded as printed commands name it (inside the workspace: relative to it), so a moved checkout finds it.
+        out.add_trusted(path.name, _text(raw, spec), portable(path, workspace), source="--instructions", raw=raw)
     for text in append:
         out.add_trusted("--append-system-prompt", text)
     left = REPO_CAP_BYTES
