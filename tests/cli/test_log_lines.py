@@ -48,16 +48,13 @@ def _a_run(fake, agent_run) -> Path:
     return r.run_dir
 
 
-@pytest.mark.parametrize("kind", ["deep", "long"])
-def test_a_bad_line_is_left_out_by_runs_list_and_show_with_a_warning(fake, workspace, agent_run, kind):
+def test_bad_lines_are_left_out_by_runs_list_and_show_with_a_warning(fake, workspace, agent_run):
     run_dir = _a_run(fake, agent_run)
     (run_dir / "summary.json").unlink()  # as a killed run leaves it: `runs list` reads the events then
     log = run_dir / "events.jsonl"
     whole = log.read_bytes()
-    if kind == "deep":
-        _insert(log, DEEP, 3)
-    else:
-        _insert_long(log, MAX_LINE_BYTES + 1, 3)
+    _insert_long(log, MAX_LINE_BYTES + 1, 3)
+    _insert(log, DEEP, 3)  # line 3 deep, line 4 long
     listed = agent_run("runs", "list", timeout=HANG_S)
     assert listed.code == 0 and run_dir.name in listed.stdout, listed.stderr
     shown = agent_run("runs", "show", str(run_dir), timeout=HANG_S)
@@ -65,10 +62,10 @@ def test_a_bad_line_is_left_out_by_runs_list_and_show_with_a_warning(fake, works
     assert "tool calls (1)" in shown.stdout and "list" in shown.stdout
     told = agent_run("runs", "show", "--transcript", str(run_dir), timeout=HANG_S)
     assert told.code == 0 and "listed" in told.stdout, told.stderr
-    why = "nested deeper than 200 levels" if kind == "deep" else \
-        f"longer than {MAX_LINE_BYTES:,} bytes ({MAX_LINE_BYTES + 1:,})"
     for r in (listed, shown, told):
-        assert f"{run_dir.name}/events.jsonl:3: {why}: left out" in r.stderr, r.stderr
+        assert f"{run_dir.name}/events.jsonl:3: nested deeper than 200 levels: left out" in r.stderr, r.stderr
+        assert (f"{run_dir.name}/events.jsonl:4: longer than {MAX_LINE_BYTES:,} bytes ({MAX_LINE_BYTES + 1:,}): "
+                "left out") in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
     log.write_bytes(whole)  # the log checks at teardown (tests/conftest.py)
 

@@ -51,8 +51,8 @@ def test_a_whole_pair_split_across_chunks_is_no_warning(fake, agent_run):
     assert not _lone_warnings(r)
 
 
-@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
-@pytest.mark.parametrize("escaped", [False, True], ids=["in-the-reply", "inside-the-arguments"])
+@pytest.mark.parametrize(("escaped", "stream"), [(False, "--stream"), (True, "--no-stream")],
+                         ids=["in-the-reply", "inside-the-arguments"])
 def test_a_lone_surrogate_in_write_arguments_writes_a_replacement(fake, workspace, agent_run, stream, escaped):
     # in-the-reply: the arguments string itself holds half a pair (a JSON escape in the response);
     # inside-the-arguments: the arguments' own JSON escapes it (`\\ud83d` in the arguments text)

@@ -109,18 +109,18 @@ def test_batch_shards_with_a_task_name_that_is_not_utf8_run_and_merge(fake, work
     (workspace / BAD_TASK).write_text("Task [bad]: do it.\n")
     (workspace / "ok.md").write_text("Task [ok]: do it.\n")
     fake.route("[ok]", reply("done ok"))
-    outs = [tmp_path / f"shard-{i}" for i in (1, 2)]
-    codes = [agent_run("batch", "--shard", f"{i}/2", BAD_TASK, "ok.md", "--runs-dir", str(out), timeout=HANG_S)
-             for i, out in enumerate(outs, start=1)]
-    shards = [json.loads((out / "batch.json").read_text(encoding="utf-8")) for out in outs]
+    out = tmp_path / "shard-1"  # one shard of one: the rule's order and hash without a second batch process
+    r = agent_run("batch", "--shard", "1/1", "-j", "2", "--shared-workspace", BAD_TASK, "ok.md",
+                  "--runs-dir", str(out), timeout=HANG_S)
+    shard = json.loads((out / "batch.json").read_text(encoding="utf-8"))
     # sorted as shown: "ok.md" < "t\xff.md"; the run refuses a task path that is not UTF-8 (exit 2)
-    assert [[t["task"] for t in s["tasks"]] for s in shards] == [["ok.md"], ["t\\xff.md"]], codes[1].stderr
-    assert [c.code for c in codes] == [0, 2] and all("Traceback" not in c.stderr for c in codes)
-    assert "t\\xff.md" in codes[1].stdout and "is not valid UTF-8" in shards[1]["tasks"][0]["reason"]
-    m = agent_run("batch-merge", *map(str, outs), "--out", str(tmp_path / "merged"), timeout=HANG_S)
+    assert [t["task"] for t in shard["tasks"]] == ["ok.md", "t\\xff.md"], r.stderr
+    assert r.code == 2 and "Traceback" not in r.stderr
+    assert "t\\xff.md" in r.stdout and "is not valid UTF-8" in shard["tasks"][1]["reason"]
+    m = agent_run("batch-merge", str(out), "--out", str(tmp_path / "merged"), timeout=HANG_S)
     assert m.code == 2, m.stderr
     merged = json.loads((tmp_path / "merged" / "batch.json").read_text(encoding="utf-8"))
-    assert [(t["task"], t["shard"], t["exit_code"]) for t in merged["tasks"]] == [("ok.md", 1, 0), ("t\\xff.md", 2, 2)]
+    assert [(t["task"], t["shard"], t["exit_code"]) for t in merged["tasks"]] == [("ok.md", 1, 0), ("t\\xff.md", 1, 2)]
     assert "t\\xff.md" in m.stdout and "t\\xff.md" in (tmp_path / "merged" / "junit.xml").read_text(encoding="utf-8")
 
 
