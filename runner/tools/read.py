@@ -62,12 +62,14 @@ class Read(Tool):
                 if gitconfig.is_git_config(path) or gitconfig.is_credential_file(path):
                     # The credentials git stores are never shown (issue 25): the text as gitconfig.seen_as gives it.
                     f = io.BytesIO(gitconfig.seen_as(path, f.read(SEEN_AS_BYTES)))
-                if tail:  # the last lines: a first pass counts them all (and hashes the file)
+                if tail:  # the last lines: a pass counts them all (and hashes the file), then from where they are
                     counted = Pages(f, shown, 2**62, 1, ctx)
+                    counted.marks = []
                     counted.scan()
                     offset = max(1, counted.lines - limit + 1)
-                    f.seek(0)
                 pages = Pages(f, shown, offset, limit, ctx)
+                if tail:
+                    pages.follow(counted)
                 pages.scan()
                 file_sha256 = pages.whole_sha256()
         except OSError as exc:
@@ -134,6 +136,16 @@ class Pages:
         self.lines = 0  # complete lines so far (plus a last one without a newline, at the end)
         self.complete = True  # whether `lines` counts the whole file
         self.sha = hashlib.sha256()  # of every byte read
+        self.hashing, self.probed = True, False
+        # When asked for (a list): where each chunk starts in the file, and how many lines end before it.
+        self.marks: list[tuple[int, int]] | None = None
+
+    def follow(self, counted: Pages) -> None:
+        """Go on from a pass that counted (and hashed, and probed) the whole file with its `marks`: from the last
+        chunk it read that starts before this window's first line, which is all this pass reads again."""
+        at, before = max(((pos, n) for pos, n in counted.marks or [] if n < self.first - 1), default=(0, 0))
+        self.f.seek(at)
+        self.lines, self.sha, self.hashing, self.probed = before, counted.sha, False, True
 
     def scan(self) -> None:
         line = bytearray()  # the part kept of the current line, when it is one to show
@@ -142,10 +154,13 @@ class Pages:
         started = False
         ends_open = False  # the file's last byte is not a newline
         while chunk := self.f.read(CHUNK):
-            self.sha.update(chunk)
+            if self.marks is not None:
+                self.marks.append((self.f.tell() - len(chunk), self.lines))
+            if self.hashing:
+                self.sha.update(chunk)
             if not started:
                 started = True
-                if b"\x00" in chunk[:BINARY_PROBE]:
+                if not self.probed and b"\x00" in chunk[:BINARY_PROBE]:
                     raise ToolError("IOError", f"{self.shown} looks binary; not shown")
             self._check_time()
             ends_open = not chunk.endswith(b"\n")

@@ -194,3 +194,41 @@ def test_file_sha256_is_of_the_whole_file_even_past_what_is_counted(ctx, ws, mon
     assert out.details["file_sha256"] == hashlib.sha256(data).hexdigest()
     monkeypatch.setattr(read_module, "HASH_BYTES", 100)
     assert run(ctx, path="big.txt", limit=1).details["file_sha256"] is None
+
+
+def test_tail_lines_reads_the_file_once(ctx, ws, monkeypatch):
+    """tail_lines counts (and hashes) the file in one pass, then reads again only from the chunk its last lines
+    start in (issue 42, item 10): it read the whole file twice."""
+    read_bytes = [0]
+    real_open = read_module._open_regular
+
+    class Counting:
+        def __init__(self, f):
+            self.f = f
+
+        def read(self, n=-1):
+            data = self.f.read(n)
+            read_bytes[0] += len(data)
+            return data
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    monkeypatch.setattr(read_module, "_open_regular", lambda path, shown: Counting(real_open(path, shown)))
+    lines = [f"line {i} " + "x" * 90 for i in range(1, 60_001)]
+    (ws / "big.log").write_text("\n".join(lines) + "\n")
+    size = (ws / "big.log").stat().st_size
+    out = run(ctx, path="big.log", tail_lines=3)
+    assert out.content == "\n".join(f"{n}\t{lines[n - 1]}" for n in (59_998, 59_999, 60_000))
+    assert out.details["lines"] == 60_000 and out.details["shown"] == [59_998, 60_000]
+    assert out.details["file_sha256"] == hashlib.sha256((ws / "big.log").read_bytes()).hexdigest()
+    assert size < read_bytes[0] <= size + read_module.CHUNK  # once, and the last lines' chunk again
+    most = run(ctx, path="big.log", tail_lines=60_000)  # the policy's limit: a window across chunk boundaries
+    first, last = most.details["shown"]
+    assert last == 60_000 and most.content.splitlines() == [f"{n}\t{lines[n - 1]}" for n in range(first, 60_001)]
