@@ -15,6 +15,7 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,13 +120,14 @@ def choose_workspace(given: str | None, run: Recorded) -> Path:
     return path
 
 
-def checked_workspace(run: Recorded, given: str | None, verb: str, *, force: bool, apply: bool) -> Path:
-    """The workspace the run goes on in, checked to be in the state the run left it (runner/workspace/state.py)
-    unless `force` (which still applies the run's changes when `apply` asks); a difference `force` lets
-    pass is said once on stderr."""
+def checked_workspace(run: Recorded, given: str | None, verb: str, *, force: bool, apply: bool,
+                      earlier: Sequence[Path] = ()) -> Path:
+    """The workspace the run goes on in, checked to be in the state the run left it (runner/workspace/state.py),
+    and `earlier` runs it continued (newest first) the state they left, unless `force` (which still applies the
+    run's changes when `apply` asks); a difference `force` lets pass is said once on stderr."""
     workspace = choose_workspace(given, run)
     try:
-        warning = check(workspace, run.run_dir, apply=apply, force=force)
+        warning = check(workspace, run.run_dir, apply=apply, force=force, earlier=earlier)
     except WorkspaceMismatch as exc:
         raise UsageError(str(exc).replace("resume in", f"{verb} in")) from None
     if warning and not force:

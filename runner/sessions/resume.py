@@ -114,7 +114,7 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
             hold_workspace(held, chosen, runs_dir)
         trusted_snapshot(source, opts.run.policy, chosen, opts.run.mode)  # before anything is changed
         workspace = checked_workspace(source, opts.run.workspace, "resume", force=opts.force,
-                                      apply=opts.apply_changes)
+                                      apply=opts.apply_changes, earlier=lineage(source)[1:])
         policy = recorded_policy(source, opts.run.policy, workspace, approvals=opts.run.approvals,
                                  mode=opts.run.mode)
         schema = recorded_schema(source.started, source.home or workspace)

@@ -15,6 +15,7 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +78,19 @@ def differences(workspace: Path, state: dict[str, Any]) -> list[str]:
     return out
 
 
-def check(workspace: Path, run_dir: Path, *, apply: bool = False, force: bool = False) -> str | None:
+def check(workspace: Path, run_dir: Path, *, apply: bool = False, force: bool = False,
+          earlier: Sequence[Path] = ()) -> str | None:
     """None when the workspace is as the run left it; a warning when that cannot be told (the run left
     no state: killed before its summary); raises WorkspaceMismatch otherwise. With `apply`, a workspace
-    that differs gets the run's changes.patch first; `force` goes on whatever differs (still applying)."""
+    that differs gets the run's changes.patch first; `force` goes on whatever differs (still applying).
+    `earlier`: the runs it continued, newest first — what they changed and it did not is checked too, as they
+    left it (its conversation remembers their edits as well)."""
     state = read_state(run_dir)
+    if state is not None and earlier:
+        files: dict[str, Any] = {}
+        for older in reversed(earlier):  # the oldest first: a later run's state of a file wins
+            files.update((read_state(older) or {}).get("files") or {})
+        state = {**state, "files": {**files, **(state.get("files") or {})}}
     if state is None:
         return (f"{run_dir.name} was killed before recording the state it left the workspace in: the workspace is "
                 "not checked")

@@ -300,3 +300,22 @@ def test_a_broken_run_directory_and_flags_resume_cannot_apply_are_usage_errors(f
     (first.run_dir / "workspace.json").write_text("{not json")
     broken = agent_run("resume", str(first.run_dir), "--force")
     assert broken.code == 2 and "Traceback" not in broken.stderr
+
+
+def test_a_resume_checks_the_whole_chain_it_continues(fake, workspace, agent_run):
+    """The first run wrote a.txt, its resume wrote b.txt; a.txt lost since: resuming the resume is refused for
+    a.txt too (issue 42, item 10: only the files the resumed run changed were checked)."""
+    fake.add(reply(calls=[("write", {"path": "a.txt", "content": "first\n"})]))
+    first = agent_run("--max-turns", "1", "task.md")
+    assert first.code == 5, first.stderr
+    fake.add(reply(calls=[("write", {"path": "b.txt", "content": "second\n"})]))
+    second = agent_run("resume", "--max-turns", "1", str(first.run_dir), "go on")
+    assert second.code == 5, second.stderr
+    assert set(json.loads((second.run_dir / "workspace.json").read_text())["files"]) == {"b.txt"}
+    (workspace / "a.txt").unlink()
+    refused = agent_run("resume", str(second.run_dir), "and on")
+    assert refused.code == 2 and refused.new_dirs == [], refused.stderr
+    assert "not in the state" in refused.stderr and "a.txt (missing)" in refused.stderr
+    (workspace / "a.txt").write_text("first\n")
+    fake.add(reply("done"))
+    assert agent_run("resume", str(second.run_dir), "and on").code == 0
