@@ -36,6 +36,7 @@ from runner.engine.recorder import (
     hold_workspace,
     record,
 )
+from runner.model import warm
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
 from runner.record.jsonl import iter_events
@@ -93,6 +94,8 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
     """The locks first — the continued run's (always), then the workspace's (unless --shared-workspace) — and
     only then the workspace check and --apply-changes: a second resume of the same run, or a run already in
     the workspace, is refused before it can change or vouch for anything."""
+    if not str(opts.run.cli_settings.get("model", "")).startswith("replay:"):
+        warm.start()  # the openai SDK's import beside the log's verification and the workspace check (model/warm.py)
     try:
         located = locate(opts)
         hold_continued(held, located)
