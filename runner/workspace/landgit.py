@@ -178,8 +178,11 @@ def file_entry(workspace: Path, name: str) -> tuple[str, bytes] | None:
         return "120000", os.fsencode(os.readlink(path))
     if not stat.S_ISREG(st.st_mode):
         raise GitError(f"{name} is not a regular file or a symbolic link: not landed")
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    # O_NONBLOCK and the check on what was opened: a FIFO put in its place since the lstat is refused, never waited on.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise GitError(f"{name} is not a regular file or a symbolic link: not landed")
         data = f.read()
     return ("100755" if st.st_mode & 0o111 else "100644"), data
 
