@@ -8,13 +8,13 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from tests.fakes.github_server import TOKEN
+from tests.fakes.loopback import Loopback, QuietHandler
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -31,29 +31,21 @@ class GitRemote:
         self.requests: list[tuple[str, str, str]] = []
         remote = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 remote._serve(self)
 
             do_POST = do_GET
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/{name}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self._server = Loopback(Handler)
+        self.url = f"{self._server.url}/{name}"
 
     def __enter__(self) -> GitRemote:
-        self._thread.start()
+        self._server.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._server.stop()
 
     def git(self, *args: str) -> str:
         return subprocess.run(["git", "--git-dir", str(self.bare), *args], check=True, capture_output=True, text=True,

@@ -36,9 +36,11 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.loopback import Loopback, QuietHandler
 
 TOKEN = "ghs_fakeInstallationToken0123456789abcdefABCDEF"
 HOLD_CAP_S = 120.0
@@ -80,12 +82,7 @@ class FakeGitHub:
         self._closing = threading.Event()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def _any(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
@@ -93,20 +90,16 @@ class FakeGitHub:
 
             do_GET = do_POST = do_PATCH = do_DELETE = _any
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        # A short poll: shutdown() waits for it, and every test's teardown would pay the default half second.
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self._server = Loopback(Handler)
+        self.url = self._server.url
 
     def __enter__(self) -> FakeGitHub:
-        self._thread.start()
+        self._server.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._closing.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._server.stop()
 
     # -- the test's side --------------------------------------------------------------------------------
 
