@@ -26,11 +26,11 @@ from runner.batch.result import entry, worst
 from runner.batch.shard import SHARD_ENV, ShardError, batch_id, cut, resolve, tasks_sha256
 from runner.batch.tasks import run_all
 from runner.cli.batch_output import format_of, refuse, report
-from runner.cli.flags import forwarded, named, options
+from runner.cli.flags import forwarded, named, options, or_env
 from runner.cli.output import secrets_to_mask
 from runner.record.rundir import runs_dir_for
 from runner.report.github import mask
-from runner.run.option_table import OPTIONS, Option
+from runner.run.option_table import OPTIONS, Option, row
 
 
 def make_batch(table: Sequence[Option] = OPTIONS) -> click.Command:
@@ -67,7 +67,7 @@ def make_batch(table: Sequence[Option] = OPTIONS) -> click.Command:
         See docs/batch.md.
         """
         given = Given(tasks, jobs, junit, batch_json, shard, output_format, isolate, shared_workspace,
-                      kw["workspace"], kw["runs_dir"], kw["land"] or os.environ.get("AGENT_RUN_LAND"))
+                      kw["workspace"], kw["runs_dir"], or_env(row("--land", table), kw["land"]))
         _batch(given, forwarded(kw, table))
 
     return batch

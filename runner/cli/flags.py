@@ -79,6 +79,11 @@ def forwarded(values: dict[str, Any], table: Sequence[Option] = OPTIONS) -> list
     return words
 
 
+def or_env(option: Option, value: Any) -> Any:
+    """A flag's value, or (for a row the command reads itself, `cli_env`) its environment variable's when not given."""
+    return os.environ.get(option.env) if value is None and option.cli_env and option.env else value
+
+
 def output_format(given: str | None) -> str:
     """The output format in effect: the flag, else its environment variable, else its default."""
     option = row("--output-format")

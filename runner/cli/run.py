@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
-from runner.cli.flags import F, options, output_format
+from runner.cli.flags import F, options, or_env, output_format
 from runner.cli.output import finish, with_github
 from runner.run.assemble import execute
 from runner.run.option_table import CONTINUED, OPTIONS, Goes, Option
@@ -38,8 +37,7 @@ def options_from(task: str, kw: dict[str, Any], table: Sequence[Option] = OPTION
             if value is not None:
                 settings[option.name] = value
             continue
-        if value is None and option.cli_env and option.env:
-            value = os.environ.get(option.env)
+        value = or_env(option, value)
         run[option.name] = list(value) if option.many else value
     opts = RunOptions(task=task, cli_settings=settings, verbosity=0 if kw["quiet"] else (2 if kw["verbose"] else 1),
                       stream_events=fmt == "stream-json", **run)
