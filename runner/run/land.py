@@ -78,6 +78,9 @@ class Change:
 
     files: list[str]
     patch: str | None
+    # Without a patch: each file's mode and content as the workspace holds it (None: removed), read once, so what the
+    # masker checked is what is committed.
+    held: dict[str, tuple[str, bytes] | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -167,6 +170,8 @@ class Landing:
         self.record["files"] = change.files
         git = LandGit(self.target.repo, direct=self.target.mode == "commit")
         try:
+            if change.patch is None:
+                change = Change(change.files, None, {f: file_entry(rec.workspace, f) for f in change.files})
             refused, why = self._refused(rec, change)
             if refused:
                 return self._failed(rec, why, refused)
@@ -208,7 +213,7 @@ class Landing:
     def _commit(self, rec: Recording, git: LandGit, change: Change, parent: str, message: str) -> str:
         t = self.target
         if change.patch is None:
-            return git.commit_files(parent, rec.workspace, t.prefix, change.files, message, t.author)
+            return git.commit_files(parent, t.prefix, change.held, message, t.author)
         if parent == t.head:
             return git.commit(parent, change.patch, t.prefix, message, t.author)
         try:
@@ -247,7 +252,7 @@ class Landing:
             return workflows, (f"the change touches {WORKFLOWS} ({', '.join(workflows)}): refused without "
                                "--land-allow-workflows")
         texts = _chunks(change.patch, changed) if change.patch is not None else \
-            [(f, (e[1] if (e := file_entry(rec.workspace, f)) else b"").decode("utf-8", "replace")) for f in changed]
+            [(f, (e[1] if (e := change.held[f]) else b"").decode("utf-8", "replace")) for f in changed]
         secret = [f for f, text in texts if rec.masker.mask(text)[0] != text]
         if secret:
             return secret, ("the change holds what the masker hides (a secret written into a file): "

@@ -101,14 +101,14 @@ class LandGit:
              stdin=patch)
         return self.commit_index(parent, message, author)
 
-    def commit_files(self, parent: str, workspace: Path, prefix: str, files: list[str], message: str,
+    def commit_files(self, parent: str, prefix: str, files: dict[str, tuple[str, bytes] | None], message: str,
                      author: Author) -> str:
-        """A commit of `parent`'s tree with each of `files` as the workspace holds it now (gone: removed): a continued
-        run's whole change, its earlier runs' part included, whatever `parent` already has of it."""
+        """A commit of `parent`'s tree with each of `files` (name -> its mode and content as the workspace holds it,
+        `file_entry`; None: removed): a continued run's whole change, its earlier runs' part included, whatever
+        `parent` already has of it."""
         self("read-tree", parent)
-        for name in files:
+        for name, entry in files.items():
             path = f"{prefix}/{name}" if prefix else name
-            entry = file_entry(workspace, name)
             if entry is None:
                 self("update-index", "--force-remove", "--", path)
                 continue
