@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import agent_run_argv, clean_env
+from tests.fakes.openai_server import reply
 
 HELLO = Path(__file__).resolve().parents[1] / "examples" / "hello"
 
@@ -99,6 +100,47 @@ def test_the_committed_recording_is_what_record_hello_records_now(tmp_path):
     assert {k: v for k, v in summary.items() if isinstance(v, str) and v.startswith("/")}.keys() <= {"run_dir"}
 
 
+# An absolute path of two segments or more, wherever it is written: a JSON value, a regex rule's escaped text
+# (`regex:fs:/work/x\\.jsonc`), a transcript line.
+MACHINE_PATH = re.compile(r"(?<![\w.~*\\/-])/[\w.-]+(?:(?:\\\\|\\)?/[\w.\\-]+)+")
+
+
+def test_the_shipped_recording_names_no_path_of_the_machine_it_was_made_on():
+    """Issue 42, item 10: only where it ran (run_started.workspace, summary.run_dir) and the spill fallback
+    (the `<run outputs>` rule of a run directory that had no room) name a path of the recording machine; the
+    hard limit protecting the shipped policy names it by the shipped directory's placeholder."""
+    recording = HELLO / "recording"
+    allowed = {"/dev/null"}  # changes.patch's side of a created file
+    started = json.loads((recording / "events.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    allowed.add(started["workspace"])
+    allowed.add(json.loads((recording / "summary.json").read_text(encoding="utf-8"))["run_dir"])
+    policy = json.loads((recording / "policy.json").read_text(encoding="utf-8"))
+    allowed |= {m for r in policy["permission"]["rules"] if r["source"] == "<run outputs>"
+                for m in MACHINE_PATH.findall(r["pattern"]) if "agent\\-run\\-outputs" in m}
+    found = []
+    for path in sorted(p for p in recording.rglob("*") if p.is_file()):
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":  # its strings as they read, not as JSON escapes them
+            text = "\n".join(_strings([json.loads(line) for line in text.splitlines() if line.strip()]))
+        elif path.suffix == ".json":
+            text = "\n".join(_strings(json.loads(text)))
+        found += [f"{path.name}: {m}" for m in MACHINE_PATH.findall(text)
+                  if m not in allowed and not any(m.startswith(a + "/") for a in allowed)]
+    assert found == []
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, str):
+        yield value
+
+
 def test_the_quickstart_replays_without_a_warning(tmp_path):
     ws = tmp_path / "hello"
     shutil.copytree(HELLO, ws, ignore=shutil.ignore_patterns(".agent-run", "REPORT.md"))
@@ -107,3 +149,17 @@ def test_the_quickstart_replays_without_a_warning(tmp_path):
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr.lower(), proc.stderr
+
+
+def test_the_shipped_recording_resumes_in_another_checkout(workspace, fake, agent_run):
+    """Its sealed policy.json verifies where it was not made, and its hard limit on the shipped policy is this
+    machine's shipped directory again when read back (runner/policy/load.py SHIPPED_DIR)."""
+    shutil.copytree(HELLO, workspace, ignore=shutil.ignore_patterns(".agent-run", "REPORT.md", "recording"),
+                    dirs_exist_ok=True)
+    run_id = json.loads((HELLO / "recording" / "summary.json").read_text(encoding="utf-8"))["run_id"]
+    shutil.copytree(HELLO / "recording", workspace / ".agent-run" / "runs" / run_id)
+    fake.add(reply("Nothing else to do."))
+    res = agent_run("resume", "--apply-changes", f".agent-run/runs/{run_id}", "Anything else?")
+    assert res.code == 0, res.stderr
+    assert "warning" not in res.stderr.lower(), res.stderr
+    assert (workspace / "REPORT.md").is_file()

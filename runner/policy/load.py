@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import shlex
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 from runner.core.inputfile import InputRefused, read_input_text
 from runner.policy.domains import DOMAINS
 from runner.policy.jsonc import Located, PolicyError, parse
+from runner.policy.limits import HARD_LIMIT
 from runner.policy.match import compile_pattern, compile_rule_pattern
 from runner.policy.model import Policy, Rule, snapshot
 from runner.policy.sandbox_config import SandboxConfigError, config_from, network_rules
@@ -182,7 +184,7 @@ def policy_from_snapshot(data: dict[str, Any], path: str, base: Path | None = No
 
     files = [place(str(f)) for f in data.get("files", [])]
     named = set(map(str, data.get("files", [])))
-    rules = [Rule(r["domain"], compile_pattern(r["pattern"]), r["decision"],
+    rules = [Rule(r["domain"], compile_pattern(_placed_limit(r)), r["decision"],
                   place(str(r["source"])) if str(r.get("source")) in named else r.get("source", path),
                   r.get("index", i))
              for i, r in enumerate(data.get("permission", {}).get("rules", []))]
@@ -195,17 +197,48 @@ def portable_snapshot(data: dict[str, Any], workspace: Path) -> dict[str, Any]:
     """policy.json as a run writes it: each policy file named as a printed command names it (a shipped policy
     by its name, a workspace file relative to the root; `policy_ref`), so a run directory names no path of
     the machine it ran on and a downloaded one resumes in another checkout (`policy_from_snapshot` with
-    `base` reads it back)."""
+    `base` reads it back). A hard limit on a shipped policy names the shipped directory SHIPPED_DIR."""
     files = [str(f) for f in data.get("files", [])]
     out = {**data, "files": [policy_ref(f, workspace) for f in files]}
     permission = data.get("permission")
     if isinstance(permission, dict) and isinstance(permission.get("rules"), list):
         out["permission"] = {**permission, "rules": [
-            {**r, "source": policy_ref(str(r["source"]), workspace)} if r.get("source") in files else r
-            for r in permission["rules"]]}
+            {**r, "source": policy_ref(str(r["source"]), workspace)} if r.get("source") in files else
+            _portable_limit(r) for r in permission["rules"]]}
     if data.get("narrowed_by"):
         out["narrowed_by"] = [portable_snapshot(d, workspace) for d in data["narrowed_by"]]
     return out
+
+
+# How a hard limit in policy.json names the shipped policies' directory, which is where agent-run is installed on
+# the machine the run was made on: the rule protecting a shipped policy (`regex:fs:<shipped policies>/default\.jsonc
+# (/.*)?`) names no path of that machine, and `policy_from_snapshot` puts this machine's directory back. The
+# escaped path of a real directory never holds it (re.escape escapes the space).
+SHIPPED_DIR = "<shipped policies>"
+
+
+def _shipped_prefixes() -> set[str]:
+    return {"regex:fs:" + re.escape(str(d)) + "/" for d in (shipped_dir(), shipped_dir().resolve())}
+
+
+def _portable_limit(rule: dict[str, Any]) -> dict[str, Any]:
+    """A hard limit on a file of the shipped policies, named by SHIPPED_DIR; any other rule as it is."""
+    pattern = str(rule.get("pattern", ""))
+    if rule.get("source") != HARD_LIMIT:
+        return rule
+    for prefix in _shipped_prefixes():
+        if pattern.startswith(prefix):
+            return {**rule, "pattern": f"regex:fs:{SHIPPED_DIR}/{pattern[len(prefix):]}"}
+    return rule
+
+
+def _placed_limit(rule: dict[str, Any]) -> str:
+    """The pattern of a recorded rule, a hard limit's SHIPPED_DIR made this machine's shipped directory again."""
+    pattern = str(rule["pattern"])
+    placeholder = f"regex:fs:{SHIPPED_DIR}/"
+    if rule.get("source") == HARD_LIMIT and pattern.startswith(placeholder):
+        return "regex:fs:" + re.escape(str(shipped_dir().resolve())) + "/" + pattern[len(placeholder):]
+    return pattern
 
 
 def resolve_ref(ref: str, base: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -420,3 +421,26 @@ def test_schema_errors_skip_plain_valid_rules_and_report_what_a_full_walk_report
     full = load_module.schema_errors(located, "p.jsonc")
     assert [(e.line, e.col, str(e)) for e in fast] == [(e.line, e.col, str(e)) for e in full]
     assert len(fast) == 6 and {e.line for e in fast} == {6, 8, 11, 12, 14, 15}
+
+
+def test_a_hard_limit_on_a_shipped_policy_is_recorded_without_the_install_path(tmp_path):
+    """Issue 42, item 10: policy.json names the shipped directory by a placeholder (so a shipped recording names
+    no path of the machine it was made on) and reading it back protects this machine's shipped file again."""
+    from runner.policy.limits import hard_limit_rules
+    from runner.policy.load import SHIPPED_DIR, policy_from_snapshot, portable_snapshot
+
+    ws = tmp_path / "ws"
+    policy = load_policy("default")
+    policy = policy.with_rules(hard_limit_rules(ws, [Path(f) for f in policy.files]))
+    written = portable_snapshot(policy.resolved, ws)
+    limits = [r["pattern"] for r in written["permission"]["rules"] if r["source"] == "<hard limit>"]
+    assert limits[0] == f"regex:fs:{SHIPPED_DIR}/default\\.jsonc(/.*)?"
+    assert str(shipped_dir()) not in json.dumps(written)
+    back = policy_from_snapshot(written, "default", base=ws)
+    shipped = str(shipped_dir().resolve() / "default.jsonc")
+    def deciding(target):
+        rule = decide(back, "edit", [target]).deciding.rule
+        return rule and (rule.source, rule.decision)
+
+    assert deciding(f"fs:{shipped}") == ("<hard limit>", "deny")
+    assert deciding(f"fs:{shipped}.other") != ("<hard limit>", "deny")
