@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from runner.core.frames import Frames
 from runner.github.conversation import Context, task_text
 from runner.github.event import Skip, Trigger, decide, find_phrase, parse_actors
 from tests.github import payloads
@@ -69,5 +70,5 @@ def test_a_labelled_issues_request_is_shown_as_its_authors_not_the_labellers():
              "repository": payloads.repository(), "sender": {"login": "alice"}}
     got = decide("issues", issue)
     assert isinstance(got, Trigger) and (got.actor, got.request_author) == ("alice", "stranger")
-    task = task_text(got, Context())
-    assert "by @alice (the workflow checked" in task and '<github-request author="stranger">' in task
+    task = task_text(got, Context(), frames=Frames("0123456789abcdef"))
+    assert "by @alice (the workflow checked" in task and '<github-request-0123456789abcdef author="stranger">' in task
