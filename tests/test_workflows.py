@@ -92,6 +92,9 @@ def test_action_runs_agent_run_with_exec_and_uploads_always():
     assert upload["with"]["include-hidden-files"] is True
     assert upload["with"]["path"] == "${{ steps.run.outputs.run-dir }}"
     assert "github.run_attempt" in upload["with"]["name"] and "strategy.job-index" in upload["with"]["name"]
+    # The step summary names the artifact to fetch (issue 43, item 3): the upload's name, when there is an upload.
+    name = upload["with"]["name"].removeprefix("${{ ").removesuffix(" }}")
+    assert run["env"]["AGENT_RUN_ARTIFACT_NAME"] == f"${{{{ inputs.upload-artifact == 'true' && ({name}) || '' }}}}"
     python = action_step(uses="actions/setup-python@")
     assert python["with"]["python-version"] == "3.12"
     assert run["env"]["INPUT_ARGS"] == "${{ inputs.args }}"  # through env, never into the script text

@@ -346,7 +346,8 @@ class GitHubReporter:
             if room > 1024:
                 recent, earlier = _recent_turns(summary)
                 _append(target, step_summary(summary, limit=room, recent_turns=recent, earlier_turns=earlier,
-                                             artifact=self.environ.get("AGENT_RUN_ARTIFACT_NAME") or None))
+                                             artifact=self.environ.get("AGENT_RUN_ARTIFACT_NAME") or None,
+                                             github_run=self.environ.get("GITHUB_RUN_ID") or None))
         path = self.environ.get("GITHUB_OUTPUT")
         if path:
             _append(Path(path), outputs_block(output_values(summary)))

@@ -5,6 +5,7 @@ the last turns, and how to get the rest. A pure function of summary.json; capped
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,11 +30,12 @@ def _number(n: Any) -> str:
 
 
 def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT, *, recent_turns: str | None = None,
-                 earlier_turns: int = 0, artifact: str | None = None) -> str:
+                 earlier_turns: int = 0, artifact: str | None = None, github_run: str | None = None) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY: the ending, figures, denials with their full commands and replay
     commands, loop and budget findings, the check (a failed one with its output tail, folded), changed
     files, the answer, the last turns of the transcript (`recent_turns`, folded; `earlier_turns` before
-    them not shown) and how to get the rest without a link (the `artifact` name and `runs show`).
+    them not shown) and how to get the rest without a link: the `artifact` of the workflow run `github_run`
+    (GITHUB_RUN_ID) fetched, and the commands that read it.
     At most `limit` UTF-8 bytes: long lists are cut with a note first, then (only for pathological single
     fields) the text itself."""
     status = str(summary.get("status", "?"))
@@ -48,7 +50,7 @@ def step_summary(summary: Mapping[str, Any], limit: int = SUMMARY_LIMIT, *, rece
     out += _findings(summary)
     out += _plan_and_changes(summary)
     out += _answer_and_turns(summary, recent_turns, earlier_turns)
-    out += _the_rest(summary, artifact)
+    out += _the_rest(summary, artifact, github_run)
     return _cap("\n".join(out) + "\n", limit)
 
 
@@ -229,17 +231,32 @@ def _target_cell(d: Mapping[str, Any]) -> str:
     return cell
 
 
-def _the_rest(summary: Mapping[str, Any], artifact: str | None) -> list[str]:
-    """A link-free way to the whole run: the artifact that holds the run directory, and the command."""
+def _the_rest(summary: Mapping[str, Any], artifact: str | None, github_run: str | None) -> list[str]:
+    """A link-free way to the whole run: how to get the artifact that holds the run directory (the GitHub CLI, or
+    a browser download unzipped), then the commands that read, replay and resume it. upload-artifact stores the
+    run directory's files at the artifact's root; both ways unpack them into `.agent-run/runs/ARTIFACT` of a
+    checkout, where a replay or a resume puts its own run directory beside it (next to the run it continues: at
+    the checkout's root, that root would become a runs directory, read-only to the replayed commands)."""
     if not summary.get("run_id"):
         return []
-    where = (f"the artifact {code_span(artifact, in_table=False)}" if artifact
-             else "the run directory artifact")
-    run = str(summary["run_id"])
+    if not artifact:
+        return ["### The whole run", "",
+                f"Download the run directory artifact (its run is {code_span(str(summary['run_id']), in_table=False)}"
+                "), unpack it into `.agent-run/runs/NAME` of a checkout and, from the checkout's root, read the "
+                "transcript:", "", fenced(command("runs", "show", ".agent-run/runs/NAME", "--transcript"), "sh"), ""]
+    where = f".agent-run/runs/{artifact}"
+    fetch = shlex.join(["gh", "run", "download", github_run or "RUN_ID", "-n", artifact, "-D", where])
+    read = [command("runs", "show", where, "--transcript"), command("runs", "show", where, "--audit")]
+    if summary.get("denials"):
+        read.append(command("replay", where, "--approve"))
+    read.append(command("resume", where))
     return ["### The whole run", "",
-            f"Download {where} and, where you unpacked it (its run directory is "
-            f"{code_span(run, in_table=False)}), read the transcript:", "",
-            fenced(command("runs", "show", run, "--transcript"), "sh"), ""]
+            f"The run directory is the artifact {code_span(artifact, in_table=False)}. From the root of a checkout, "
+            "get it with the GitHub CLI:", "", fenced(fetch, "sh"), "",
+            f"or, downloaded from the run's page as {code_span(artifact + '.zip', in_table=False)}:", "",
+            fenced(shlex.join(["unzip", artifact + ".zip", "-d", where]), "sh"), "",
+            "then read its transcript or its audit table, run its denied calls, or continue it:", "",
+            fenced("\n".join(read), "sh"), ""]
 
 
 def _cap(text: str, limit: int) -> str:

@@ -392,13 +392,15 @@ def test_step_summary_through_the_cli_has_full_commands_last_turns_and_the_way_t
     assert f"`{command}`" in table_cells(row)[2]
     turns = md.split("<details><summary>The last turns of the transcript", 1)[1].split("</details>", 1)[0]
     assert "#### Turn 1" in turns and "> Looking around." in turns and "#### Turn 2" in turns
-    assert "Download the artifact `agent-run-logs`" in md
-    assert f"agent-run runs show {r.run_dir.name} --transcript" in md
+    assert "The run directory is the artifact `agent-run-logs`" in md
+    assert "agent-run runs show .agent-run/runs/agent-run-logs --transcript" in md
 
     step_file.unlink()
     fake.add(reply("done"))
     assert agent_run("task.md", env=env).code == 0
-    assert "Download the run directory artifact" in step_file.read_text(encoding="utf-8")
+    unnamed = step_file.read_text(encoding="utf-8")
+    assert "Download the run directory artifact (its run is `" in unnamed
+    assert "agent-run runs show .agent-run/runs/NAME --transcript" in unnamed
 
 
 def test_last_turns_keeps_the_last_sections_and_leaves_fenced_headings_alone():
