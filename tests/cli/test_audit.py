@@ -13,6 +13,7 @@ from tests.cli.test_runs_agents import ALLOW_TASK, CHILD
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.audit import audit_of
 from tests.fakes.openai_server import reply
+from tests.fakes.site import loopback_site
 from tests.fakes.wait import HANG_S, until
 
 
@@ -107,3 +108,58 @@ def test_a_call_cut_off_by_an_interrupt_has_its_one_record(fake, workspace):
         "bash", "allow", "interrupted", None)
     assert summary["integrity"]["files"]["audit.jsonl"] == hashlib.sha256(
         (run_dir / "audit.jsonl").read_bytes()).hexdigest()
+
+
+# Issue 41 item 3: a call's line holds every decision it met while it ran (`met`), and a denial there makes the
+# line's `decision` deny and its outcome denied, as summary.json counts it.
+
+FETCH_BOTH = ("python3 -c \"import urllib.request as u\nfor h in ('127.0.0.1', 'localhost'):\n"
+              "    try: print(u.urlopen(f'http://{h}:%d/x', timeout=10).read().decode())\n"
+              "    except Exception as e: print(h, e)\"")
+
+
+def _met(record) -> list[tuple[str, str, str]]:
+    return [(m["domain"], m["target"], m["decision"]) for m in record["met"]]
+
+
+def test_a_commands_connections_are_in_its_line_and_a_refused_one_denies_it(fake, workspace, agent_run,
+                                                                            sandbox_available):
+    with loopback_site(b"hello from the allowed host") as site:
+        port = site.server_port
+        (workspace / "p.jsonc").write_text(json.dumps({"extends": "ci", "sandbox": {
+            "mode": "required", "network": {"allow": [f"127.0.0.1:{port}"]}}}))
+        fake.add(reply(calls=[("bash", {"command": FETCH_BOTH % port})]), reply("done"))
+        r = agent_run("--policy", "p.jsonc", "--approve", "bash:shell:python3 *", "task.md")
+        assert site.paths == ["/x"]
+    assert r.code == 3, r.stderr
+    assert "hello from the allowed host" in r.of_type("tool_result")[0]["content"]
+    (bash,) = audit_of(r.run_dir)
+    assert (bash["decision"], bash["outcome"], bash["exit_code"], bash["rule"]) == ("deny", "denied", 0, "--approve#0")
+    assert _met(bash) == [("network", f"net:127.0.0.1:{port}", "allow"), ("network", f"net:localhost:{port}", "ask")]
+    assert bash["met"][0]["rule"] == "sandbox.network#0" and bash["met"][1]["rule"] is None
+    assert [(d["call_id"], d["target"]) for d in r.summary["denials"]] == [("call_1_0", f"net:localhost:{port}")]
+    shown = agent_run("runs", "show", "--audit", str(r.run_dir))
+    assert shown.code == 0, shown.stderr
+    header, row = shown.stdout.splitlines()
+    assert header.split()[-1] == "met" and row.split()[5] == "deny"
+    assert row.endswith(f"net:127.0.0.1:{port} allow, net:localhost:{port} ask"), row
+
+
+def test_a_fetchs_redirects_are_in_its_line(fake, workspace, agent_run):
+    with loopback_site(b"the page") as site:
+        port = site.server_port
+        followed = f"http://127.0.0.1:{port}/open?to=http://localhost:{port}/x"
+        refused = f"http://127.0.0.1:{port}/open?to=http://127.0.0.2:{port}/y"
+        fake.add(reply(calls=[("web_fetch", {"url": followed}), ("web_fetch", {"url": refused})]), reply("done"))
+        r = agent_run("--sandbox", "off", "--approve", f"network:net:127.0.0.1:{port}", "--approve",
+                      f"network:net:localhost:{port}", "task.md")
+    assert r.code == 3, r.stderr
+    first, second = audit_of(r.run_dir)
+    assert (second["decision"], second["outcome"], second["error_type"]) == ("deny", "denied", "ApprovalRequired")
+    assert _met(first) == [("web_fetch", f"url:http://localhost:{port}/x", "allow"),
+                           ("network", f"net:localhost:{port}", "allow")]
+    assert first["met"][1]["rule"] == "--approve#1"
+    assert (first["decision"], first["outcome"]) == ("allow", "ok")
+    assert _met(second) == [("web_fetch", f"url:http://127.0.0.2:{port}/y", "allow"),
+                            ("network", f"net:127.0.0.2:{port}", "ask")]
+    assert [t["target"] for t in second["targets"]] == [f"url:{refused}", f"net:127.0.0.1:{port}"]
