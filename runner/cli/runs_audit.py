@@ -12,7 +12,7 @@ from runner.record.audit import AUDIT_FILE
 from runner.record.jsonl import iter_events
 
 HEADERS = ["seq", "call", "agent", "tool", "risk", "decision", "scope", "rule", "outcome", "exit", "bytes",
-           "duration", "targets"]
+           "duration", "targets", "met"]
 
 
 def audit_records(run_dir: Path) -> Callable[[], Iterator[dict[str, Any]]] | None:
@@ -44,10 +44,18 @@ def _row(r: dict[str, Any]) -> list[str]:
     return [cell(r.get("seq")), cell(r.get("call_id")), cell(r.get("agent")), cell(r.get("tool")),
             cell(r.get("risk")), cell(r.get("decision")), cell(r.get("approval_scope")), cell(r.get("rule")),
             cell(r.get("error_type") or r.get("outcome")), cell(r.get("exit_code")), cell(r.get("output_bytes")),
-            duration(r.get("duration_s")), clip(_targets(r.get("targets")), 60)]
+            duration(r.get("duration_s")), clip(_targets(r.get("targets")), 60), clip(_met(r.get("met")), 120)]
 
 
 def _targets(targets: Any) -> str:
     if not isinstance(targets, list):
         return "-"
     return ", ".join(str(t.get("target")) for t in targets if isinstance(t, dict)) or "-"
+
+
+def _met(met: Any) -> str:
+    """What the call met while it ran: each target with the policy's decision on it (`-`: nothing, or a record
+    from before audit.jsonl had `met`)."""
+    if not isinstance(met, list):
+        return "-"
+    return ", ".join(f"{m.get('target')} {m.get('decision')}" for m in met if isinstance(m, dict)) or "-"

@@ -153,6 +153,12 @@ class PermissionDecision(Event):
     risk: str | None = None  # low | medium | high: the riskiest target's (runner/policy/risk.py)
     approval_scope: str | None = None  # policy | run | call | mode (runner/policy/decide.py approval_scope)
 
+    @property
+    def denied(self) -> bool:
+        """Whether the run refused what this decided (a headless `ask` included, full_access's `auto_approved`
+        not): one of summary.json's denials, and what makes a call's audit.jsonl line `deny`."""
+        return self.decision == "deny"
+
 
 @dataclass(frozen=True)
 class ToolResult(Event):

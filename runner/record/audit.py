@@ -1,7 +1,8 @@
 """audit.jsonl: one record per tool call, for a compliance review that should not have to join
 `tool_call`, `permission_decision` and `tool_result` by hand.
 
-A consumer of the run's events (runner/engine/recorder.py): the three events of a call are folded into one
+A consumer of the run's events (runner/engine/recorder.py): a call's events — its `tool_call`, its own
+`permission_decision` and those it met while it ran (`met`), its `tool_result` — are folded into one
 line, written when its `tool_result` is (the end of runner/engine/call.py finish, in the model's order); a
 call the run stopped under (an interrupt, an internal error) has no result and is written by `close`, when
 the run is being recorded as ended, with outcome `interrupted`. So every `tool_call` of the log has exactly
@@ -63,11 +64,17 @@ class AuditLog:
             self._open.setdefault(key, []).append(_Open(_opened(event), time.monotonic()))
         elif isinstance(event, PermissionDecision):
             # The call's own decision is its first; later ones under the same call are what it met while it ran
-            # (a redirect, a command's connection), each in the log.
-            pending = next((o for o in self._open.get(key, []) if not o.decided), None)
+            # (a redirect, a command's connection): each in `met`, and one denied there denies the call, as
+            # summary.json counts it (PermissionDecision.denied).
+            opened = self._open.get(key, [])
+            pending = next((o for o in opened if not o.decided), None)
             if pending is not None:
                 pending.decided = True
                 pending.record.update(_decided(event))
+            elif running := next((o for o in opened if o.decided), None):
+                running.record["met"].extend(_met(event))
+                if event.denied:
+                    running.record["decision"] = event.decision
         elif isinstance(event, ToolResult):
             queue = self._open.get(key)
             if queue:
@@ -104,7 +111,7 @@ class AuditLog:
 
 def _opened(event: ToolCall) -> dict[str, Any]:
     return {"call_id": call_ref(event.agent, event.call_id), "agent": agent_id(event), "tool": event.tool,
-            "targets": [], "risk": None, "decision": None, "rule": None, "approval_scope": None,
+            "targets": [], "met": [], "risk": None, "decision": None, "rule": None, "approval_scope": None,
             "started": utc_now(), "duration_s": None, "outcome": None, "error_type": None, "exit_code": None,
             "output_bytes": None, "output_sha256": None, "spill_path": None}
 
@@ -115,12 +122,19 @@ def _decided(event: PermissionDecision) -> dict[str, Any]:
             "approval_scope": event.approval_scope}
 
 
+def _met(event: PermissionDecision) -> list[dict[str, Any]]:
+    """What a running call met, one entry per target of a later decision under it, as the policy decided each."""
+    return [{"domain": t.get("domain"), "target": t.get("target"), "decision": t.get("decision"),
+             "risk": t.get("risk"), "rule": rule_ref(t.get("rule"))} for t in event.targets]
+
+
 def _ended(event: ToolResult, record: dict[str, Any]) -> dict[str, Any]:
     details = event.details or {}
+    # A command that went on after a refused connection may exit 0: the call is still denied in part.
     denied = event.error_type in DENIALS or record["decision"] == "deny"
     exit_code = details.get("exit_code")
     spill = details.get("output_path")
-    return {"duration_s": event.duration_s, "outcome": "ok" if event.ok else "denied" if denied else "error",
+    return {"duration_s": event.duration_s, "outcome": "denied" if denied else "ok" if event.ok else "error",
             "error_type": event.error_type, "exit_code": exit_code if isinstance(exit_code, int) else None,
             "output_bytes": event.bytes, "output_sha256": event.sha256,
             "spill_path": str(spill) if spill else None}

@@ -93,7 +93,7 @@ class SummaryBuilder:
             self._arguments[_ref(event)] = event.arguments
         elif isinstance(event, CheckStarted):  # the runner's own bash call: a denial names its command, uncounted
             self._arguments[_ref(event)] = json.dumps({"command": event.command})
-        elif isinstance(event, PermissionDecision) and event.decision == "deny":
+        elif isinstance(event, PermissionDecision) and event.denied:
             self.denials.append(self._denial(event))
         elif isinstance(event, ToolResult):
             self._arguments.pop(_ref(event), None)

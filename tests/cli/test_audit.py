@@ -136,7 +136,7 @@ def test_a_commands_connections_are_in_its_line_and_a_refused_one_denies_it(fake
     (bash,) = audit_of(r.run_dir)
     assert (bash["decision"], bash["outcome"], bash["exit_code"], bash["rule"]) == ("deny", "denied", 0, "--approve#0")
     assert _met(bash) == [("network", f"net:127.0.0.1:{port}", "allow"), ("network", f"net:localhost:{port}", "ask")]
-    assert bash["met"][0]["rule"] == "sandbox.network#0" and bash["met"][1]["rule"] is None
+    assert bash["met"][0]["rule"] == "sandbox.network#0" and bash["met"][1]["rule"].startswith("default:")
     assert [(d["call_id"], d["target"]) for d in r.summary["denials"]] == [("call_1_0", f"net:localhost:{port}")]
     shown = agent_run("runs", "show", "--audit", str(r.run_dir))
     assert shown.code == 0, shown.stderr
