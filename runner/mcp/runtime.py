@@ -8,7 +8,8 @@ Each stdio server is a process the runner starts, so it runs inside the run's sa
 (Sandbox.wrap), with the environment its config gives it and nothing else of the runner's; its
 own `sandbox` settings may open the network to it (`"all"`, or an allow-list through an egress
 proxy of its own) and make more paths visible. An HTTP server is reached only if the policy allows
-its URL (domain `mcp`, target `url:<url>`); being trusted configuration, it may be on loopback.
+its URL (domain `mcp`, target `url:<url>`) and its host (`net:HOST:PORT`); being trusted configuration, it may
+be on loopback.
 
 A server that fails to start is recorded (`mcp_server_failed`, stderr, `summary.mcp`) and the run
 goes on without it — unless its config says `"required": true`, which ends the run (exit 2)
@@ -33,7 +34,7 @@ from runner.mcp.client import CLOSE_WAIT_S, McpError, McpServer
 from runner.mcp.config import ServerConfig, load_mcp_config, merge, servers_from_mapping
 from runner.mcp.tool import DEFAULT_CALL_TIMEOUT_S, McpTool
 from runner.mcp.tools import specs_for, tool_names
-from runner.policy.egress import Verdict, net_verdict
+from runner.policy.egress import Verdict, net_verdict, url_net_target
 from runner.policy.jsonc import PolicyError
 from runner.policy.model import Target
 from runner.policy.sandbox_config import SandboxConfig, SandboxConfigError, net_target, network_rules
@@ -198,20 +199,27 @@ class _Refused(McpError):
 
 
 def _allowed(rec: Recording, env: CallEnv, config: ServerConfig) -> None:
-    """An HTTP server is reached only if the policy allows its URL (domain mcp, target url:<url>): the URL as the
+    """An HTTP server is reached only if the policy allows its URL (domain mcp, target url:<url>) and the host it
+    connects to (`net:HOST:PORT`, as a web_fetch is decided: the default policy allows no host). The URL as the
     configuration writes it, `${VAR}`s unexpanded, with no credentials, query or fragment (config.policy_url).
     Never the expanded URL: a token in its query would be in the permission_decision, the denial and the
-    replay command, and a policy would have to name the secret to allow it."""
+    replay command, and a policy would have to name the secret to allow it. The host and port are the expanded
+    URL's: they are where the connection goes."""
     if config.transport != "http":
         return
     from runner.engine.call import decide_and_record
 
-    target = Target("mcp", f"url:{config.policy_url}")
-    decision, _ = decide_and_record(env, f"mcp-start-{config.name}", f"mcp__{config.name}", "mcp", [target],
+    targets = [Target("mcp", f"url:{config.policy_url}")]
+    net = url_net_target(config.url or "")
+    if net is not None:
+        targets.append(net)
+    decision, _ = decide_and_record(env, f"mcp-start-{config.name}", f"mcp__{config.name}", "mcp", targets,
                                     rec.emit)
     if not decision.allowed:
-        raise _Refused(config.name, "refused", f"the policy does not allow mcp on url:{config.policy_url} (add "
-                       f'{{"domain": "mcp", "pattern": "url:{config.policy_url}", "decision": "allow"}})')
+        target = decision.deciding.target
+        domain = "mcp" if target.domain == "mcp" else "network"
+        raise _Refused(config.name, "refused", f"the policy does not allow {domain} on {target.target} (add "
+                       f'{{"domain": "{domain}", "pattern": "{target.target}", "decision": "allow"}})')
 
 
 def _wrapper(rec: Recording, env: CallEnv, config: ServerConfig, environ: dict[str, str]) -> Any:

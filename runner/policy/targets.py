@@ -398,6 +398,16 @@ def web_targets(value: str) -> list[Target]:
     return [url] if net is None else [url, net]
 
 
+def mcp_targets(value: str) -> list[Target]:
+    """A tool (`mcp:SERVER/TOOL`, or `SERVER/TOOL`), or an HTTP server's `url:URL`: decided on its URL and on the
+    network target it connects to (runner/mcp/runtime.py decides a server's start so)."""
+    if value.startswith("url:"):
+        url = Target("mcp", value)
+        net = url_net_target(value.removeprefix("url:"))
+        return [url] if net is None else [url, net]
+    return [Target("mcp", value if value.startswith("mcp:") else f"mcp:{value}")]
+
+
 def targets_for(domain: str, value: str, workspace: Path) -> list[Target]:
     """What a tool of `domain` receiving `value` is decided on (used by `policy explain`)."""
     if domain in ("read", "edit"):
@@ -409,7 +419,7 @@ def targets_for(domain: str, value: str, workspace: Path) -> list[Target]:
     if domain == "web_search":
         return [Target(domain, f"query:{value}")]
     if domain == "mcp":
-        return [Target(domain, value if value.startswith("mcp:") else f"mcp:{value}")]
+        return mcp_targets(value)
     if domain == "task":
         return [Target(domain, value if value.startswith("agent:") else f"agent:{value}")]
     if domain == "network":

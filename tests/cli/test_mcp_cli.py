@@ -169,11 +169,15 @@ def test_server_everything_over_stdio_and_streamable_http(fake, workspace, agent
         config = write_config(workspace, {"ev": stdio, "web": {"type": "http", "url": url}})
         (workspace / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": [
             {"domain": "mcp", "pattern": f"url:{url}", "decision": "allow"},
+            {"domain": "network", "pattern": f"net:127.0.0.1:{port}", "decision": "allow"},
             {"domain": "mcp", "pattern": "mcp:*/echo", "decision": "allow"}]}}))
         fake.add(reply(calls=[("mcp__ev__echo", {"message": "over stdio"}),
                               ("mcp__web__echo", {"message": "over http"})]), reply("both echoed"))
         r = agent_run("--policy", "p.jsonc", "--mcp-config", config, "task.md")
         assert r.code == 0, r.stderr
+        started = next(e for e in r.of_type("permission_decision") if e["tool"] == "mcp__web")
+        assert [(t["target"], t["decision"]) for t in started["targets"]] == [
+            (f"url:{url}", "allow"), (f"net:127.0.0.1:{port}", "allow")]
         results = {e["tool"]: e for e in r.of_type("tool_result")}
         assert results["mcp__ev__echo"]["ok"] and "over stdio" in results["mcp__ev__echo"]["content"]
         assert results["mcp__web__echo"]["ok"] and "over http" in results["mcp__web__echo"]["content"]
@@ -183,6 +187,9 @@ def test_server_everything_over_stdio_and_streamable_http(fake, workspace, agent
         refused = agent_run("--mcp-config", config, "task.md")  # default policy: the URL is not allowed
         failed = {e["server"]: e for e in refused.of_type("mcp_server_failed")}
         assert failed["web"]["kind"] == "refused"
+        denied = next(e for e in refused.of_type("permission_decision") if e["tool"] == "mcp__web")
+        assert [(t["target"], t["decision"]) for t in denied["targets"]] == [
+            (f"url:{url}", "ask"), (f"net:127.0.0.1:{port}", "ask")]
     finally:
         http.terminate()
         http.communicate(timeout=HANG_S)

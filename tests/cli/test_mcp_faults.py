@@ -114,17 +114,48 @@ def test_an_http_servers_policy_target_holds_no_expanded_secret(fake, workspace,
                                                "headers": {"X-Key": "${DOCS_KEY}"}}})
     (tmp_path / "job.env").write_text(f"DOCS_KEY={secret}\n")
     (workspace / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": [
-        {"domain": "mcp", "pattern": f"url:{base}", "decision": "allow"}]}}))
+        {"domain": "mcp", "pattern": f"url:{base}", "decision": "allow"},
+        {"domain": "network", "pattern": f"net:127.0.0.1:{port}", "decision": "allow"}]}}))
     fake.add(reply("no server, fine"))
     r = agent_run("--env-file", str(tmp_path / "job.env"), "--policy", "p.jsonc", "--mcp-config", config, "task.md")
     assert r.code == 0, r.stderr
     decision = next(e for e in r.of_type("permission_decision") if e["tool"] == "mcp__docs")
-    assert decision["targets"][0]["target"] == f"url:{base}" and decision["decision"] == "allow"
+    assert [(t["target"], t["decision"]) for t in decision["targets"]] == [
+        (f"url:{base}", "allow"), (f"net:127.0.0.1:{port}", "allow")]
+    assert decision["decision"] == "allow"
     assert r.summary["mcp"]["docs"]["kind"] == "crashed"  # allowed, then nothing answered
     for path in r.run_dir.rglob("*"):
         if path.is_file():
             assert secret not in path.read_text(errors="replace"), path
     assert secret not in r.stderr and secret not in r.stdout
+
+
+def test_an_http_server_allowed_by_its_url_but_not_on_the_network_is_refused(fake, workspace, agent_run):
+    """Issue 42, item 10: an HTTP server is decided on its URL and on the network target it connects to, as a
+    web_fetch is; the default policy allows no host, so a url: rule alone does not reach it."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    config = write_config(workspace, {"docs": {"type": "http", "url": url}})
+    (workspace / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": [
+        {"domain": "mcp", "pattern": f"url:{url}", "decision": "allow"}]}}))
+    fake.add(reply("no server, fine"))
+    r = agent_run("--policy", "p.jsonc", "--mcp-config", config, "task.md")
+    assert r.code == 3, r.stderr  # a denial, as a refused URL is
+    decision = next(e for e in r.of_type("permission_decision") if e["tool"] == "mcp__docs")
+    assert [(t["target"], t["decision"]) for t in decision["targets"]] == [
+        (f"url:{url}", "allow"), (f"net:127.0.0.1:{port}", "ask")]
+    assert (decision["policy_decision"], decision["decision"]) == ("ask", "deny")
+    assert decision["approve"] == [f"network:net:127.0.0.1:{port}"]  # what a rerun approves: the host alone
+    failed = r.of_type("mcp_server_failed")
+    assert [(e["server"], e["kind"]) for e in failed] == [("docs", "refused")]
+    assert f'"pattern": "net:127.0.0.1:{port}"' in failed[0]["message"]
+
+
+def _free_port() -> int:
+    """A loopback port nobody listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def test_the_sandbox_is_built_from_the_runs_environment(fake, workspace, agent_run, tmp_path):

@@ -358,6 +358,12 @@ CASES = [
     Case("mcp", "mcp", "github/create_issue", "ask", "deny",
          targets=(("mcp", "mcp:github/create_issue", "ask"),), rule="mcp:**"),
     Case("mcp-prefixed", "mcp", "mcp:fs/read", "ask", "deny", targets=(("mcp", "mcp:fs/read", "ask"),)),
+    # An HTTP server is decided on its URL and on the host it connects to, as a run decides it (issue 42, item 10).
+    Case("mcp-http-server", "mcp", "url:http://127.0.0.1:8/mcp", "ask", "deny",
+         approve=("mcp:url:http://127.0.0.1:8/mcp",),
+         targets=(("mcp", "url:http://127.0.0.1:8/mcp", "allow"), ("network", "net:127.0.0.1:8", "ask")), rule="**"),
+    Case("mcp-http-server-and-its-host", "mcp", "url:http://127.0.0.1:8/mcp", "allow", "allow",
+         approve=("mcp:url:http://127.0.0.1:8/mcp", "network:net:127.0.0.1:8")),
     Case("task", "task", "reviewer", "ask", "deny", targets=(("task", "agent:reviewer", "ask"),), rule="agent:**"),
     Case("task-approved", "task", "reviewer", "allow", "allow", approve=("task:agent:reviewer",)),
 ]
