@@ -27,7 +27,7 @@ class Frames:
         """`name` as this run's frames spell it: `name-NONCE`."""
         return f"{name}-{self.nonce}"
 
-    def frame(self, name: str, text: str, **attrs: str) -> str:
-        """`text` framed as `<name-NONCE k="v">\\ntext\\n</name-NONCE>`: the text as given, the values escaped."""
+    def frame(self, tag: str, text: str, /, **attrs: str) -> str:
+        """`text` framed as `<tag-NONCE k="v">\\ntext\\n</tag-NONCE>`: the text as given, the values escaped."""
         attr = "".join(f' {k}="{html.escape(v, quote=True).replace(chr(10), "&#10;")}"' for k, v in attrs.items())
-        return f"<{self.tag(name)}{attr}>\n{text}\n</{self.tag(name)}>"
+        return f"<{self.tag(tag)}{attr}>\n{text}\n</{self.tag(tag)}>"
