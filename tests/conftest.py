@@ -157,7 +157,8 @@ def agent_run(fake: FakeOpenAI, workspace: Path, agent_run_zygote: Zygote | None
     hang: a run here takes a second or a few (a batch of several, more), several times that on a loaded machine."""
 
     def run(*args: str, env: dict[str, str] | None = None, input: str | None = None,
-            timeout: float = 180) -> Result:
+            timeout: float = 180, merged: bool = False) -> Result:
+        """`merged`: stderr into stdout through one pipe, in the order written (as a CI job's log reads them)."""
         full_env = clean_env(**{"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
                                 "AGENT_RUN_RETRY_BASE_S": "0.01", **(env or {})})
         runs_dir = workspace / ".agent-run" / "runs"
@@ -166,9 +167,9 @@ def agent_run(fake: FakeOpenAI, workspace: Path, agent_run_zygote: Zygote | None
         start = subprocess.run
         if agent_run_zygote is not None and agent_run_zygote.serves(argv, full_env):
             start = agent_run_zygote.run
-        proc = start(argv, cwd=workspace, env=full_env, input=input or "", capture_output=True, text=True,
-                     timeout=timeout)
-        return Result(proc.returncode, proc.stdout, proc.stderr, runs_dir, sorted(_dirs(runs_dir) - before))
+        streams = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT} if merged else {"capture_output": True}
+        proc = start(argv, cwd=workspace, env=full_env, input=input or "", text=True, timeout=timeout, **streams)
+        return Result(proc.returncode, proc.stdout, proc.stderr or "", runs_dir, sorted(_dirs(runs_dir) - before))
 
     return run
 
