@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from runner.cli.fence import prints_recorded_text
 from runner.core.outcome import EXIT_CODES, Status
 from runner.engine.explain import dumps, explain, explain_text, simulate, simulate_text
 from runner.policy.domains import DOMAINS
@@ -88,6 +89,7 @@ def _sandbox_mode(sections: dict[str, Any]) -> str:
 @click.option("--fail-on-new-denials", is_flag=True,
               help="Exit 3 when any call the run made would now be denied (to gate a policy change in CI).")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@prints_recorded_text  # the recorded calls' targets
 def simulate_cmd(spec: str, as_json: bool, fail_on_new_denials: bool, run_dir: Path) -> None:
     """Re-decide every tool call of a recorded run under another policy; list what changes.
 
@@ -112,6 +114,7 @@ def simulate_cmd(spec: str, as_json: bool, fail_on_new_denials: bool, run_dir: P
 
 @policy.command("suggest")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@prints_recorded_text  # patterns from the denied calls' targets
 def suggest_cmd(run_dir: Path) -> None:
     """The smallest allow rules that would have let a run's denied calls through, as JSONC."""
     try:

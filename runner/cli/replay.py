@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from runner.cli.fence import fenced
 from runner.cli.flags import named, output_format
 from runner.cli.output import finish, with_github
 from runner.core.outcome import EXIT_CODES, Status, UsageError
@@ -45,18 +46,8 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
     fmt = output_format(kw["output_format"])
     policy_spec, quiet = kw["policy"], kw["quiet"]
     if not approve:
-        try:
-            chosen = select(load_run(run_dir, expect_hash, policy_spec, allow_unkeyed), list(calls))
-        except UsageError as exc:
-            click.echo(f"agent-run: {exc.reason}", err=True)
-            sys.exit(EXIT_CODES[Status.USAGE_ERROR])
-        except (OSError, ValueError, KeyError, TypeError) as exc:  # not a run directory as this version writes them
-            click.echo(f"agent-run: cannot list {run_dir.name}: {type(exc).__name__}: {exc}", err=True)
-            sys.exit(EXIT_CODES[Status.USAGE_ERROR])
-        for c in chosen:
-            click.echo(f"{c['ref']}\t{c['tool']}\t{c['arguments']}\t{c['decision']['policy_decision']}")
-            click.echo(f"  would run {describe_call(c)}", err=True)
-        click.echo(f"{len(chosen)} denied call(s); add --approve to execute them", err=True)
+        with fenced():  # the calls as recorded (with --approve, the run's own reporting fences what it prints)
+            _list(run_dir, calls, expect_hash, policy_spec, allow_unkeyed)
         return
     settings = {o.name: kw[o.name] for o in map(row, (*FOR_MODEL, "--timeout")) if kw[o.name] is not None}
     request = ReplayRequest(run_dir, list(calls), resume=resume, cli_settings=settings, verbosity=0 if quiet else 1,
@@ -66,3 +57,20 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
                             stream_events=fmt == "stream-json")
     outcome, reporter = with_github(lambda: replay(request))
     finish(outcome, reporter, fmt=fmt, quiet=quiet)
+
+
+def _list(run_dir: Path, calls: tuple[str, ...], expect_hash: str | None, policy_spec: str | None,
+          allow_unkeyed: bool) -> None:
+    """The denied calls `--approve` would run: one line each on stdout, what each runs on stderr."""
+    try:
+        chosen = select(load_run(run_dir, expect_hash, policy_spec, allow_unkeyed), list(calls))
+    except UsageError as exc:
+        click.echo(f"agent-run: {exc.reason}", err=True)
+        sys.exit(EXIT_CODES[Status.USAGE_ERROR])
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # not a run directory as this version writes them
+        click.echo(f"agent-run: cannot list {run_dir.name}: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_CODES[Status.USAGE_ERROR])
+    for c in chosen:
+        click.echo(f"{c['ref']}\t{c['tool']}\t{c['arguments']}\t{c['decision']['policy_decision']}")
+        click.echo(f"  would run {describe_call(c)}", err=True)
+    click.echo(f"{len(chosen)} denied call(s); add --approve to execute them", err=True)

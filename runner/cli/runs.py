@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from runner.cli.fence import prints_recorded_text
 from runner.cli.runs_format import cell, duration, table, total_tokens
 from runner.cli.runs_read import origin, overview, run_dirs, runs_root
 from runner.cli.runs_show import show_cmd
@@ -22,6 +23,7 @@ def runs() -> None:
 @click.option("--workspace", default=".", show_default=True, metavar="DIR")
 @click.option("--runs-dir", metavar="DIR", help="[default: WORKSPACE/.agent-run/runs]")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), metavar="N")
+@prints_recorded_text  # the titles are the tasks'
 def list_cmd(workspace: str, runs_dir: str | None, limit: int) -> None:
     """One line per run, newest first: id, status, exit, turns, tool calls, tokens, duration, title."""
     root = runs_root(workspace, runs_dir)

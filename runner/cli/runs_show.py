@@ -10,6 +10,7 @@ from typing import IO, Any
 
 import click
 
+from runner.cli.fence import prints_recorded_text
 from runner.cli.runs_audit import audit_json, audit_records, audit_table
 from runner.cli.runs_format import cell, changed, clip, cost, decision, duration, finding, table, total_tokens
 from runner.cli.runs_read import Spilled, Spool, account, left_out, origin, overview, runs_root
@@ -33,6 +34,7 @@ _ENVELOPE = ("seq", "ts", "run_id", "type", "agent")
 @click.option("--audit", is_flag=True,
               help="audit.jsonl as a table: one row per tool call (its risk, decision, approval scope, deciding "
                    "rule, outcome, output); with --json, its records as a JSON array.")
+@prints_recorded_text
 def show_cmd(run_dir: str, workspace: str, runs_dir: str | None, as_json: bool, transcript: bool,
              audit: bool) -> None:
     """What one run did: outcome, usage, denials with their replay commands, every model

@@ -66,6 +66,11 @@ def _fresh_token(prefix: str, avoid: Iterable[str]) -> str:
             return token
 
 
+def on_github(environ: Mapping[str, str]) -> bool:
+    """Whether `environ` is a GitHub Actions job's: where workflow commands are read from the output."""
+    return environ.get("GITHUB_ACTIONS") == "true"
+
+
 def stop_commands(text: str = "") -> tuple[str, str]:
     """(before, after): print `before`, then text that must not issue workflow commands (a model's
     answer, tool output), then `after`. The token never occurs in `text`, so the text cannot resume
@@ -324,7 +329,7 @@ class GitHubReporter:
 
     @property
     def active(self) -> bool:
-        return self.environ.get("GITHUB_ACTIONS") == "true"
+        return on_github(self.environ)
 
     def start(self, secrets: Iterable[str | None] = ()) -> list[str]:
         """Lines to print (stdout, flushed) before the run: masks for `secrets`, then `::stop-commands::`."""
