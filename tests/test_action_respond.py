@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.github_server import TOKEN, FakeGitHub
 from tests.github import payloads
 from tests.test_workflows import ROOT, action_step, load, run_step, step_env  # noqa: F401  (step_env: a fixture)
@@ -15,6 +17,7 @@ SHOW = """#!/bin/sh
 for a in "$@"; do echo "arg=$a"; done
 echo "token=${GITHUB_TOKEN:-unset}"
 echo "input-token=${INPUT_GITHUB_TOKEN:-unset}"
+echo "login=${AGENT_RUN_GITHUB_LOGIN:-unset}"
 exit 0
 """
 
@@ -34,6 +37,17 @@ def test_an_empty_task_on_a_comment_runs_github_respond_with_the_token_for_it_al
     assert args[:6] == ["github", "respond", "--trigger-phrase", "@agent-run", "--allowed-actors", "renovate[bot]"]
     assert args[6:8] == ["--policy", "strict"] and "-" not in args  # no task argument, nothing on stdin
     assert "token=ghs_fromTheInput" in out and "input-token=unset" in out
+
+
+@pytest.mark.parametrize(("jobs", "login"), [("true", "github-actions[bot]"), ("false", "my-app[bot]")])
+def test_the_login_is_named_when_the_token_is_the_jobs_own(step_env, tmp_path, jobs, login):  # noqa: F811
+    """Issue 41, item 9: the job's token writes as github-actions[bot] (GET /user is refused to it); another token's
+    login is whatever the job's environment says, else the runner learns it from its first comment."""
+    env = _respond_env(step_env, tmp_path, "issue_comment", INPUT_GITHUB_TOKEN_IS_JOBS=jobs,
+                       AGENT_RUN_GITHUB_LOGIN="my-app[bot]")
+    proc, out = run_step(action_step("run")["run"], env, tmp_path / "ws", tmp_path)
+    assert proc.returncode == 0 and f"login={login}" in out.splitlines(), out
+    assert action_step("run")["env"]["INPUT_GITHUB_TOKEN_IS_JOBS"] == "${{ inputs.github-token == github.token }}"
 
 
 def test_an_empty_task_on_another_event_is_a_usage_error(step_env, tmp_path):  # noqa: F811

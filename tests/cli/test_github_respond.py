@@ -39,12 +39,13 @@ def respond(agent_run, gh, tmp_path) -> Callable[..., Any]:
 
 
 def job_env(gh: FakeGitHub, tmp_path: Any, event: str, payload: dict[str, Any]) -> dict[str, str]:
-    """What a GitHub Actions job's environment says about its event (the payload in a file outside the workspace)."""
+    """What a GitHub Actions job's environment says about its event (the payload in a file outside the workspace),
+    and the login the action names when its token is the job's own (AGENT_RUN_GITHUB_LOGIN)."""
     path = tmp_path / "event.json"
     path.write_text(json.dumps(payload), encoding="utf-8")
     return {"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(path), "GITHUB_REPOSITORY": "octo/hello",
             "GITHUB_RUN_ID": "4242", "GITHUB_SERVER_URL": "https://github.example", "GITHUB_API_URL": gh.url,
-            "GITHUB_TOKEN": TOKEN}
+            "GITHUB_TOKEN": TOKEN, "AGENT_RUN_GITHUB_LOGIN": BOT["login"]}
 
 
 def stickies(gh: FakeGitHub, number: int) -> list[dict[str, Any]]:

@@ -5,6 +5,8 @@ It keeps issue comments (per issue number), pull request files and collaborator 
   login in `permissions`, else 404 `{"message": "Not Found"}`;
 - `GET /user`: 403 "Resource not accessible by integration" (what GITHUB_TOKEN, an installation token, gets),
   or 200 with `user_login` when a test sets it (a user's token);
+- what the token writes (comments, reviews) is written as `writer`: `github-actions[bot]` for the job's token, an
+  App's `NAME[bot]` for an App's installation token;
 - `GET /repos/{o}/{r}/issues/{n}/comments`, `GET /repos/{o}/{r}/pulls/{n}/files`: pages of `per_page` (default 30,
   at most `max_per_page`, 100 as GitHub) by `page`, with a `Link` header (`rel="next"`, `rel="last"`, …);
 - `GET /repos/{o}/{r}/pulls/{n}`: the pull request with its head (`retry` at `heads[n]`, a fork's for a number in
@@ -17,9 +19,10 @@ It keeps issue comments (per issue number), pull request files and collaborator 
   `POST /repos/{o}/{r}/pulls` (201 and the pull request, kept in `pulls`; 422 without title, head and base, or
   with a second open one from the same head, as GitHub answers) and `PATCH /repos/{o}/{r}/pulls/{n}` (title, body);
   both 422 for a body over GitHub's 65,536 characters;
-- `POST /repos/{o}/{r}/issues/{n}/comments` (201, the comment, written as `login`) and
-  `PATCH /repos/{o}/{r}/issues/comments/{id}` (200; 404 for a deleted comment); a body that is not
-  `{"body": string}` is 422;
+- `POST /repos/{o}/{r}/issues/{n}/comments` (201, the comment, written as `writer`),
+  `PATCH /repos/{o}/{r}/issues/comments/{id}` (200; 404 for a deleted comment) and `DELETE` of one (204, 404); a
+  body that is not `{"body": string}` is 422, and so is one over GitHub's 65,536 characters (a review's body or
+  inline comment too);
 - a missing or wrong `Authorization` (`Bearer TOKEN` or `token TOKEN`) is 401 "Bad credentials".
 `fail(method, path_regex, *responses)` answers the next matching requests with `(status, headers, body)`
 tuples first (a 500, a secondary rate limit: 403 with `retry-after`); `before(method, path_regex, fn)` runs
@@ -45,6 +48,7 @@ from tests.fakes.loopback import Loopback, QuietHandler
 TOKEN = "ghs_fakeInstallationToken0123456789abcdefABCDEF"
 HOLD_CAP_S = 120.0
 BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+MAX_BODY = 65_536  # GitHub's limit on a comment's, a review's or a pull request's body, in characters
 
 
 @dataclass
@@ -63,6 +67,7 @@ class FakeGitHub:
     token: str = TOKEN
     permissions: dict[str, str] = field(default_factory=dict)  # login -> admin | maintain | write | triage | read
     user_login: str | None = None  # GET /user: None answers 403 as for an installation token
+    writer: dict[str, Any] = field(default_factory=lambda: dict(BOT))  # whom the token's comments are written as
     max_per_page: int = 100
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)  # id -> comment (with issue number)
     files: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # pull number -> files
@@ -197,13 +202,19 @@ class FakeGitHub:
             if method == "POST":
                 if not isinstance(body, dict) or not isinstance(body.get("body"), str):
                     return 422, {"message": "Invalid request.\n\n\"body\" wasn't supplied."}, {}
-                return 201, _public(self._new_comment(number, body["body"], BOT)), {}
+                if len(body["body"]) > MAX_BODY:
+                    return _too_long("IssueComment")
+                return 201, _public(self._new_comment(number, body["body"], dict(self.writer))), {}
+        if method == "DELETE" and (m := re.fullmatch(r"/issues/comments/(\d+)", rest)):
+            return (204, None, {}) if self.comments.pop(int(m.group(1)), None) is not None else not_found
         if method == "PATCH" and (m := re.fullmatch(r"/issues/comments/(\d+)", rest)):
             comment = self.comments.get(int(m.group(1)))
             if comment is None:
                 return not_found
             if not isinstance(body, dict) or not isinstance(body.get("body"), str):
                 return 422, {"message": "Invalid request.\n\n\"body\" wasn't supplied."}, {}
+            if len(body["body"]) > MAX_BODY:
+                return _too_long("IssueComment")
             comment.update(body=body["body"], updated_at="2026-01-01T00:01:00Z")
             return 200, _public(comment), {}
         if rest == "/pulls" or (re.fullmatch(r"/pulls/\d+", rest) and int(rest[7:]) in self.pulls):
@@ -222,10 +233,8 @@ class FakeGitHub:
         return not_found
 
     def _pulls(self, method: str, rest: str, query: dict[str, str], body: Any) -> tuple[int, Any, dict[str, str]]:
-        if method in ("POST", "PATCH") and isinstance(body, dict) and len(str(body.get("body") or "")) > 65_536:
-            return 422, {"message": "Validation Failed", "errors": [
-                {"resource": "PullRequest", "code": "custom", "field": "body",
-                 "message": "body is too long (maximum is 65536 characters)"}]}, {}
+        if method in ("POST", "PATCH") and isinstance(body, dict) and len(str(body.get("body") or "")) > MAX_BODY:
+            return _too_long("PullRequest")
         if method == "GET" and rest == "/pulls":
             state, head = query.get("state", "open"), query.get("head")
             found = [p for p in self.pulls.values() if state in ("all", p["state"])
@@ -257,6 +266,9 @@ class FakeGitHub:
             return _unprocessable(f"Invalid request.\n\n{event!r} is not a member of the event enum.")
         if event in ("REQUEST_CHANGES", "COMMENT") and not body.get("body"):
             return _unprocessable(f"Review Can not {event.lower().replace('_', ' ')} without a body")
+        if len(str(body.get("body") or "")) > MAX_BODY or any(
+                len(str(c.get("body") or "")) > MAX_BODY for c in body.get("comments") or [] if isinstance(c, dict)):
+            return _too_long("PullRequestReview")
         if body.get("commit_id", self.heads[number]) != self.heads[number]:
             return _unprocessable("commit_id is not part of the pull request")
         hunks = {f["filename"]: _hunks(f["patch"]) for f in self.files.get(number, []) if "patch" in f}
@@ -276,7 +288,8 @@ class FakeGitHub:
                 return _unprocessable("Pull request review thread start line must be part of the same hunk as "
                                       "the line." if start < c["line"] else "start_line must precede line")
         self._next_id += 1
-        review = {"id": self._next_id, "node_id": f"PRR_{self._next_id}", "user": BOT, "body": body.get("body") or "",
+        review = {"id": self._next_id, "node_id": f"PRR_{self._next_id}", "user": dict(self.writer),
+                  "body": body.get("body") or "",
                   "state": {"COMMENT": "COMMENTED", "APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}
                   .get(event or "", "PENDING"), "commit_id": self.heads[number],
                   "html_url": f"https://github.com/{self.owner}/{self.repo}/pull/{number}"
@@ -312,6 +325,12 @@ def _hunks(patch: str) -> dict[str, list[tuple[int, int]]]:
     return sides
 
 
+def _too_long(resource: str) -> tuple[int, Any, dict[str, str]]:
+    return 422, {"message": "Validation Failed", "errors": [
+        {"resource": resource, "code": "custom", "field": "body",
+         "message": "body is too long (maximum is 65536 characters)"}]}, {}
+
+
 def _unprocessable(error: str) -> tuple[int, Any, dict[str, str]]:
     return 422, {"message": "Unprocessable Entity", "errors": [error],
                  "documentation_url": "https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request",
@@ -323,7 +342,7 @@ def _public(comment: dict[str, Any]) -> dict[str, Any]:
 
 
 def _send(h: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-    data = json.dumps(payload).encode()
+    data = b"" if status == 204 else json.dumps(payload).encode()  # No Content: no body at all
     h.send_response(status)
     h.send_header("content-type", "application/json; charset=utf-8")
     h.send_header("content-length", str(len(data)))
