@@ -26,10 +26,10 @@ from runner.github.conversation import Context, fetch_context, task_text
 from runner.github.event import Skip, Trigger, decide
 from runner.github.landing import LandRefused, land_target
 from runner.github.review import Head, head_sha, post_review
-from runner.github.sticky import final_body, find_own_comment, own_login, working_body
+from runner.github.sticky import final_body, find_own_comment, own_login, where_whole, working_body
 from runner.record.mask import Masker
 from runner.report.github_api import DEFAULT_API_URL, GRACE_ENV, Deadline, GitHub, GitHubError, RetryPolicy, grace_s
-from runner.report.markdown import md_text
+from runner.report.markdown import fit, md_text
 from runner.run.assemble import execute
 from runner.run.options import RunOptions
 
@@ -150,13 +150,18 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
             sha = head_sha(gh, trigger)
         except GitHubError as exc:
             _problem(problems, say, f"could not read pull request #{trigger.number}, so no review is posted: {exc}")
+    login: str | None = None
     try:
-        comment_id = find_own_comment(gh, trigger.owner, trigger.repo, trigger.number, trigger.marker, own_login(gh))
+        login = own_login(gh, os.environ)
+        if login is not None:
+            comment_id = find_own_comment(gh, trigger.owner, trigger.repo, trigger.number, trigger.marker, login)
         context = fetch_context(gh, trigger)
     except GitHubError as exc:
         _problem(problems, say, f"could not read the conversation: {exc}")
-    comment_id = _post(gh, trigger, comment_id, working_body(trigger.marker, trigger.actor, planned.run_url),
-                       problems, say)
+    working = working_body(trigger.marker, trigger.actor, planned.run_url)
+    comment_id, posted_as = _post(gh, trigger, comment_id, working, problems, say)
+    if login is None and posted_as is not None and comment_id is not None:
+        comment_id = _take_over(gh, trigger, comment_id, posted_as, working, problems, say)
     task = task_text(trigger, context, review=review and trigger.is_pr)
     if gh.deadline is not None:  # the run gets what is left of --timeout
         opts = replace(opts, cli_settings={**opts.cli_settings, "timeout": max(gh.deadline.left(), 0.001)})
@@ -172,7 +177,8 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
                 notes = _review(Head(gh, trigger, sha), context, outcome.summary, planned.run_url, masker, problems,
                                 say)
             body = masker.mask(final_body(trigger.marker, outcome.summary, planned.run_url, problems, notes))[0]
-            _post(gh, trigger, comment_id, body, problems, say)
+            # cut again after masking, which may lengthen it (a secret's `[REDACTED:…]`)
+            _post(gh, trigger, comment_id, fit(body, where_whole(outcome.summary, planned.run_url)), problems, say)
     except KeyboardInterrupt:  # a signal after the run: the run's outcome stands, the comment says "working"
         _problem(problems, say, "interrupted while posting the review or editing the comment")
     gh.close()
@@ -213,24 +219,47 @@ def _review(head: Head, context: Context, summary: Mapping[str, Any], url: str, 
 
 
 def _post(gh: GitHub, trigger: Trigger, comment_id: int | None, body: str, problems: list[str],
-          say: Callable[[str], None]) -> int | None:
-    """Edit the sticky comment, or create it (also when the one to edit was deleted: 404); its id, or None."""
+          say: Callable[[str], None]) -> tuple[int | None, str | None]:
+    """Edit the sticky comment, or create it (also when the one to edit was deleted: 404): its id (None: neither
+    worked), and for one created the login GitHub wrote it as."""
     base = f"repos/{trigger.owner}/{trigger.repo}/issues"
     if comment_id is not None:
         try:
             gh.request("PATCH", f"{base}/comments/{comment_id}", json={"body": body})
-            return comment_id
+            return comment_id, None
         except GitHubError as exc:
             if exc.status != 404:
                 _problem(problems, say, f"could not edit comment {comment_id}: {exc}")
-                return comment_id
+                return comment_id, None
             say(f"agent-run: github: comment {comment_id} is gone (404); posting a new one")
     try:
         created = gh.request("POST", f"{base}/{trigger.number}/comments", json={"body": body})
     except GitHubError as exc:
         _problem(problems, say, f"could not post a comment on #{trigger.number}: {exc}")
-        return None
-    return int(created["id"]) if isinstance(created, dict) and isinstance(created.get("id"), int) else None
+        return None, None
+    if not isinstance(created, dict) or not isinstance(created.get("id"), int):
+        return None, None
+    author = (created.get("user") or {}).get("login") if isinstance(created.get("user"), dict) else None
+    return int(created["id"]), str(author) if author else None
+
+
+def _take_over(gh: GitHub, trigger: Trigger, posted: int, login: str, body: str, problems: list[str],
+               say: Callable[[str], None]) -> int:
+    """The token's login learned from the comment just posted (`posted`): an earlier sticky comment by that login
+    is the one kept — the new one is deleted, the earlier one says "working" — so a re-run still leaves one comment.
+    Which comment is kept: `posted`'s id, or the earlier one's."""
+    say(f"agent-run: github: the token writes as {login} (GET /user is refused to it; AGENT_RUN_GITHUB_LOGIN "
+        "names it at once)")
+    try:
+        earlier = find_own_comment(gh, trigger.owner, trigger.repo, trigger.number, trigger.marker, login, posted)
+        if earlier is None:
+            return posted
+        gh.request("DELETE", f"repos/{trigger.owner}/{trigger.repo}/issues/comments/{posted}")
+    except GitHubError as exc:  # two comments then, each ours: the new one is the one kept up to date
+        say(f"agent-run: github: could not look for or drop an earlier comment of {login}: {exc}")
+        return posted
+    kept, _ = _post(gh, trigger, earlier, body, problems, say)
+    return kept if kept is not None else posted
 
 
 def _problem(problems: list[str], say: Callable[[str], None], message: str) -> None:

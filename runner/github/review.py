@@ -10,7 +10,8 @@ resolve): the review is then posted once more with every finding in the body.
 
 The findings are the model's answer (untrusted), already kept only inside the workspace (runner/report/findings.py):
 their text is defused Markdown (no link, image or HTML: an image URL is a channel out, GitHub fetches it), a
-suggestion is inside a fence it cannot close, and every body goes through the run's masking.
+suggestion is inside a fence it cannot close, and every body goes through the run's masking, then is cut to GitHub's
+65,536 characters (runner/report/markdown.py `fit`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from runner.github.event import Trigger
 from runner.github.hunks import diff_lines, hunk_of
 from runner.report.github_api import GitHub, GitHubError
-from runner.report.markdown import clip, code_span, fence, md_text
+from runner.report.markdown import clip, code_span, fence, fit, md_text
 
 MAX_INLINE = 50  # more comments than anyone reads on one review; the rest go to the body
 MAX_COMMENT_CHARS = 8_000
@@ -119,13 +120,18 @@ def post_review(head: Head, files: Sequence[Mapping[str, Any]], findings: Mappin
                 run_url: str, mask: Callable[[str], str], say: Callable[[str], None]) -> Posted:
     """The one review (GitHubError when it could not be posted, even with everything in the body)."""
     gh, trigger, sha = head.gh, head.trigger, head.sha
+    where = f"`findings.json` in the run directory, the artifact of [the job run]({run_url})"
+
+    def body(text: str) -> str:  # masked, then cut to GitHub's limit (masking may lengthen it)
+        return fit(mask(text), where)
+
     items = [f for f in findings.get("items") or [] if isinstance(f, Mapping)]
     dropped = int(findings.get("dropped") or 0)
     inline, listed = placed(items, files)
     path = f"repos/{trigger.owner}/{trigger.repo}/pulls/{trigger.number}/reviews"
     payload = {"commit_id": sha, "event": "COMMENT",
-               "body": mask(review_body(summary, len(inline), listed, run_url, dropped=dropped)),
-               "comments": [{**c, "body": mask(c["body"])} for c in map(comment, inline)]}
+               "body": body(review_body(summary, len(inline), listed, run_url, dropped=dropped)),
+               "comments": [{**c, "body": body(c["body"])} for c in map(comment, inline)]}
     try:
         return _posted(gh.request("POST", path, json=payload), len(inline), len(listed))
     except GitHubError as exc:
@@ -135,7 +141,7 @@ def post_review(head: Head, files: Sequence[Mapping[str, Any]], findings: Mappin
             "every finding in its body")
     note = "*GitHub could not place the inline comments on the diff (it moved?): every finding is listed here.*"
     payload = {"commit_id": sha, "event": "COMMENT",
-               "body": mask(review_body(summary, 0, items, run_url, note, dropped))}
+               "body": body(review_body(summary, 0, items, run_url, note, dropped))}
     return _posted(gh.request("POST", path, json=payload), 0, len(items))
 
 

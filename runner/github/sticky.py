@@ -1,9 +1,10 @@
 """The one comment `github respond` keeps per trigger: "working" at the start, the outcome at the end.
 
 It is found again by its marker (`<!-- agent-run:KEY -->`, runner/github/event.py) among the comments the
-token's own identity wrote, so a re-run edits it instead of adding a second. The bodies are pure functions of
-the run's (masked) summary; what the model wrote is shown in a fenced block, so its text cannot render an
-image or HTML (an image URL is a channel out: GitHub fetches it) in the conversation.
+token's own identity wrote (`own_login`), so a re-run edits it instead of adding a second. The bodies are pure
+functions of the run's (masked) summary, cut to GitHub's 65,536 characters; what the model wrote is shown in a
+fenced block, so its text cannot render an image or HTML (an image URL is a channel out: GitHub fetches it) in the
+conversation.
 """
 
 from __future__ import annotations
@@ -12,42 +13,46 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from runner.report.github_api import GitHub, GitHubError
-from runner.report.markdown import clip, code_span, fenced, md_text
+from runner.report.markdown import GITHUB_BODY_CHARS, clip, code_span, fenced, fit, md_text
 
-MAX_ANSWER_CHARS = 40_000  # a comment holds 65,536 characters
+MAX_ANSWER_CHARS = 40_000  # a comment holds 65,536 characters (GITHUB_BODY_CHARS): the rest is cut to fit
 MAX_DENIALS = 20
 MAX_FILES = 50
-FALLBACK_LOGIN = "github-actions[bot]"  # who GITHUB_TOKEN writes as; its token cannot read GET /user
+LOGIN_ENV = "AGENT_RUN_GITHUB_LOGIN"  # the login the token writes as, when GET /user cannot say (the action's)
 _ICONS = {"success": "✅", "denied": "⛔", "interrupted": "⏹️"}
 
 
-def own_login(gh: GitHub) -> str:
-    """The login the token writes as: GET /user for a user's token; an installation token (GITHUB_TOKEN)
-    is refused that (403) and writes as github-actions[bot]."""
+def own_login(gh: GitHub, environ: Mapping[str, str]) -> str | None:
+    """The login the token writes as: GET /user's (a user's token); when that is refused (to every installation
+    token: the job's own GITHUB_TOKEN and an App's), the one LOGIN_ENV names (the action names github-actions[bot]
+    for the job's own token); else None — unknown until the first comment posted says it (its `user.login`).
+    Never a guess: a guessed github-actions[bot] would take over another workflow's comment."""
     try:
-        return str(gh.request("GET", "user").get("login") or FALLBACK_LOGIN)
+        login = gh.request("GET", "user").get("login")
     except GitHubError as exc:
-        if exc.status in (401, 403, 404):
-            return FALLBACK_LOGIN
-        raise
+        if exc.status not in (401, 403, 404):
+            raise
+        login = None
+    return str(login or environ.get(LOGIN_ENV, "").strip() or "") or None
 
 
-def find_sticky(comments: Iterable[Mapping[str, Any]], marker: str, login: str) -> int | None:
+def find_sticky(comments: Iterable[Mapping[str, Any]], marker: str, login: str, skip: int | None = None) -> int | None:
     """The id of the first comment by `login` that starts with `marker`, as every body of ours does (a stranger's
-    imitation is not ours, nor one of ours whose answer quotes another trigger's marker)."""
+    imitation is not ours, nor one of ours whose answer quotes another trigger's marker); comment `skip` left out."""
     for c in comments:
         author = str((c.get("user") or {}).get("login") or "")
         if author.lower() == login.lower() and str(c.get("body") or "").lstrip().startswith(marker) \
-                and isinstance(c.get("id"), int):
+                and isinstance(c.get("id"), int) and c["id"] != skip:
             return int(c["id"])
     return None
 
 
-def find_own_comment(gh: GitHub, owner: str, repo: str, number: int, marker: str, login: str) -> int | None:
+def find_own_comment(gh: GitHub, owner: str, repo: str, number: int, marker: str, login: str,
+                     skip: int | None = None) -> int | None:
     """The sticky comment of issue `number`, searched from the newest page backwards, each page newest first: a
     conversation longer than the pages read for the task still has its comment found (and edited, not doubled)."""
     pages = gh.pages_newest_first(f"repos/{owner}/{repo}/issues/{number}/comments")
-    return find_sticky((c for page in pages for c in reversed(page)), marker, login)
+    return find_sticky((c for page in pages for c in reversed(page)), marker, login, skip)
 
 
 def working_body(marker: str, actor: str, run_url: str) -> str:
@@ -69,19 +74,27 @@ def final_body(marker: str, summary: Mapping[str, Any], run_url: str, problems: 
         cut = f"\n*(cut at {MAX_ANSWER_CHARS:,} characters)*" if len(answer) > MAX_ANSWER_CHARS else ""
         lines += [fenced(answer[:MAX_ANSWER_CHARS], "text") + cut, ""]
     lines += _denials(summary) + _changed(summary) + _landed(summary)
-    lines += [_figures(summary), ""]
+    foot = [_figures(summary), ""]
     for note in notes:
-        lines += [note, ""]
+        foot += [note, ""]
     links = [f"[job run]({run_url})"]
     pushed = isinstance(summary.get("land"), Mapping) and summary["land"].get("mode") in ("branch", "pr") \
         and bool(summary["land"].get("commit"))
     if summary.get("run_id"):
         links.append(f"run {code_span(str(summary['run_id']), in_table=False)} (the run directory is the job's "
                      f"artifact{'' if pushed else '; nothing was pushed'})")
-    lines.append(" · ".join(links))
+    foot.append(" · ".join(links))
     for problem in problems:
-        lines += ["", f"⚠️ {md_text(clip(problem, 500))}"]
-    return "\n".join(lines) + "\n"
+        foot += ["", f"⚠️ {md_text(clip(problem, 500))}"]
+    tail = "\n".join(foot) + "\n"
+    # What does not fit is cut from the sections above the figures and links, which are kept whole.
+    return fit("\n".join(lines), where_whole(summary, run_url), GITHUB_BODY_CHARS - len(tail) - 1) + "\n" + tail
+
+
+def where_whole(summary: Mapping[str, Any], run_url: str) -> str:
+    """Where the whole outcome is, for a body cut to GitHub's limit: the run directory, the job's artifact."""
+    run = f" of run {code_span(str(summary['run_id']), in_table=False)}" if summary.get("run_id") else ""
+    return f"the whole outcome is `summary.json` and `transcript.md`{run}, in the artifact of [the job run]({run_url})"
 
 
 def _denials(summary: Mapping[str, Any]) -> list[str]:

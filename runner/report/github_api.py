@@ -135,8 +135,10 @@ class GitHub:
         self.close()
 
     def request(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
-        """The JSON of a 2xx answer to METHOD path (a path under the API root, or a URL on its origin)."""
-        return _json(self._send(method, path, json, params))
+        """The JSON of a 2xx answer to METHOD path (a path under the API root, or a URL on its origin); None for a
+        204 No Content (a DELETE's)."""
+        response = self._send(method, path, json, params)
+        return None if response.status_code == 204 else _json(response)
 
     def paginate(self, path: str, params: Mapping[str, Any] | None = None, max_pages: int = MAX_PAGES) -> Iterator[Any]:
         """Every item of a list endpoint, page after page by `Link: rel="next"` (100 a page), at most `max_pages`."""

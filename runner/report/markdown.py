@@ -8,8 +8,12 @@ link, fetch or close the structure around it.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 MAX_CELL_CHARS = 300
+GITHUB_BODY_CHARS = 65_536  # the most GitHub keeps of a comment's, a review's or a pull request's body
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_NEAR_LINE_END = 2_000  # a cut goes back this far at most for a line's end
 
 
 def code_span(text: str, *, in_table: bool = True) -> str:
@@ -79,3 +83,58 @@ def last_turns(markdown: str, n: int = 3, *, shift: int = 0) -> tuple[str, int]:
             current.append(line)
     shown = turns[-n:] if n > 0 else []
     return "\n".join(line for turn in shown for line in turn).strip("\n"), len(turns) - len(shown)
+
+
+def open_fence(markdown: str) -> str | None:
+    """The fence of the fenced block still open at the end of `markdown`, or None. Fences at most three spaces in
+    (CommonMark's top level, where every fence agent-run writes stands); a backtick fence's info string has no
+    backtick; a block closes at a line of only its character, at least as many."""
+    fence: str | None = None
+    for line in markdown.split("\n"):
+        m = _FENCE_LINE.match(line)
+        if m is None:
+            continue
+        mark, rest = m.group(1), m.group(2)
+        if fence is None:
+            if not (mark[0] == "`" and "`" in rest):
+                fence = mark
+        elif mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
+            fence = None
+    return fence
+
+
+def fit(text: str, where: str, limit: int = GITHUB_BODY_CHARS) -> str:
+    """`text` when it has at most `limit` characters; else its longest start that fits with a closing line saying it
+    was cut and `where` the whole text is (the caller's Markdown: the run's artifact). The cut is at a line's end
+    when one is near, else on a character boundary (never between a character and a mark that combines with it,
+    nor inside a UTF-16 pair); a fenced block open at the cut is closed first. Cut `text` after masking: a secret
+    cut in half is no longer one the masker knows."""
+    if len(text) <= limit:
+        return text
+    note = "\n\n*(cut at {kept:,} of its " + f"{len(text):,} characters: {clip(where, 2_000)})*\n"
+    room = max(0, limit - len(note.format(kept=len(text))))
+    cut = room
+    while True:
+        cut = _boundary(text, cut)
+        head = text[:cut]
+        fence = open_fence(head)
+        close = "" if fence is None else ("" if head.endswith("\n") or not head else "\n") + fence
+        over = len(head) + len(close) - room
+        if over <= 0 or cut == 0:
+            return head + close + note.format(kept=cut)
+        cut = max(0, cut - over)
+
+
+def _boundary(text: str, cut: int) -> int:
+    """`cut`, moved back to just after a line's end when one is near, else off a combining mark, a joiner (either
+    side) or the second half of a UTF-16 pair (at most 32 characters back: past that the text is a pile of marks,
+    cut anyway). `cut` < len(text)."""
+    line_end = text.rfind("\n", max(0, cut - _NEAR_LINE_END), cut)
+    if line_end >= 0:
+        return line_end + 1
+    for back in range(min(cut, 32)):
+        c, before = text[cut - back], text[cut - back - 1]
+        if not (unicodedata.combining(c) or c in "\u200d\ufe0e\ufe0f" or "\udc00" <= c <= "\udfff"
+                or before == "\u200d"):
+            return cut - back
+    return cut

@@ -30,7 +30,7 @@ from runner.record.mask import Masker
 from runner.record.rundir import portable
 from runner.report.changes import ChangeTracker
 from runner.report.github_api import DEFAULT_API_URL, GitHub, GitHubError, RetryPolicy, grace_s
-from runner.report.markdown import code_span, fenced
+from runner.report.markdown import GITHUB_BODY_CHARS, code_span, fenced, fit
 from runner.run.changes import ChangeRecord
 from runner.run.options import LandTarget, RunOptions
 from runner.run.task import Task
@@ -38,7 +38,7 @@ from runner.workspace.git import GitError, Repo, find_repo
 from runner.workspace.landgit import Author, LandGit, file_entry, remote_problem, start_branch
 
 DEFAULT_AUTHOR = Author("agent-run", "agent-run@users.noreply.github.com")
-MAX_BODY = 65_536  # GitHub's limit on a pull request's body
+MAX_BODY = GITHUB_BODY_CHARS  # GitHub's limit on a pull request's body
 MARKER = "<!-- agent-run:land:{key} -->"
 WORKFLOWS = ".github/workflows/"
 _AUTHOR = re.compile(r"\s*([^<>]+?)\s*<([^<>\s]+@[^<>\s]+)>\s*")
@@ -415,4 +415,6 @@ def pr_body(t: Target, answer: str, changed: list[str], usage: Mapping[str, Any]
         if len(body) <= MAX_BODY or keep == 0:
             break
         keep = max(0, keep - (len(body) - MAX_BODY))
-    return body if len(body) <= MAX_BODY else body[:MAX_BODY - 40] + "\n\n*(cut at 65,536 characters)*\n"
+    # Too long without any of the answer (the files' names): cut as every body posted to GitHub is.
+    return fit(body, f"the whole answer and the files are `transcript.md` and `changes.patch` of run `{run_id}`, in "
+                     f"{where}", MAX_BODY)
