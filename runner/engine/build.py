@@ -11,9 +11,10 @@ delegation of `task` calls). Nothing is patched onto an agent once it is returne
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,6 +35,7 @@ from runner.model.base import ChatModel, Stop
 from runner.model.catalog import window_for
 from runner.model.fallback import Chain, FallbackChat
 from runner.model.replay import ReplayModel
+from runner.model.text_calls import TextCalls
 from runner.policy.model import Policy
 from runner.tools.base import AgentState, Delegator, ToolContext
 from runner.tools.readable import policy_decider
@@ -95,6 +97,9 @@ class Services:
     rerun: list[str]  # the rerun's words after `agent-run`, the task last
     edits: EditObserver | None = None
     delegations: Delegations | None = None  # None: subagents are off
+    # Set at the first reply with tool_calls any agent of the run receives (a continued run's: when its record holds
+    # one): from then on `--text-tool-calls auto` reads no call in any agent's text (runner/model/text_calls.py).
+    structured: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass(frozen=True)
@@ -138,9 +143,8 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
     model = (spec.client or _model(spec, ctx)) if spec.needs_model else None
     context = _context(spec, rec, model, tools, emit)
     env.admit = context.admit_bound
-    limits = Limits(spec.max_turns, spec.timeout_s, (*spec.checks, context.fits),
-                    (services.budget.on_reply,), text_calls=settings.text_tool_calls == "auto",
-                    parallel=parallel_of(settings))
+    limits = Limits(spec.max_turns, spec.timeout_s, (*spec.checks, context.fits), (services.budget.on_reply,),
+                    text_calls=TextCalls(settings.text_tool_calls, services.structured), parallel=parallel_of(settings))
     agent = Agent(spec, model, env, limits, context, tools, state)
     if services.delegations is not None and "task" in spec.registry.names and below:
         state.delegation = services.delegations.for_agent(agent, services, emit)

@@ -24,7 +24,7 @@ from runner.engine.call import CallEnv
 from runner.engine.hooks import BeforeAnswer
 from runner.model.base import ChatModel, ModelReply, assistant_message
 from runner.model.surrogates import Mend
-from runner.model.text_calls import TextCall, Unusable, parse_text_call
+from runner.model.text_calls import Heard, TextCall, TextCalls, Unusable
 
 Check = Callable[[int], None]  # before a request, with its prompt's estimated tokens: raises to stop (a budget)
 
@@ -38,8 +38,8 @@ class Limits:
     checks: tuple[Check, ...] = ()
     # Called with every reply and its prompt's estimated tokens (usage accounting: estimates, warnings).
     replies: tuple[Callable[[ModelReply, int], None], ...] = ()
-    # --text-tool-calls auto: a call a small model wrote in its text is run (or it is told why not)
-    text_calls: bool = True
+    # --text-tool-calls: how a call a small model wrote in its text is read (run, or the model told why not)
+    text_calls: TextCalls = field(default_factory=TextCalls)
     parallel: Parallel = field(default_factory=Parallel)  # calls of one reply run at once (runner/engine/batch.py)
 
 
@@ -100,6 +100,9 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
     assert model is not None, "an agent built without a model (a replay that only executes calls) is not looped"
     snapshot, recite, first_turn, previous = context.snapshot, agent.recite, start.turn, start.previous
     names = [t["function"]["name"] for t in tools]
+    reader, heard = limits.text_calls, Heard()  # what tool messages showed the model: a call quoted from one is none
+    if reader.listening:
+        heard.add(m.get("content") for m in messages if m.get("role") == "tool")
     sent: list[dict[str, Any]] | None = None  # this loop's previous request
     told: str | None = None  # what the previous final answer lacked, once the model has been told
     for turn in range(first_turn, first_turn + limits.max_turns):
@@ -132,14 +135,14 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
                            duration_s=round(time.monotonic() - started, 4)))
         for observe in limits.replies:
             observe(reply, estimated)
-        message, source = with_text_call(reply.message, names, turn, emit) if limits.text_calls else \
-            (reply.message, None)
+        found = reader.read(reply.message, names, heard)
+        message, source = with_text_call(reply.message, found, turn, emit)
         messages.append(message)
         calls = message.get("tool_calls") or []
         if not calls:
             if reply.finish_reason in _CUT_OFF:
                 raise Failed(f"the model's final answer was cut off (finish_reason={reply.finish_reason})")
-            lacking = unusable_answer(message.get("content"), names, text_calls=limits.text_calls)
+            lacking = unusable_answer(message.get("content"), found)
             if lacking is None:
                 answer = message.get("content") or ""
                 retry = check_answer(answer) if check_answer is not None else None
@@ -159,6 +162,8 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
                              before=lambda: _remaining(limits, env))
         messages.extend({"role": "tool", "tool_call_id": call.get("id", ""), "content": content}
                         for call, content in zip(calls, contents, strict=True))
+        if reader.listening:
+            heard.add(contents)
     raise BudgetExhausted(f"max turns reached ({limits.max_turns}) before the model finished",
                           budget={"name": "max_turns", "limit": limits.max_turns, "used": limits.max_turns})
 
@@ -171,17 +176,14 @@ def _compactions(context: ContextManager | None) -> int:
     return context.counts["hard_clear"] + context.counts["summarize"] if context is not None else 0
 
 
-def with_text_call(message: dict[str, Any], tools: list[str], turn: int,
+def with_text_call(message: dict[str, Any], found: TextCall | Unusable | None, turn: int,
                    emit: Emit) -> tuple[dict[str, Any], str | None]:
-    """The reply as appended, and the source of its calls: a reply without `tool_calls` whose text ends in
-    exactly one call of an offered tool (runner/model/text_calls.py) carries that call, id `call_<turn>_0`,
+    """The reply as appended, and the source of its calls: a reply without `tool_calls` whose text was read as
+    one call of an offered tool (`found`, runner/model/text_calls.py) carries that call, id `call_<turn>_0`,
     its text kept as content, because servers reject a `tool` message that answers no call. `model_response`
     records the reply as received; runner/record/conversation.py rebuilds this message from the
     `tool_call` event (`source: "text"`)."""
-    if message.get("tool_calls"):
-        return message, None
-    found = parse_text_call(message.get("content"), tools)
-    if not isinstance(found, TextCall):
+    if message.get("tool_calls") or not isinstance(found, TextCall):
         return message, None
     mend = Mend()  # the text's own JSON may escape half a character's pair: its parse is where the half enters
     message = assistant_message(message.get("content"), [{"name": found.name, "arguments": found.arguments}],
@@ -193,14 +195,14 @@ def with_text_call(message: dict[str, Any], tools: list[str], turn: int,
     return message, "text"
 
 
-def unusable_answer(content: str | None, tools: list[str], *, text_calls: bool = True) -> tuple[str, str, str] | None:
+def unusable_answer(content: str | None, found: TextCall | Unusable | None) -> tuple[str, str, str] | None:
     """(what is wrong, what the model is told, the user_message reason) for a final answer that is no
-    answer: empty, or call-shaped text that could not be run (two calls, one that does not parse or names
-    no tool of this run). None for an answer; with `text_calls` off, any text is one."""
+    answer: empty, or call-shaped text that could not be run (`found`: two calls, one that does not parse or
+    names no tool of this run). None for an answer; text not read for calls (`--text-tool-calls off`, or `auto`
+    for a model that makes structured calls) is one."""
     if not (content or "").strip():
         return ("was empty", "[agent-run: your reply was empty. Answer the task in plain text, or call a tool "
                              "through the tool_calls field of your reply.]", "empty_answer")
-    found = parse_text_call(content, tools) if text_calls else None
     if not isinstance(found, Unusable):
         return None
     return (f"was a tool call written as text that could not be run ({found.what})",

@@ -60,8 +60,9 @@ class Settings(BaseSettings):
     max_output_tokens: int | None = Field(None, ge=1, description="per request (max_tokens is the run's budget)")
     seed: int | None = None
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
-    # auto: a call a small model writes as text instead of in tool_calls is run (runner/model/text_calls.py)
-    text_tool_calls: Literal["auto", "off"] = "auto"
+    # How a call a small model writes as text instead of in tool_calls is read (runner/model/text_calls.py):
+    # auto, narrowly and only until the run receives tool_calls; on, every form; off, never
+    text_tool_calls: Literal["auto", "on", "off"] = "auto"
     # user: each tool result is sent as a user message, for a server whose chat format drops `tool` messages
     # (llama-cpp-python's chatml-function-calling: the model never sees a result and repeats its call)
     tool_results: Literal["tool", "user"] = "tool"

@@ -7,6 +7,11 @@ nothing at all: that format's text reply cannot carry them). A call is run only 
 the text and nothing but whitespace follows it: a call quoted mid-answer (from a file, say) is part of an
 answer and is never run.
 
+`--text-tool-calls auto` (TextCalls) reads text only for a model that needs it, and narrowly: never once the run has
+received a structured `tool_calls` reply, only the forms small models write for a call (a fenced block only when
+it is the whole reply), and never a call a tool message showed the model (Heard): an answer that quotes a
+file's call is an answer. `on` reads every form (a server that only writes calls as text).
+
 Pure functions over the reply's text; the loop decides what to do with the verdict.
 """
 
@@ -15,9 +20,10 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from runner.core.jsonutil import canonical, nested_over
 
@@ -42,6 +48,7 @@ class _Span:
     end: int  # where the call-shaped text ends; only whitespace may follow for it to count
     calls: list[tuple[str, Any]]  # (name, arguments as written: an object, a JSON string, None: none given)
     broken: str | None = None  # why it is call-shaped but does not parse
+    shown: tuple[str, ...] = ()  # the call as written and as canonical JSON: a tool message that holds either showed it
 
 
 # The tag Hermes/Qwen models write (and its variants); a reply cut off before the closing tag still counts.
@@ -52,21 +59,26 @@ _NAMED = re.compile(r'"name"\s*:\s*"([^"]+)"')
 _ARGUMENT_KEYS = ("arguments", "parameters")
 
 
-def parse_text_call(content: str | None, tools: Iterable[str]) -> TextCall | Unusable | None:
+def parse_text_call(content: str | None, tools: Iterable[str], *, narrow: bool = False,
+                    heard: Heard | None = None) -> TextCall | Unusable | None:
     """What a reply without `tool_calls` is: one call to run, call-shaped text that cannot be run, or
     (None) an answer. Only JSON naming a tool of this run counts as a call outside a `<tool_call>` tag or
-    the `functions.` form: any other JSON is an answer (a task may ask for JSON; `--output-schema` does)."""
+    the `functions.` form: any other JSON is an answer (a task may ask for JSON; `--output-schema` does).
+    `narrow` (auto): a fenced block is a call only when it is the whole reply; `heard`: a call any tool message of
+    the conversation showed the model (as written, or as canonical JSON) is an answer that quotes it."""
     text = content or ""
     names = set(tools)
     spans = [*_tagged(text), *_functions(text)]
     taken = [(m.start(), m.end()) for m in _TAGGED.finditer(text)]
-    spans += _fenced(text, names, taken)
+    spans += _fenced(text, names, taken, whole=narrow)
     if not spans:
         spans = _bare(text, names)
     if not spans:
         return None
     if text[max(s.end for s in spans):].strip():
         return None  # text after the last call: an answer that quotes one
+    if heard is not None and any(heard.showed(shown) for s in spans for shown in s.shown):
+        return None  # a tool's output held it: the model quotes a file (or a page), it does not call
     broken = next((s.broken for s in spans if s.broken), None)
     if broken is not None:
         return Unusable(broken)
@@ -82,17 +94,74 @@ def parse_text_call(content: str | None, tools: Iterable[str]) -> TextCall | Unu
     return TextCall(name, args)
 
 
+Mode = Literal["auto", "on", "off"]
+
+
+@dataclass(frozen=True)
+class TextCalls:
+    """How an agent reads the calls its model writes as text (--text-tool-calls): `on`, every form; `off`, none;
+    `auto`, narrowly (parse_text_call) and only until `structured` is set. `structured` is the run's, shared by
+    every agent of it (a child's is its parent's): set at the first reply any of them receives with `tool_calls`
+    (a continued run's, from its record), from whichever thread."""
+
+    mode: Mode = "auto"
+    structured: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def listening(self) -> bool:
+        """Whether a reply's text may still be read as a call with what tool messages showed checked (auto)."""
+        return self.mode == "auto" and not self.structured.is_set()
+
+    def read(self, message: dict[str, Any], tools: Iterable[str], heard: Heard) -> TextCall | Unusable | None:
+        """The reply as received: noted when it has `tool_calls` (then None), else its text read for a call."""
+        if message.get("tool_calls"):
+            self.structured.set()
+            return None
+        if self.mode == "off" or (self.mode == "auto" and self.structured.is_set()):
+            return None
+        auto = self.mode == "auto"
+        return parse_text_call(message.get("content"), tools, narrow=auto, heard=heard if auto else None)
+
+
+class Heard:
+    """What the tool messages of one conversation showed the model, as a quoted call is looked for in it: without
+    whitespace or the line numbers `read` (and `cat -n`) put before each line, so a file's call is found however
+    the model re-indents it; JSON-escaped too (a result that holds it inside a JSON string)."""
+
+    def __init__(self) -> None:
+        self._seen: list[str] = []
+
+    def add(self, contents: Iterable[Any]) -> None:
+        self._seen.extend(_squeezed(_NUMBERED.sub("", c)) for c in contents if isinstance(c, str))
+
+    def showed(self, text: str) -> bool:
+        needle = _squeezed(text)
+        if not needle:
+            return False
+        escaped = json.dumps(needle, ensure_ascii=False)[1:-1]
+        return any(needle in seen or escaped in seen for seen in self._seen)
+
+
+_NUMBERED = re.compile(r"^[ \t]*\d+\t", re.M)  # `read`'s line numbers: `12\t…`
+_SPACE = re.compile(r"\s+")
+
+
+def _squeezed(text: str) -> str:
+    return _SPACE.sub("", text)
+
+
 def _tagged(text: str) -> list[_Span]:
     out = []
     for m in _TAGGED.finditer(text):
         body = m.group(2).strip()
         fenced = _FENCED.fullmatch(body)  # some models fence the JSON inside the tag too
-        value, ok = _json(fenced.group(1) if fenced else body)
+        inner = fenced.group(1) if fenced else body
+        value, ok = _json(inner)
         calls = _calls(value) if ok else []
         if not calls and isinstance(value, dict) and isinstance(value.get("name"), str):
             calls = [(value["name"], None)]  # a name and no arguments: a call of a tool that takes none
         broken = None if calls else f"a <{m.group(1)}> block that is not a JSON call with `name` and `arguments`"
-        out.append(_Span(m.end(), calls, broken))
+        out.append(_Span(m.end(), calls, broken, _shown(inner, value, ok)))
     return out
 
 
@@ -105,18 +174,22 @@ def _functions(text: str) -> list[_Span]:
         body = text[m.end():end].strip()
         value, ok = _json(body) if body else (None, False)
         if ok and isinstance(value, dict):
-            out.append(_Span(end, [(m.group(1), value)]))
+            out.append(_Span(end, [(m.group(1), value)], shown=(text[m.start():end],)))
         elif body and not body.startswith("{"):
             continue  # prose that happens to start a line with `functions.x:`, not a call
         else:
-            out.append(_Span(end, [], f"`functions.{m.group(1)}:` with no JSON object of arguments after it"))
+            out.append(_Span(end, [], f"`functions.{m.group(1)}:` with no JSON object of arguments after it",
+                             (text[m.start():end],)))
     return out
 
 
-def _fenced(text: str, names: set[str], taken: list[tuple[int, int]]) -> list[_Span]:
-    """Fenced JSON bodies outside the tag blocks `taken` (sorted, not overlapping, as finditer gives them)."""
+def _fenced(text: str, names: set[str], taken: list[tuple[int, int]], *, whole: bool = False) -> list[_Span]:
+    """Fenced JSON bodies outside the tag blocks `taken` (sorted, not overlapping, as finditer gives them); `whole`:
+    only a fence that is the whole reply (a fenced block after prose is an answer that shows one)."""
     out = []
     for m in _FENCED.finditer(text):
+        if whole and (text[:m.start()].strip() or text[m.end():].strip()):
+            continue
         i = bisect.bisect_right(taken, (m.start(1), len(text) + 1)) - 1  # the last block starting before it
         if i >= 0 and taken[i][0] <= m.start(1) < taken[i][1]:
             continue  # inside a <tool_call> block: counted there
@@ -141,12 +214,17 @@ def _json_span(body: str, end: int, names: set[str]) -> _Span | None:
     if not ok:
         named = _NAMED.search(body)
         if named and named.group(1) in names and any(f'"{k}"' in body for k in _ARGUMENT_KEYS):
-            return _Span(end, [], f"a call of `{named.group(1)}` written as text that is not valid JSON")
+            return _Span(end, [], f"a call of `{named.group(1)}` written as text that is not valid JSON", (body,))
         return None
     calls = _calls(value)
     if not any(name in names for name, _ in calls):
         return None
-    return _Span(end, calls)
+    return _Span(end, calls, shown=_shown(body, value, ok))
+
+
+def _shown(body: str, value: Any, ok: bool) -> tuple[str, ...]:
+    """The call as written, and as canonical JSON when it parses (a tool that showed it re-encoded)."""
+    return (body, canonical(value)) if ok else (body,)
 
 
 def _json(text: str) -> tuple[Any, bool]:

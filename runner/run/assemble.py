@@ -130,7 +130,8 @@ class Given:
     the earlier runs' directories the agent may read (their spill files), the skills it serves (None: no `skill`
     tool), a subagent's system prompt before its profile (None: agent-run's own and the workspace's AGENTS.md), its
     profile directories (read as repository content), the argv printed commands start with (None: this task's),
-    whether it needs a model (False: a replay that only executes calls, with no endpoint or key), and extra
+    whether it needs a model (False: a replay that only executes calls, with no endpoint or key), whether its record
+    received a structured `tool_calls` reply (then `--text-tool-calls auto` reads no call in text), and extra
     run_started fields."""
 
     tools: list[dict[str, Any]] | None = None
@@ -140,6 +141,7 @@ class Given:
     profile_dirs: Sequence[str] = ()
     rerun: list[str] | None = None
     needs_model: bool = True
+    structured: bool = False
     started: dict[str, Any] = field(default_factory=dict)
 
 
@@ -193,6 +195,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     assert isinstance(denials, DenialGuard)
     services = Services(rec, budget, denials, rerun, edits=tracker,
                         delegations=offered.shared if offered is not None else None)
+    if given.structured:
+        services.structured.set()
     checks = (budget.before_request, *((offered.turns,) if offered is not None else ()))
     spec = AgentSpec(policy, settings, registry, settings.max_turns, deadline, settings.timeout,
                      rec.run_dir / "history", checks=checks, chain=budget.chain, tools=given.tools,

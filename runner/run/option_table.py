@@ -183,9 +183,12 @@ OPTIONS: tuple[Option, ...] = (
            choice("minimal", "low", "medium", "high"), goes=Goes.SETTINGS, env="AGENT_RUN_REASONING_EFFORT",
            policy="model.reasoningEffort"),
     Option("--text-tool-calls", "text_tool_calls",
-           "auto: run a tool call the model wrote as text (<tool_call>, fenced JSON, functions.NAME:) when it is the "
-           "reply's one call and nothing follows it; off: such text is an answer. [default: auto]",
-           choice("auto", "off"), goes=Goes.SETTINGS, env="AGENT_RUN_TEXT_TOOL_CALLS", rerun=Rerun.SETTING),
+           "A tool call the model wrote as text, run when it is the reply's one call and nothing follows it. auto: "
+           "until the run receives a structured tool_calls reply, in the forms small models write (<tool_call>, a "
+           "reply that is only one JSON call, bare or fenced, functions.NAME: and its JSON), and never one a tool's "
+           "output showed the model; on: every form, a fenced call after prose too (a server that only writes calls "
+           "as text); off: such text is an answer. [default: auto]",
+           choice("auto", "on", "off"), goes=Goes.SETTINGS, env="AGENT_RUN_TEXT_TOOL_CALLS", rerun=Rerun.SETTING),
     Option("--parallel-calls", "parallel_calls",
            "Read-only calls of one model reply (read, grep, glob, list, memory_search, web_fetch, skill, MCP tools "
            "the MCP config marks readOnlyTools) run N at once; 1: one by one. Also AGENT_RUN_PARALLEL_CALLS. "

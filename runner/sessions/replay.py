@@ -51,6 +51,7 @@ from runner.sessions.load import (
     recorded_policy,
     recorded_settings,
 )
+from runner.sessions.resume import received_tool_calls
 from runner.subagents.replay import continue_children
 from runner.workspace.instructions import without_output_schema
 from runner.workspace.output_schema import OutputSchema
@@ -212,8 +213,9 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     given = Given(tools=tools, skills=skills,
                   child_prompt=without_output_schema(system_prompt_of(run.run_dir, run.events) or "") or None,
                   profile_dirs=recorded_profile_dirs(run.started, run.summary, rec.home or rec.workspace), rerun=[],
-                  needs_model=resume, started={"replay_of": run.started["run_id"], "approved_calls": refs,
-                                               "torn_tail_bytes": run.torn_tail_bytes})
+                  needs_model=resume, structured=resume and received_tool_calls(run),
+                  started={"replay_of": run.started["run_id"], "approved_calls": refs,
+                           "torn_tail_bytes": run.torn_tail_bytes})
     prepared = prepare(rec, opts, load_env_files([]), task, policy, settings, run.run_dir / "task.md", given)
     note_torn_tail(rec, run)
     if resume:  # the conversation goes on with the recorded tools: each must be served

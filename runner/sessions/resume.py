@@ -18,6 +18,7 @@ import datetime as dt
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,7 @@ def _continue(opts: ContinueOptions, rec: Recording, loaded: Loaded) -> tuple[St
     given = Given(tools=tools, readable=lineage(source), skills=skills,
                   child_prompt=without_output_schema(system_text(conversation.messages) or "") or None,
                   profile_dirs=recorded_profile_dirs(source.started, source.summary, home),
+                  structured=received_tool_calls(source),
                   started={"resumed_from": origin, "torn_tail_bytes": source.torn_tail_bytes})
     run = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", given)
     note_torn_tail(rec, source)
@@ -228,6 +230,18 @@ def lineage(source: Recorded) -> tuple[Path, ...]:
         out.append(parent)
         started = next((e for e in iter_events(parent / "events.jsonl") if e.get("type") == "run_started"), {})
     return tuple(out)
+
+
+def received_tool_calls(source: Recorded) -> bool:
+    """Whether the run, or a run it continues, received a reply with structured `tool_calls` (any agent's): its
+    model makes calls in that field, so a continued conversation's text is never read as one (`--text-tool-calls
+    auto`). The whole record counts, a fork's turns after `--at` too: they say what the model does."""
+    def structured(events: Iterable[dict[str, Any]]) -> bool:
+        return any(e.get("type") == "model_response" and isinstance(e.get("message"), dict)
+                   and bool(e["message"].get("tool_calls")) for e in events)
+
+    return structured(source.events) or any(structured(iter_events(run / "events.jsonl"))
+                                            for run in lineage(source)[1:])
 
 
 def _append_continuation(run_dir: Path, rec: Recording, origin: dict[str, Any]) -> None:
