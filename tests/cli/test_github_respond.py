@@ -168,11 +168,13 @@ def test_an_imitation_of_the_marker_by_someone_else_is_not_taken_over(fake, gh, 
     (payloads.issue_comment("@agent-run please fix it", login="nobody"), "not a collaborator", True),
     (payloads.issue_comment("Please fix it, agent-run."), "does not mention @agent-run", False),
     (payloads.issue_comment("> @agent-run fix it\n\n```\n@agent-run\n```\nquoted only"), "does not mention", False),
+    (payloads.issue_comment("> quoted\n@agent-run lazily\n\n- > @agent-run in a list\n\n<blockquote>\n\n@agent-run in "
+                            "HTML\n\n</blockquote>\n\n    @agent-run indented"), "does not mention", False),
     (payloads.issue_comment("<!-- agent-run:issue-comment-1 -->\n@agent-run working…", login=BOT["login"],
                             kind="Bot"), "sticky marker", False),
     (payloads.issue_comment("@agent-run fix it", action="edited"), "edited or deleted comment", False),
     (payloads.issue_comment("@agent-run fix it", login="dependabot[bot]", kind="Bot"), "bot", False),
-], ids=["reader", "stranger", "no-mention", "quoted", "own-comment", "edited", "bot"])
+], ids=["reader", "stranger", "no-mention", "quoted", "quoted-as-rendered", "own-comment", "edited", "bot"])
 def test_an_untriggered_or_refused_comment_ends_skipped_with_no_model_request(fake, gh, respond, workspace,
                                                                              payload, why, asks_github):
     r = respond("issue_comment", payload, "--output-format", "json")

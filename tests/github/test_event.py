@@ -19,6 +19,14 @@ from tests.github import payloads
     ("```\n@agent-run in code\n```\n@agent-run after", "after"),
     ("`@agent-run` inline, then @agent-run this", "this"),
     ("<!-- @agent-run hidden -->\n@agent-run shown", "shown"),
+    # Issue 41 item 8: the comment as GitHub renders it (CommonMark + GFM tables and strikethrough)
+    ("> quoted\n\n@agent-run own", "own"),
+    ("- > @agent-run quoted\n- @agent-run in a list item", "in a list item"),
+    ("# @agent-run in a heading", "in a heading"),
+    ("~~old~~ @agent-run struck before", "struck before"),
+    ("[@agent-run](https://example.com) linked, then @agent-run own", "own"),
+    ("| a |\n|---|\n| @agent-run in a table |", "in a table |"),
+    ("<details>\n\n@agent-run inside details\n\n</details>", "inside details\n\n</details>"),
 ])
 def test_the_phrase_starts_the_request(body, request_):
     start = find_phrase(body, "@agent-run")
@@ -29,6 +37,23 @@ def test_the_phrase_starts_the_request(body, request_):
     "@agent-runner do it", "@agent-run-bot do it", "me@agent-run.dev", "> @agent-run quoted only",
     "```\n@agent-run\n```", "~~~~\n@agent-run\n~~~\nstill code\n~~~~", "    text `@agent-run` in code", "",
     "<!-- @agent-run hidden in a comment -->", "<!--\n@agent-run never closed",
+    # Issue 41 item 8: quoted or code as GitHub renders it
+    "> a quote\n@agent-run as its lazy continuation line",
+    "> a\n>\n> b\nstill lazy @agent-run",
+    "- > @agent-run in a list item's quote",
+    "1. item\n   > @agent-run in an ordered item's quote",
+    "<blockquote>\n@agent-run in an HTML blockquote\n</blockquote>",
+    "<blockquote>\n\n@agent-run between blank lines of an HTML blockquote\n\n</blockquote>",
+    "text\n\n    @agent-run in an indented code block",
+    "- item\n\n      @agent-run in a list item's indented code",
+    "text `code\n@agent-run` across lines",
+    "hi <q>@agent-run</q> and <code>@agent-run</code> and <kbd>@agent-run</kbd>",
+    "<pre>\n@agent-run in pre\n</pre>",
+    "<div>\n@agent-run in raw HTML\n</div>",
+    "[@agent-run](https://example.com) as a link's text, which GitHub never makes a mention",
+    "<https://example.com/@agent-run> and https://example.com/@agent-run",
+    "![@agent-run](image.png) as an image's alt text",
+    '<a href="https://example.com">@agent-run</a>',
 ])
 def test_no_phrase(body):
     assert find_phrase(body, "@agent-run") is None
