@@ -11,7 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
+
+from markdown_it import MarkdownIt
 
 DEFAULT_PHRASE = "@agent-run"
 MARKER_PREFIX = "<!-- agent-run:"
@@ -22,8 +25,13 @@ ACTIONS = {
     "issues": ("opened", "assigned", "labeled"),
     "pull_request": ("opened", "synchronize", "ready_for_review"),
 }
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+MAX_CANDIDATES = 1000  # occurrences of the phrase looked at: the first own one among them starts the request
+# GitHub renders comments as CommonMark with GFM's extensions; linkify (a bare URL as a link) needs another package:
+# a mention right after `/` never counts instead (find_phrase), which is what a bare URL's would be.
+_MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+# Elements whose content is quoted, code or a link (GitHub's own mentions skip pre, code and a); `<x/>` opens none.
+_QUOTING_TAG = re.compile(r"<(/?)(blockquote|q|code|pre|kbd|samp|tt|a|script|style)(?=[\s>])[^>]*(?<!/)>",
+                          re.IGNORECASE)
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 
 
@@ -57,44 +65,66 @@ def marker(key: str) -> str:
     return f"{MARKER_PREFIX}{key} -->"
 
 
-def _blank(text: str) -> str:
-    """Every character but line breaks as a space: offsets stay, the text no longer matches."""
-    return re.sub(r"[^\n]", " ", text)
-
-
-def visible_text(body: str) -> str:
-    """`body` with quoted (`>`) lines, fenced code blocks, inline code and HTML comments blanked out, offsets kept:
-    a mention quoted from someone else, shown as code or hidden, asks nothing."""
-    out: list[str] = []
-    fence: str | None = None
-    for line in body.splitlines(keepends=True):
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
-                    and not line.strip().lstrip(fence[0]):
-                fence = None
-            out.append(_blank(line))
-        elif opened:
-            fence = opened.group(1)
-            out.append(_blank(line))
-        elif line.lstrip(" ").startswith(">"):
-            out.append(_blank(line))
-        else:
-            out.append(line)
-    text = _INLINE_CODE.sub(lambda m: _blank(m.group(0)), "".join(out))
-    # An HTML comment is not shown on GitHub: a mention hidden in one asks nothing anyone can see.
-    return _HTML_COMMENT.sub(lambda m: _blank(m.group(0)), text)
-
-
 def find_phrase(body: str, phrase: str) -> int | None:
-    """Where the request starts (just after the phrase's first visible occurrence), or None. Case-insensitive;
-    the phrase must stand alone: not inside a word or an address before it, and ending at whitespace,
-    punctuation or the end (`@agent-run,` yes; `@agent-runner`, `@agent-run-bot` and `me@agent-run` no)."""
+    """Where the request starts (just after the phrase's first occurrence in the commenter's own text), or None.
+    Case-insensitive; the phrase must stand alone: not inside a word, an address or a path before it, and ending
+    at whitespace, punctuation or the end (`@agent-run,` yes; `@agent-runner`, `@agent-run-bot`, `me@agent-run`
+    and `example.com/@agent-run` no). Own text is `own_text`'s."""
     if not phrase.strip():
         return None
-    pattern = re.compile(r"(?<![\w.@-])" + re.escape(phrase.strip()) + r"(?![\w-])", re.IGNORECASE)
-    found = pattern.search(visible_text(body))
-    return found.end() if found else None
+    pattern = re.compile(r"(?<![\w.@/-])" + re.escape(phrase.strip()) + r"(?![\w-])", re.IGNORECASE)
+    found = list(islice(pattern.finditer(body), MAX_CANDIDATES))
+    if not found:
+        return None
+    # Each occurrence becomes a marker of the same length that Markdown reads as plain text (private-use
+    # characters the body does not hold): the rendered own text then tells which occurrences are own.
+    held = set(body)
+    free = [chr(c) for c in range(0xE000, 0xF900) if chr(c) not in held][: len(found) + 1]
+    if len(free) <= len(found):  # a body holding the whole private-use area: nothing left to mark with
+        return None
+    filler, marks = free[0], free[1:]
+    marked, at = [], 0
+    for match, mark in zip(found, marks, strict=True):
+        marked += [body[at:match.start()], mark + filler * (len(match.group()) - 1)]
+        at = match.end()
+    own = own_text(f"{''.join(marked)}{body[at:]}")
+    return next((m.end() for m, mark in zip(found, marks, strict=True) if mark in own), None)
+
+
+def own_text(body: str) -> str:
+    """The text of `body` a reader of the rendered comment sees as its writer's own words: Markdown text as
+    GitHub renders it (CommonMark, with GFM tables and strikethrough), less everything quoted (`>` blockquotes
+    — their lazy continuation lines too —, `<blockquote>`, `<q>`), shown as code (spans, fenced and indented
+    blocks, `<code>`, `<pre>`, `<kbd>`, `<samp>`, `<tt>`), in raw HTML (an HTML block, a comment), in a link
+    (its text: GitHub never makes a mention of it either; autolinks, `<a>`) and in an image's alt text."""
+    out: list[str] = []
+    quoted = linked = 0
+    html: dict[str, int] = {}
+    for token in _MARKDOWN.parse(body):
+        if token.type in ("blockquote_open", "blockquote_close"):
+            quoted += token.nesting
+        elif token.type == "html_block":
+            _html_tags(token.content, html)
+        elif token.type == "inline" and not quoted:
+            for child in token.children or []:
+                if child.type in ("link_open", "link_close"):
+                    linked = max(linked + child.nesting, 0)
+                elif child.type == "html_inline":
+                    _html_tags(child.content, html)
+                elif child.type in ("softbreak", "hardbreak"):
+                    out.append("\n")
+                elif child.type == "text" and not linked and not any(html.values()):
+                    out.append(child.content)
+            out.append("\n")
+    return "".join(out)
+
+
+def _html_tags(raw: str, depth: dict[str, int]) -> None:
+    """Count the quoting and code elements `raw` opens and closes: what they hold is not own text. One left open
+    holds the rest of the comment — no mention after it counts (never a run the writer did not ask for)."""
+    for match in _QUOTING_TAG.finditer(_HTML_COMMENT.sub("", raw)):
+        name = match.group(2).lower()
+        depth[name] = max(depth.get(name, 0) + (-1 if match.group(1) else 1), 0)
 
 
 def decide(event: str, payload: Mapping[str, Any], phrase: str = DEFAULT_PHRASE,
