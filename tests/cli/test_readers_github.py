@@ -6,6 +6,7 @@ The output is read as the job's log reads it: stdout and stderr through one pipe
 
 from __future__ import annotations
 
+import json
 import re
 
 from tests.fakes.openai_server import reply
@@ -16,15 +17,15 @@ STOP = re.compile(r"::stop-commands::(\S+)")
 
 
 def unfenced(output: str) -> list[str]:
-    """The lines holding a workflow command of the recording that are not between a stop-commands line and its
-    end token."""
+    """The lines holding a workflow command of the recording that GitHub's runner would act on (one that starts
+    with `::` once leading blanks are trimmed) and that are not between a stop-commands line and its end token."""
     out, token = [], None
     for line in output.splitlines():
         if token is None and (m := STOP.fullmatch(line)):
             token = m.group(1)
         elif token is not None and line == f"::{token}::":
             token = None
-        elif token is None and any(marker in line for marker in MARKERS):
+        elif token is None and line.lstrip().startswith(MARKERS):
             out.append(line)
     return out
 
@@ -48,3 +49,8 @@ def test_a_readers_recorded_text_cannot_issue_workflow_commands(fake, workspace,
         assert any(marker in shown.stdout for marker in MARKERS), (argv, shown.stdout)  # the text is there
         found[" ".join(a for a in argv if a != run)] = unfenced(shown.stdout)[:1]
     assert found == {name: [] for name in found}
+    # The fence is on stdout, the stream the text is on (GitHub reads the two on separate threads) — except JSON,
+    # which no line of can act through and which stays parseable; and a stdout that is a file is not the log.
+    shown = agent_run("runs", "show", run, env={"GITHUB_ACTIONS": "true"})
+    assert STOP.search(shown.stdout) and not STOP.search(shown.stderr), shown.stderr
+    assert isinstance(json.loads(agent_run("runs", "show", "--json", run, env={"GITHUB_ACTIONS": "true"}).stdout), dict)
