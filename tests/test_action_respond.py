@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakes.github_server import TOKEN, FakeGitHub
 from tests.github import payloads
-from tests.test_workflows import ROOT, action_step, load, run_step, step_env  # noqa: F401  (step_env: a fixture)
+from tests.test_workflows import PLACEHOLDER, ROOT, action_step, load, run_step, step_env  # noqa: F401  (step_env: a fixture)
 
 SHOW = """#!/bin/sh
 for a in "$@"; do echo "arg=$a"; done
@@ -80,7 +80,7 @@ def test_the_mention_workflow_has_the_minimal_permissions_and_no_task():
     workflow = load(ROOT / "examples" / "workflows" / "mention.yml")
     assert workflow["permissions"] == {"contents": "read", "issues": "write", "pull-requests": "write"}
     steps = workflow["jobs"]["respond"]["steps"]
-    agent = next(s for s in steps if s.get("uses") == "./")
+    agent = next(s for s in steps if s.get("uses") == PLACEHOLDER)
     assert "task" not in agent["with"] and agent["with"]["trigger-phrase"] == "@agent-run"
     assert set(workflow["on"]) == {"issue_comment", "pull_request_review_comment", "issues"}
     inputs = load(ROOT / "action.yml")["inputs"]

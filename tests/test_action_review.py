@@ -5,7 +5,7 @@ pull request with an empty task, `--findings` with a task; the workflow's minima
 from __future__ import annotations
 
 from tests.test_action_respond import SHOW
-from tests.test_workflows import ROOT, action_step, load, run_step, step_env  # noqa: F401  (step_env: a fixture)
+from tests.test_workflows import PLACEHOLDER, ROOT, action_step, load, run_step, step_env  # noqa: F401  (step_env: a fixture)
 
 WORKFLOW = ROOT / "examples" / "workflows" / "pr-review.yml"
 
@@ -36,7 +36,7 @@ def test_the_review_workflow_has_the_minimal_permissions_and_uploads_the_sarif()
     assert workflow["permissions"] == {"contents": "read", "pull-requests": "write", "security-events": "write"}
     assert workflow["on"] == {"pull_request": {"types": ["opened", "synchronize", "ready_for_review"]}}
     steps = workflow["jobs"]["review"]["steps"]
-    agent = next(s for s in steps if s.get("uses") == "./")
+    agent = next(s for s in steps if s.get("uses") == PLACEHOLDER)
     assert "task" not in agent["with"] and agent["with"]["review"] == "true"
     upload = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
     assert upload["if"].startswith("always()") and upload["with"]["sarif_file"] == "${{ steps.sarif.outputs.file }}"
