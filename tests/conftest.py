@@ -38,6 +38,52 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# README's test count stays true (issue 43, item 5): a run of the whole of tests/ fails when README's `~N tests` is
+# more than 10 % off the tests collected (a plain run counts its own; under xdist, the controller a worker's).
+README_COUNT = re.compile(r"~([\d,]+) tests")
+_collected: list[int] = []
+
+
+def readme_count_problem(readme: str, collected: int) -> str | None:
+    """Why README's stated test count is wrong for `collected` tests, or None when it is within 10 %."""
+    m = README_COUNT.search(readme)
+    if m is None:
+        return "README.md states no test count (`~N tests`)"
+    stated = int(m[1].replace(",", ""))
+    if abs(stated - collected) * 10 > collected:
+        return (f"README.md says ~{stated:,} tests, {collected:,} were collected (more than 10 % apart): "
+                "update its count (`pytest --collect-only -q -n 0`)")
+    return None
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    args = {(config.invocation_params.dir / a.split("::")[0]).resolve() for a in config.args}
+    narrowed = any(getattr(config.option, name, None) for name in ("keyword", "markexpr", "deselect", "lf",
+                                                                    "stepwise"))
+    return args == {Path(__file__).resolve().parent} and not narrowed
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _collected.append(len(session.items))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    _collected.append(len(ids))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput") or not _collected or not _whole_suite(session.config):
+        return
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    problem = readme_count_problem(readme.read_text(encoding="utf-8"), max(_collected))
+    if problem is not None:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"conftest.py: {problem}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def agent_run_argv() -> list[str]:
     exe = Path(sys.executable).parent / "agent-run"
     if exe.exists():
