@@ -59,6 +59,7 @@ class Recording:
     masker: Masker  # every surface of the run writes through it (its tools' context holds the same one)
     answer: str | None = None
     home: Path | None = None  # where printed commands are run from: the workspace, or a worktree run's origin
+    resume_with: tuple[str, ...] = ()  # what the printed resume repeats after the run (runner/run/options.py)
     audit_key_id: str | None = None  # the log is HMAC-chained under AGENT_RUN_AUDIT_KEY (run_started.audit_key_id)
     keyed: bool = False  # summary integrity.keyed: a key, and every command of the run sandboxed
     sealed: bool = False  # run_finished is written: nothing more is recorded (a straggler thread's event is dropped)
@@ -309,7 +310,7 @@ def _summarize(rec: Recording, head: str, status: Status, code: int, reason: str
     # `signal`: which one interrupted the run (SIGINT, SIGTERM, SIGHUP), null for every other ending.
     rec.lifecycle.summarize(data)
     data.update(run_dir=str(run_dir), signal=signal.Signals(signum).name if signum else None)
-    data.update(commands_for(run_dir, rec.home or rec.workspace, data, resumable=resumable))
+    data.update(commands_for(run_dir, rec.home or rec.workspace, data, resumable=resumable, again=rec.resume_with))
     rec.lifecycle.finish(data)
     rec.lifecycle.close()
     data = masker.mask_obj(data)[0]  # also what stdout, JUnit and the GitHub step summary show
@@ -349,14 +350,15 @@ def _last_resort(rec: Recording, status: Status, code: int, reason: str | None,
     return code, data
 
 
-def commands_for(run_dir: Path, workspace: Path, summary: dict[str, Any], *, resumable: bool = True) -> dict[str, str]:
+def commands_for(run_dir: Path, workspace: Path, summary: dict[str, Any], *, resumable: bool = True,
+                 again: tuple[str, ...] = ()) -> dict[str, str]:
     """`resume` (a run that started; and `replay`, with denials), and `show` (its transcript): the commands that
     continue and read this run, naming it as they are run from the workspace root, so they work from a
-    downloaded artifact too."""
+    downloaded artifact too. `again`: the options the resume repeats after the run (its --skills, --agents)."""
     ref = run_ref(run_dir, workspace)
     out = {"show": command("runs", "show", ref, "--transcript")}
     if resumable:
-        out["resume"] = command("resume", ref)
+        out["resume"] = command("resume", ref, *again)
     if summary.get("denials"):
         out["replay"] = command("replay", ref, "--approve")
     return out

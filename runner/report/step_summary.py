@@ -249,7 +249,8 @@ def _the_rest(summary: Mapping[str, Any], artifact: str | None, github_run: str 
     read = [command("runs", "show", where, "--transcript"), command("runs", "show", where, "--audit")]
     if summary.get("denials"):
         read.append(command("replay", where, "--approve"))
-    read.append(command("resume", where))
+    # What the run's own resume repeats after its directory (its --skills, --agents: engine/recorder.commands_for).
+    read.append(command("resume", where, *shlex.split(str(summary.get("resume") or ""))[3:]))
     return ["### The whole run", "",
             f"The run directory is the artifact {code_span(artifact, in_table=False)}. From the root of a checkout, "
             "get it with the GitHub CLI:", "", fenced(fetch, "sh"), "",

@@ -42,7 +42,7 @@ from runner.run.changes import ChangeRecord
 from runner.run.check import run_check
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
-from runner.run.options import RunOptions, rerun_base, trusted_inputs
+from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
 from runner.run.task import Task, parse_task
 from runner.run.toolset import offered_names, offers, pick, tools_problem
 from runner.sandbox.session import start_sandbox
@@ -161,6 +161,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     change tracking), then its agent (engine/build.py), `run_started`."""
     rec.summary.policy = policy_ref(policy.path, rec.home or rec.workspace)
     rec.summary.model = settings.model
+    rec.resume_with = tuple(resume_words(opts, rec.home or rec.workspace))
     servers = mcp_servers(rec, policy, opts.mcp_configs, files.environ())  # checked: exit 2 before anything starts
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings, opts.cli_settings)

@@ -95,6 +95,9 @@ class Option:
     policy: str | None = None  # the policy key that sets it too (below the environment)
     action: str | None = None  # the GitHub Action's input that sets it; the action refuses it in `args`
     rerun: Rerun | None = None  # how the rerun command repeats it; None: it does not
+    # The printed resume repeats it (each path relative to the workspace root): a trusted directory a run directory
+    # cannot grant, which a resume reads only from the command line (runner/sessions/inputs.py).
+    resumed: bool = False
     batch: bool = False  # batch takes it and passes it on to every task
     protect: int | None = None  # names trusted input files the agent may not edit: their place among them
     shared: bool = True  # resume, fork and github respond take it too
@@ -225,10 +228,10 @@ OPTIONS: tuple[Option, ...] = (
            many=True, rerun=Rerun.TEXT, continued=False),
     Option("--skills", "skills",
            "Skills from DIR/*/SKILL.md (repeatable), besides the workspace's .agents/skills and .claude/skills.",
-           metavar="DIR", many=True, rerun=Rerun.PATH, protect=3),
+           metavar="DIR", many=True, rerun=Rerun.PATH, protect=3, resumed=True),
     Option("--agents", "agents",
            "Subagent profiles from DIR/*.md (repeatable; trusted), before the workspace's .agents/agents and "
-           ".claude/agents.", metavar="DIR", many=True, rerun=Rerun.PATH, protect=4),
+           ".claude/agents.", metavar="DIR", many=True, rerun=Rerun.PATH, protect=4, resumed=True),
     # The variable is a list of files (os.pathsep between them), protected after the flag's.
     Option("--mcp-config", "mcp_configs",
            "MCP servers as tools, from a {\"mcpServers\": …} file (repeatable; also AGENT_RUN_MCP_CONFIG). A "

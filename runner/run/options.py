@@ -102,6 +102,17 @@ def rerun_base(opts: RunOptions, policy: Policy, workspace: Path, task_path: Pat
     return [*words, portable(task_path, workspace)]
 
 
+def resume_words(opts: RunOptions, workspace: Path, table: Sequence[Option] = OPTIONS) -> list[str]:
+    """The options the printed resume repeats after the run's directory (the table's `resumed` rows: --skills,
+    --agents), each path relative to the workspace root: without them the resume it prints could not serve the
+    run's skills and trusted profiles, which a run directory cannot grant again."""
+    words: list[str] = []
+    for option in (o for o in table if o.resumed):
+        for value in _words(getattr(opts, option.name)):
+            words += [option.flag, portable(value, workspace)]
+    return words
+
+
 def _words(value: str | list[str] | None) -> list[str]:
     """A repeatable option's values; a single one's, when given."""
     return list(value) if isinstance(value, list) else [value] if value else []

@@ -122,20 +122,21 @@ def test_a_runs_dir_beside_the_workspace_is_named_relative_in_every_printed_comm
 
 def test_a_printed_resume_runs_in_a_moved_checkout(fake, workspace, agent_run, tmp_path):
     """Input files inside the workspace named by absolute paths are recorded relative to it (issue 42, item 10):
-    the checkout moved, the printed resume finds its --output-schema (and the rest) where the checkout is now."""
+    the checkout moved, the printed resume finds its --output-schema (and the rest) where the checkout is now. The
+    trusted directories a run directory cannot grant (--skills, --agents) are in the printed resume, as the
+    person gave them to the run (relative to the root): the skills' index checks and the profiles are offered."""
     fake.add(reply('"first"'))
-    given = _inputs(workspace)
-    # Without --skills and --agents, whose resume asks for them again (docs/sessions.md): not this check's matter.
-    for flag in ("--skills", "--agents"):
-        at = given.index(flag)
-        del given[at:at + 2]
-    first = agent_run(*given)
+    steps = tmp_path / "steps.md"
+    first = agent_run(*_inputs(workspace), env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(steps),
+                                                "AGENT_RUN_ARTIFACT_NAME": "the-run"})
     assert first.code == 0, first.stderr
     started = next(json.loads(line) for line in (first.run_dir / "events.jsonl").read_text().splitlines()
                    if '"run_started"' in line)
     paths = {i["source"]: i["path"] for i in started["instructions"] if i["path"] and i["source"].startswith("--")}
     assert paths == {"--output-schema": "ci/answer.schema.json", "--instructions": "ci/rules.md"}
     argv = shlex.split(first.summary["resume"])
+    assert argv[2:] == [f".agent-run/runs/{first.run_dir.name}", "--skills", "ci/skills", "--agents", "ci/agents"]
+    assert "agent-run resume .agent-run/runs/the-run --skills ci/skills --agents ci/agents\n" in steps.read_text()
     moved = tmp_path / "moved" / "checkout"
     moved.parent.mkdir()
     shutil.move(workspace, moved)
