@@ -33,6 +33,8 @@ def test_a_model_the_old_table_lacked_is_priced_from_genai_prices(fake, workspac
     usage = r.summary["usage"]
     expected = (60_000 * 0.30 + 40_000 * 0.03 + 1_000 * 2.50 + 120_000 * 0.30 + 2_000 * 2.50) / 1e6
     assert usage["cost_usd"] == round(expected, 6) and usage["price_source"] == SOURCE
+    shown = agent_run("runs", "show", str(r.run_dir))  # says where the price came from (issue 42, item 10)
+    assert f"cost ${usage['cost_usd']:.4f} (prices: {SOURCE})" in shown.stdout, shown.stdout
 
 
 def test_policy_prices_override_the_database(fake, workspace, agent_run):
