@@ -55,3 +55,25 @@ def review_comment(body: str, login: str = "alice", *, comment_id: int = 70001, 
             "pull_request": data["pull_request"],
             "comment": {"id": comment_id, "body": body, "user": _user(login), "path": "src/fetch.py", "line": 12,
                         "diff_hunk": "@@ -10,3 +10,4 @@ def fetch(url):\n+    retries = 3"}}
+
+
+def issues(action: str = "opened", login: str = "reporter", *, number: int = 5,
+           body: str = "It fails with an ImportError.") -> dict[str, Any]:
+    return {"action": action, "issue": issue(number, body=body, login=login), "repository": repository(),
+            "sender": _user(login)}
+
+
+def review(login: str = "alice", *, number: int = 7, body: str = "Please also retry on 503.") -> dict[str, Any]:
+    data = pull_request(login="alice", number=number)
+    return {"action": "submitted", "repository": data["repository"], "sender": _user(login),
+            "pull_request": data["pull_request"],
+            "review": {"id": 80001, "body": body, "user": _user(login), "state": "commented",
+                       "commit_id": "a" * 40}}
+
+
+def discussion_comment(body: str, login: str = "alice", *, sender: str | None = None) -> dict[str, Any]:
+    """A comment on a discussion; `sender` (who acted: an edit by someone else) defaults to its author."""
+    return {"action": "created", "repository": repository(), "sender": _user(sender or login),
+            "discussion": {"id": 3001, "number": 9, "title": "How do I retry?", "body": "Asking.",
+                           "user": _user("asker")},
+            "comment": {"id": 60001, "body": body, "user": _user(login)}}
