@@ -1,4 +1,5 @@
-"""`agent-run github respond`: asked from a comment, answered in the conversation (runner/github/)."""
+"""`agent-run github respond`: asked from a comment, answered in the conversation (runner/github/); `agent-run github
+gate`: whether the event may start a run at all (the action's gate before a run with a task)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from runner.cli.run import options_from, run_options
 from runner.core.outcome import UsageError
 from runner.engine.recorder import RunOutcome, early_failure
 from runner.github.event import DEFAULT_PHRASE, Skip, parse_actors
+from runner.github.gate import SKIPPED_EXIT, gate_event
 from runner.github.respond import Answered, answer, command_deadline, plan, summary_note
 from runner.report.github import GitHubReporter, append_step_summary, command, outputs_block
 from runner.report.github_api import GitHubError
@@ -81,13 +83,43 @@ def respond(trigger_phrase: str, allowed_actors: str | None, review: bool, **kw:
     finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"], task_file="-")
 
 
+@github.command("gate")
+@click.option("--allowed-actors", metavar="LIST",
+              help="Logins that may start a run without write access (comma-separated; bots included).")
+def gate(allowed_actors: str | None) -> None:
+    """Exit 0 when the event this GitHub Actions job runs for may start a run; exit 78 when it may not (skipped:
+    a notice says why, the step's outputs say `skipped`). The action asks it before a run it starts with a
+    `task` on an event a stranger can cause: issue_comment, issues, pull_request, pull_request_target,
+    pull_request_review, pull_request_review_comment, discussion, discussion_comment.
+
+    \b
+    The same gate as `github respond`: the author of the event's
+    comment or review, and its sender, each listed in
+    --allowed-actors or with write or admin permission on the
+    repository (GitHub's permission API, with GITHUB_TOKEN). Any other
+    event is not gated (exit 0). Exit 1: the permission check kept
+    failing; exit 2: no event, or no token to ask with.
+    """
+    try:
+        refused = gate_event(os.environ, parse_actors(allowed_actors), _say)
+    except UsageError as exc:
+        return _end(early_failure(str(exc)), "text", False)
+    except GitHubError as exc:
+        return _end(RunOutcome(1, {"status": "failed", "exit_code": 1,
+                                   "reason": f"the permission check failed: {exc}"}, None), "text", False)
+    if refused is not None:
+        return _skipped(refused, "text", SKIPPED_EXIT)
+    sys.exit(0)
+
+
 def _end(outcome: RunOutcome, fmt: str, quiet: bool) -> None:
     """An ending before any run: as `agent-run run` ends a usage error."""
     finish(outcome, GitHubReporter(os.environ), fmt=fmt, quiet=quiet)
 
 
-def _skipped(reason: str, fmt: str) -> None:
-    """Exit 0 with a notice saying why; no model request, no run directory."""
+def _skipped(reason: str, fmt: str, code: int = 0) -> None:
+    """Exit `code` (0: respond's skip; SKIPPED_EXIT: the gate's) with a notice saying why, the step's outputs saying
+    `skipped` (its exit-code 0: nothing failed); no model request, no run directory."""
     result = {"type": "result", "status": "skipped", "exit_code": 0, "reason": reason, "run_id": None}
     if fmt == "json":
         click.echo(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
@@ -104,4 +136,4 @@ def _skipped(reason: str, fmt: str) -> None:
     else:
         click.echo(f"agent-run: skipped: {reason}", err=True)
     sys.stdout.flush()
-    sys.exit(0)
+    sys.exit(code)

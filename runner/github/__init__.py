@@ -1,4 +1,5 @@
-"""GitHub as the place a run is asked from and answers to: the event and its trigger (`event.py`), the task
+"""GitHub as the place a run is asked from and answers to: the event and its trigger (`event.py`), who may start a
+run (`gate.py`: respond's gate, and `agent-run github gate`'s before the action's run with a task), the task
 built from the conversation (`conversation.py`), the sticky comment (`sticky.py`), `--review`'s findings as one
 pull-request review (`review.py`, over `hunks.py`: the lines a comment may sit on) and `respond.py`, which runs
 the task through the one run path (`runner.run.assemble.execute`). The REST client is

@@ -3,7 +3,7 @@
 The payload is the webhook's (`GITHUB_EVENT_PATH`), written by whoever commented or opened the issue: every
 string in it is untrusted. What is decided here is only *whether* to go on (the trigger phrase, the comment's
 state, a bot, the sticky marker, a fork) and *where* to answer (the conversation's number, the sticky key);
-who may ask is the gate's question (runner/github/respond.py), answered by the API, not the payload.
+who may ask is the gate's question (runner/github/gate.py), answered by the API, not the payload.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ _MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 # Elements whose content is quoted, code or a link (GitHub's own mentions skip pre, code and a); `<x/>` opens none.
 _QUOTING_TAG = re.compile(r"<(/?)(blockquote|q|code|pre|kbd|samp|tt|a|script|style)(?=[\s>])[^>]*(?<!/)>",
                           re.IGNORECASE)
+# Events a stranger can cause (a comment, an issue, a pull request, a review, a discussion): a run the action starts
+# with a `task` on one is gated as `github respond` is (runner/github/gate.py, `agent-run github gate`).
+GATED_EVENTS = ("issue_comment", "issues", "pull_request", "pull_request_target", "pull_request_review",
+                "pull_request_review_comment", "discussion", "discussion_comment")
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 
 
@@ -183,6 +187,18 @@ def _comment(event: str, payload: Mapping[str, Any], owner: str, repo: str, phra
     return Trigger(event, owner, repo, number, event == "pull_request_review_comment" or "pull_request" in thread,
                    login, f"{kind}-comment-{comment['id']}", body[start:].strip(), str(thread.get("title") or ""),
                    str(thread.get("body") or ""), comment["id"], review)
+
+
+def gated_actors(payload: Mapping[str, Any]) -> tuple[str, ...]:
+    """Who must be allowed for a run a gated event starts: the author of the comment or review the event carries
+    (whose words a task from it would be), then the event's sender (who acted: an edit, a label) when another."""
+    logins = [_login(item.get("user")) for key in ("comment", "review")
+              if isinstance(item := payload.get(key), Mapping)]
+    out: list[str] = []
+    for login in [*logins, _login(payload.get("sender"))]:
+        if login and login.lower() not in _lower(out):
+            out.append(login)
+    return tuple(out)
 
 
 def _from_fork(pr: Mapping[str, Any]) -> bool:

@@ -1,8 +1,8 @@
 """`agent-run github respond`: answer the event the job runs for, in the conversation it came from.
 
 Two steps, so that the CLI can end a skipped event before it starts any GitHub Actions reporting:
-`plan` reads the event and decides (trigger, gate) without running anything; `answer` keeps the sticky
-comment, builds the task (runner/github/conversation.py) and runs it through the one run path
+`plan` reads the event and decides (trigger, gate: runner/github/gate.py) without running anything; `answer` keeps
+the sticky comment, builds the task (runner/github/conversation.py) and runs it through the one run path
 (`runner.run.assemble.execute`), so policy, sandbox, budgets and the exit code are exactly `agent-run run`'s.
 The token (GITHUB_TOKEN, the job's own environment) stays in the client: the task is built from the payload
 and the API's answers, and a command's environment never carries it (runner/tools/env.py); every body posted
@@ -11,7 +11,6 @@ goes through the run's masking too.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,6 +23,7 @@ from runner.core.outcome import UsageError
 from runner.engine.recorder import RunOutcome, early_failure
 from runner.github.conversation import Context, fetch_context, task_text
 from runner.github.event import Skip, Trigger, decide
+from runner.github.gate import permission, read_event
 from runner.github.landing import LandRefused, land_target
 from runner.github.review import Head, head_sha, post_review
 from runner.github.sticky import final_body, find_own_comment, own_login, where_whole, working_body
@@ -32,9 +32,6 @@ from runner.report.github_api import DEFAULT_API_URL, GRACE_ENV, Deadline, GitHu
 from runner.report.markdown import fit, md_text
 from runner.run.assemble import execute
 from runner.run.options import RunOptions
-
-WRITERS = frozenset({"admin", "write"})
-MAX_EVENT_BYTES = 25 * 1024 * 1024  # GitHub's webhook payloads are capped at 25 MB
 
 
 @dataclass
@@ -48,22 +45,6 @@ class Planned:
 class Answered:
     outcome: RunOutcome
     problems: list[str] = field(default_factory=list)  # what could not be posted or edited
-
-
-def read_event(environ: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
-    """GITHUB_EVENT_NAME and the payload GITHUB_EVENT_PATH holds (UsageError when they are missing or broken)."""
-    name, path = environ.get("GITHUB_EVENT_NAME", ""), environ.get("GITHUB_EVENT_PATH", "")
-    if not name or not path:
-        raise UsageError("github respond needs GITHUB_EVENT_NAME and GITHUB_EVENT_PATH (a GitHub Actions job)")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_EVENT_BYTES + 1)
-        payload = json.loads(data) if len(data) <= MAX_EVENT_BYTES else None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read the event payload GITHUB_EVENT_PATH={path}: {exc}") from None
-    if not isinstance(payload, dict):
-        raise UsageError(f"the event payload {path} is not a JSON object of at most 25 MB")
-    return name, payload
 
 
 def run_url(environ: Mapping[str, str], trigger: Trigger) -> str:
@@ -98,7 +79,7 @@ def plan(environ: Mapping[str, str], phrase: str, allowed: Sequence[str],
                 on_retry=lambda message: say(f"agent-run: github: {message}"))
     gh.deadline = deadline
     try:
-        refused = gate(gh, decision, allowed)
+        refused = permission(gh, decision.owner, decision.repo, decision.actor, allowed)
     except BaseException:
         gh.close()
         raise
@@ -106,26 +87,6 @@ def plan(environ: Mapping[str, str], phrase: str, allowed: Sequence[str],
         gh.close()
         return Skip(refused)
     return Planned(decision, gh, run_url(environ, decision))
-
-
-def gate(gh: GitHub, trigger: Trigger, allowed: Sequence[str]) -> str | None:
-    """None when the actor may ask (listed, or admin/write on the repository), else why not."""
-    actor = trigger.actor
-    if not actor:
-        return "the event names no actor"
-    if actor.lower() in {a.lower() for a in allowed}:
-        return None
-    try:
-        answer = gh.request("GET", f"repos/{trigger.owner}/{trigger.repo}/collaborators/{actor}/permission")
-    except GitHubError as exc:
-        if exc.status == 404:
-            return f"{actor} is not a collaborator of {trigger.owner}/{trigger.repo} (the permission check said 404)"
-        raise
-    permission = str(answer.get("permission") if isinstance(answer, dict) else "")
-    if permission in WRITERS:
-        return None
-    return f"{actor} has {permission or 'no'} permission on {trigger.owner}/{trigger.repo}; write or admin may ask " \
-           "(or list them in --allowed-actors)"
 
 
 def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], review: bool = False) -> Answered:
