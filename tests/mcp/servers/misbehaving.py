@@ -3,10 +3,13 @@
 garbage  — writes text that is not JSON-RPC to stdout, then waits on stdin
 silent   — reads stdin and never answers (not even initialize)
 exit     — writes an error to stderr and exits 2 at once
+leak     — writes the values of its LEAK and LEAK_TOO variables to stderr, each in two writes a moment apart (so
+           two reads of the pipe), then exits 2
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -25,6 +28,15 @@ def main() -> None:
         return
     if mode == "exit":
         sys.stderr.write("fatal: missing API key EXAMPLE_TOKEN\n")
+        sys.exit(2)
+    if mode == "leak":
+        for name in ("LEAK", "LEAK_TOO"):
+            value = os.environ[name]
+            sys.stderr.write(f"connecting with {value[:5]}")
+            sys.stderr.flush()
+            time.sleep(0.2)  # the rest in a later read: the runner must mask the value whole all the same
+            sys.stderr.write(f"{value[5:]} failed\n")
+            sys.stderr.flush()
         sys.exit(2)
     raise SystemExit(f"unknown mode {mode}")
 
