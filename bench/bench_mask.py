@@ -1,6 +1,6 @@
-"""Masking cost (runner/record/mask.py): MB/s over typical tool output, with no secrets and with some; the same
-through the streaming path a spill file takes; µs per logged event; the one-time setup. Prints figures;
-asserts nothing about wall time (only that the secrets were masked).
+"""Masking cost (runner/record/mask.py): MB/s over typical tool output, with no secrets and with some (token shapes,
+known values, their encoded forms); the same through the streaming path a spill file takes; µs per logged event; the
+one-time setup. Prints figures; asserts nothing about wall time (only that the secrets were masked).
 
     python bench/bench_mask.py [--mb 4] [--repeats 7] [--json]
 """
@@ -28,6 +28,8 @@ SECRETS = [
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
     "-----END RSA PRIVATE KEY-----",
     "sk-live-0123456789abcdefXYZ",  # the value of OPENAI_API_KEY below
+    "68756e74657232" * 2,  # DEPLOY_PASSWORD's value below, hex-encoded
+    "".join(f"%{byte:02x}" for byte in b"sk-live-0123456789abcdefXYZ"),  # OPENAI_API_KEY's, every byte percent-encoded
 ]
 ENV = {"OPENAI_API_KEY": SECRETS[-1], "GITHUB_TOKEN": "ghs_" + "q" * 36, "DEPLOY_PASSWORD": "hunter2hunter2",
        "NPM_TOKEN": "npm_" + "z" * 36, "HOME": "/home/runner", "PATH": "/usr/bin:/bin"}

@@ -7,11 +7,12 @@ import json
 import re
 import subprocess
 import sys
+from urllib.parse import quote, quote_plus
 
 import pytest
 
 from runner.core.jsonutil import canonical, sha256_text
-from runner.record.mask import MARKER, MaskedStream, Masker, secret_values
+from runner.record.mask import MARKER, MaskedLines, MaskedStream, Masker, secret_values
 
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
@@ -212,3 +213,62 @@ def test_base64_that_holds_no_secret_stays(masker):
                          "src/pkg/sub_module/some_file_name.ts", _b64("user:not-a-secret-at-all"),
                          "Authorization: Bearer $TOKEN", "https://user%40corp@example.com/x"])
     assert masker.mask(ordinary) == (ordinary, [])
+
+
+@pytest.mark.parametrize("name", ["DB_PASS", "MYSQL_PWD", "NPM_AUTH", "X_AUTH_TOKEN_FILE", "PROXY_AUTHORIZATION",
+                                  "http_authorization_header", "db_pwd"])
+def test_more_secret_looking_names(name):
+    assert secret_values({name: "value-12345"}) == [("value-12345", name)]
+
+
+@pytest.mark.parametrize("name", ["GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "AUTHORS", "PASSTHROUGH", "PWD", "OLDPWD",
+                                  "SSH_AUTH_SOCK", "COMPASS_PATH"])
+def test_names_that_only_look_alike_are_not_secrets(name):
+    assert secret_values({name: "value-12345"}) == []
+
+
+def test_a_handed_out_value_is_a_secret_whatever_its_name_unless_it_is_short():
+    masker = Masker({"GIT_AUTHOR_NAME": "Grace Hopper"}, handed={"NODE_ENV": "production-eu", "LEVEL": "debug12"})
+    assert masker.mask("NODE_ENV=production-eu LEVEL=debug12 by Grace Hopper")[0] == \
+        f"NODE_ENV={MARKER}env:NODE_ENV] LEVEL=debug12 by Grace Hopper"
+
+
+def test_learn_adds_secrets_and_keeps_what_was_known():
+    masker = Masker({"DEPLOY_TOKEN": "known-token-1"})
+    assert masker.mask("file-secret-22")[0] == "file-secret-22"
+    masker.learn({"FILE_PASSWORD": "file-secret-22", "DEPLOY_TOKEN": "other-token-3"}, {"CONN": "conn-value-4"})
+    assert masker.mask("known-token-1 file-secret-22 other-token-3 conn-value-4")[0] == \
+        f"{MARKER}env:DEPLOY_TOKEN] {MARKER}env:FILE_PASSWORD] {MARKER}env:DEPLOY_TOKEN] {MARKER}env:CONN]"
+    assert masker.longest >= len(b"file-secret-22".hex())
+
+
+SPECIAL = 'p"a\\s/s é-1234'
+
+
+@pytest.mark.parametrize("form", [
+    quote(SPECIAL, safe=""), re.sub("%..", lambda m: m.group().lower(), quote(SPECIAL, safe="")),
+    "".join(f"%{b:02x}" for b in SPECIAL.encode()), "".join(f"%{b:02X}" for b in SPECIAL.encode()),
+    SPECIAL.encode().hex(), SPECIAL.encode().hex().upper(), json.dumps(SPECIAL)[1:-1],
+    json.dumps(SPECIAL, ensure_ascii=False)[1:-1], re.escape(SPECIAL), quote_plus(SPECIAL, safe=""),
+])
+def test_a_known_values_percent_hex_json_and_regex_forms_are_masked(form):
+    masker = Masker({"DB_PASS": SPECIAL})
+    assert form != SPECIAL
+    assert masker.mask(f"é sent {form}!")[0] == f"é sent {MARKER}env:DB_PASS]!"  # offsets past a non-ASCII text
+
+
+def test_known_values_overlapping_each_other_are_all_masked():
+    masker = Masker({"A_TOKEN": "abcdef12", "B_TOKEN": "ef12345678"})
+    assert masker.mask("x abcdef12345678 y")[0] == f"x {MARKER}env:A_TOKEN] y"
+
+
+def test_lines_go_out_when_they_end_and_a_secret_split_between_pieces_is_masked(masker):
+    lines = MaskedLines(masker)
+    assert lines.feed("connecting with hunt") == ""  # an open line waits
+    assert lines.feed("er2hunter2 failed\nnext li") == f"connecting with {MARKER}env:DEPLOY_PASSWORD] failed\n"
+    assert lines.feed("ne") == ""
+    assert lines.end() == "next line"
+    long = MaskedLines(masker, hold=64)
+    out = long.feed("x" * 100 + " hunter2hunter2 " + "y" * 100)
+    assert out == "x" * 100 + f" {MARKER}env:DEPLOY_PASSWORD] " + "y" * 36  # past twice the hold: all but the hold
+    assert long.end() == "y" * 64

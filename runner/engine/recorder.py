@@ -44,6 +44,7 @@ class RunOutcome:
     exit_code: int
     summary: dict[str, Any]
     run_dir: Path | None
+    masker: Masker | None = None  # the run's, knowing every secret it was given (None: no run began)
 
 
 @dataclass
@@ -294,7 +295,7 @@ def _record(workspace: Path, runs_dir: Path, verbosity: int, body: Callable[[Rec
             if telemetry is not None:  # after summary.json: a collector can delay the exit (≤ 2 s), never change it
                 telemetry.finish(data, warn_telemetry)
             signals.restore()
-    return RunOutcome(code, data, run_dir)
+    return RunOutcome(code, data, run_dir, masker)
 
 
 def warn_telemetry(message: str) -> None:

@@ -101,7 +101,6 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
             gh.close()
             return Answered(early_failure(str(exc) if isinstance(exc, LandRefused) else
                                           f"--land: could not read pull request #{trigger.number}: {exc}"))
-    masker = Masker(os.environ)
     context, comment_id, sha = Context(), None, None
     if review and not trigger.is_pr:
         say(f"agent-run: github: --review: #{trigger.number} is an issue, not a pull request: the findings go in "
@@ -127,6 +126,7 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
     if gh.deadline is not None:  # the run gets what is left of --timeout
         opts = replace(opts, cli_settings={**opts.cli_settings, "timeout": max(gh.deadline.left(), 0.001)})
     outcome = execute(replace(opts, task="-", task_text=task))
+    masker = outcome.masker or Masker(os.environ)  # the run's: it knows every secret the run was given
     if outcome.summary.get("status") == "interrupted":  # a cancelled job is killed ~7.5 s after SIGINT: no waiting
         gh.retry = replace(gh.retry, retries=0)
     grace = grace_s(os.environ)

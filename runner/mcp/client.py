@@ -17,7 +17,8 @@ Never a traceback or an ExceptionGroup: anything unexpected becomes `protocol` w
 
 The stdio server's environment is the config's `env` over a minimal base (PATH, HOME, LANG, TMPDIR from
 `base_env`), then whatever `wrap` (the runner's sandbox) makes of argv and env — nothing else of the
-runner's environment reaches it. Its stderr goes to `log_path`, bounded (runner/mcp/boundedlog.py).
+runner's environment reaches it. Its stderr goes to `log_path`, bounded and masked with `masker`
+(runner/mcp/boundedlog.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 from runner.mcp.boundedlog import BoundedLog
 from runner.mcp.config import ServerConfig
 from runner.record.integrity import AUDIT_KEY_ENV
+from runner.record.mask import Masker
 from runner.tools.base import Cancel
 
 Wrap = Callable[[list[str], dict[str, str]], tuple[list[str], dict[str, str]]]
@@ -83,7 +85,7 @@ class _Death:
 class McpServer:
     def __init__(self, config: ServerConfig, *, wrap: Wrap | None = None,
                  log_path: str | os.PathLike[str] | None = None, start_timeout_s: float = 30.0,
-                 base_env: Mapping[str, str] | None = None,
+                 base_env: Mapping[str, str] | None = None, masker: Masker | None = None,
                  client_name: str = "agent-run", client_version: str = "0") -> None:
         self.config = config
         self.name = config.name
@@ -93,6 +95,7 @@ class McpServer:
         self._wrap = wrap
         self._log_path = Path(log_path) if log_path is not None else None
         self._base_env = os.environ if base_env is None else base_env
+        self._masker = masker  # its log is masked with it (None: as is)
         self._client_info = (client_name, client_version)
         self._lock = threading.Lock()
         self._started = self._closed = False
@@ -420,7 +423,7 @@ class McpServer:
         else:
             fd, self._temp_log = tempfile.mkstemp(prefix=f"agent-run-mcp-{self.name}-", suffix=".log")
             file = os.fdopen(fd, "ab")
-        log = BoundedLog(file)
+        log = BoundedLog(file, masker=self._masker)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         log.write(f"[agent-run] {stamp} starting {self.config.describe()}\n".encode(errors="replace"))
         return log

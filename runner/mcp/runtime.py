@@ -13,7 +13,7 @@ be on loopback.
 
 A server that fails to start is recorded (`mcp_server_failed`, stderr, `summary.mcp`) and the run
 goes on without it — unless its config says `"required": true`, which ends the run (exit 2)
-before the first request. Its stderr is in RUN_DIR/mcp/<server>.log.
+before the first request. Its stderr is in RUN_DIR/mcp/<server>.log, masked with the run's masker.
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def start_all(rec: Recording, env: CallEnv, configs: dict[str, ServerConfig], en
         try:
             _allowed(rec, env, config)
             server = McpServer(config, wrap=_wrapper(rec, env, config, environ), log_path=logs / f"{name}.log",
-                               start_timeout_s=min(timeout_s, left), base_env=environ,
+                               start_timeout_s=min(timeout_s, left), base_env=environ, masker=rec.masker,
                                client_name="agent-run").start()
         except McpError as exc:
             _failed(runtime, config, exc.kind, exc.message)

@@ -156,6 +156,7 @@ class _Notes:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         finally:
+            self.log.flush_line()  # its last line, even unended, is in the log before anyone quotes it
             self.stderr_done.set()
 
     async def drained(self) -> None:

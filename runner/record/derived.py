@@ -14,15 +14,19 @@ shapes) about the decoded text:
 
 The span masked is the encoded text, whole. Known secret values are also matched in their base64
 forms inside a longer blob at any byte offset: `encoded_forms` gives the three offset-aligned
-encodings of a value (the characters that depend on it alone), which the masker searches like values.
+encodings of a value (the characters that depend on it alone), and the forms a command or a program
+writes a value in — percent-encoded (only what needs it, or every byte) and hex, with upper and lower
+case digits, JSON-escaped, and regex-escaped —, all of which the masker searches like values.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections.abc import Callable
+from urllib.parse import quote, quote_plus
 
 MIN_RUN = 20
 # Runs are found on a copy of the text with each alphabet character made `a` and any other a space (one byte per
@@ -36,6 +40,7 @@ _USERINFO = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://([^\s/?#@'\"<>]+)@")
 # A control character other than tab and line ends: not text, so not a secret written as text.
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _URLSAFE = str.maketrans("-_", "+/")
+_ESCAPE = re.compile(r"%[0-9A-F]{2}")
 # The first character of each 4-character group holds a byte's top 6 bits: for a printable ASCII byte, tab or
 # line end, one of these. Checked before decoding, it turns away hashes, paths and binary blobs at once.
 _TEXT_FIRSTS = "CDIJKLMNOPQRSTUVWXYZabcdef"
@@ -60,6 +65,24 @@ def encoded_forms(value: str) -> list[str]:
             if safe != core:
                 out.append(safe)
     return list(dict.fromkeys(out))
+
+
+def text_forms(value: str) -> list[str]:
+    """`value` as `quote`/`quote_plus` write it and with every byte percent-encoded, as hex, each with upper and
+    lower case digits, and JSON-escaped (`\\uXXXX` or UTF-8 for what is not ASCII); then each of these and `value`
+    regex-escaped (a denial's `--approve regex:…` suggestion writes its target so): the forms that differ from it."""
+    raw = value.encode("utf-8", "surrogatepass")
+    every = "".join(f"%{byte:02X}" for byte in raw)
+    percent = [quote(value, safe="", errors="surrogatepass"), quote_plus(value, safe="", errors="surrogatepass"),
+               every]
+    out = [value, *percent, *(_lower_escapes(form) for form in percent), raw.hex(), raw.hex().upper(),
+           json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]]
+    out += [re.escape(form) for form in out]
+    return [form for form in dict.fromkeys(out) if form != value]
+
+
+def _lower_escapes(percent: str) -> str:
+    return _ESCAPE.sub(lambda m: m.group().lower(), percent)
 
 
 def derived_spans(text: str, lower: str, inner: Inner) -> list[tuple[int, int, str]]:

@@ -13,8 +13,16 @@ the model keeps receiving the unmasked text. It finds:
   `-----END` (detect-secrets matches only the header), JWTs through their signature;
 - shapes detect-secrets lacks: fine-grained GitHub tokens (`github_pat_…`) and `sk-…` API keys
   without OpenAI's legacy `T3BlbkFJ` marker (project keys and other vendors' keys);
-- the values (8+ characters) of the secret-named variables in `environ`, and each line of a
-  multi-line one (a key printed with other line endings, or JSON-escaped): kind `env:NAME`.
+- the values (8+ characters) of the secret-named variables in `environ` (the process environment
+  over the `--env-file` files) and of every variable `handed` names (what a `bash.env.passthrough` or
+  an MCP server's `env` hands out: a secret whatever its name), each line of a multi-line one (a key
+  printed with other line endings), and their encoded forms (runner/record/derived.py: base64,
+  percent, hex, JSON-escaped): kind `env:NAME`. They are found by one RE2 alternation over the text's
+  bytes, however many there are.
+
+A run's masker is built when its run directory is, from the process environment, and told the rest of
+the run's secrets once (`learn`) when its inputs are read — before its first request, tool call or
+MCP server (runner/run/secrets.py).
 """
 
 from __future__ import annotations
@@ -24,16 +32,20 @@ import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+import re2
 
 from runner.core.jsonutil import canonical, sha256_text
-from runner.record.derived import derived_spans, encoded_forms
+from runner.record.derived import derived_spans, encoded_forms, text_forms
 
 MARKER = "[REDACTED:"
 MIN_VALUE_CHARS = 8
 # Variable names whose values are secrets (compared upper-cased).
+# Never `*AUTHOR*`: GIT_AUTHOR_NAME is not a secret (`*AUTH_TOKEN*` is `*TOKEN*`'s already).
 SECRET_NAMES = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*PASSPHRASE*", "*CREDENTIAL*", "*APIKEY*",
-                "*API_KEY*", "*_KEY", "*_KEY_*", "*PRIVATE_KEY*", "*_PEM", "*_PAT")
+                "*API_KEY*", "*_KEY", "*_KEY_*", "*PRIVATE_KEY*", "*_PEM", "*_PAT", "*_PASS", "*_PWD", "*_AUTH",
+                "*AUTHORIZATION*")
 # Detectors left out (see the module docstring), by class name.
 EXCLUDED = frozenset({"IPPublicDetector", "CloudantDetector", "IbmCloudIamDetector", "IbmCosHmacDetector",
                       "SoftlayerDetector", "ArtifactoryDetector"})
@@ -148,13 +160,13 @@ def detectors() -> tuple[Detector, ...]:
                  for d in found)
 
 
-def secret_values(environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """(value, name) for every secret-named variable with a value of 8+ characters, longest first; a
-    multi-line value also gives each of its lines (armour lines like `-----BEGIN …-----` aside)."""
+def secret_values(environ: Mapping[str, str], handed: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(value, name) for every secret-named variable of `environ` and every variable of `handed` with a value of 8+
+    characters, longest first (a value both give is named by `environ`); a multi-line value also gives each of its
+    lines (armour lines like `-----BEGIN …-----` aside)."""
     out: dict[str, str] = {}
-    for name, value in sorted(environ.items()):
-        if not any(fnmatch.fnmatchcase(name.upper(), p) for p in SECRET_NAMES):
-            continue
+    named = [(n, v) for n, v in sorted(environ.items()) if any(fnmatch.fnmatchcase(n.upper(), p) for p in SECRET_NAMES)]
+    for name, value in [*named, *sorted((handed or {}).items())]:
         whole = value.strip()
         lines = [line.strip() for line in whole.splitlines()] if "\n" in whole else []
         for part in (whole, *(line for line in lines if not line.startswith("-----"))):
@@ -163,21 +175,92 @@ def secret_values(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     return sorted(out.items(), key=lambda item: -len(item[0]))
 
 
+class _Found(Protocol):
+    def span(self) -> tuple[int, int]: ...
+
+
+class _Literals(Protocol):
+    """A compiled RE2 alternation (google-re2 ships no types)."""
+
+    def search(self, text: bytes, pos: int) -> _Found | None: ...
+
+
+@dataclass(frozen=True)
+class _Known:
+    """The known values and their encoded forms, as one RE2 alternation over bytes (Latin-1: byte for byte, so any
+    text's UTF-8 is searched, lone surrogates too), the longest first so that at each start the longest wins."""
+
+    values: list[tuple[str, str]]
+    names: dict[bytes, tuple[str, int]]  # a form's UTF-8 -> (its variable's name, its length in characters)
+    pattern: _Literals | None  # None when nothing is known
+    longest: int
+
+    @classmethod
+    def of(cls, values: list[tuple[str, str]]) -> _Known:
+        plain = dict(values)
+        forms = {form: name for value, name in values for form in (*encoded_forms(value), *text_forms(value))
+                 if form not in plain}
+        names: dict[bytes, tuple[str, int]] = {}
+        for form, name in sorted([*values, *forms.items()], key=lambda item: -len(item[0])):
+            names.setdefault(form.encode("utf-8", "surrogatepass"), (name, len(form)))
+        if not names:
+            return cls(values, {}, None, 0)
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1
+        options.max_mem = 64 << 20  # room for thousands of values
+        pattern = re2.compile(b"|".join(re2.escape(form) for form in names), options)
+        return cls(values, names, pattern, max(length for _, length in names.values()))
+
+    def spans(self, text: str) -> list[Span]:
+        """Every occurrence of a known form in `text`: another form's overlapping it too (a search resumes one past
+        each match), not the same form's (as `str.find` would find it again past its end)."""
+        if self.pattern is None:
+            return []
+        is_ascii = text.isascii()
+        data = text.encode("ascii") if is_ascii else text.encode("utf-8", "surrogatepass")
+        found: list[Span] = []
+        ends: dict[bytes, int] = {}
+        pos = byte_at = char_at = 0
+        while (m := self.pattern.search(data, pos)) is not None:
+            start, end = m.span()
+            pos = start + 1
+            form = data[start:end]
+            if start < ends.get(form, 0):
+                continue
+            ends[form] = end
+            name, length = self.names[form]
+            if not is_ascii:  # a form starts with a whole character: decode only what lies between two matches
+                char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
+                byte_at = start
+            at = start if is_ascii else char_at
+            found.append(Span(at, at + length, f"env:{name}"))
+        return found
+
+
 class Masker:
     """`mask(text) -> (masked, kinds)`; `mask_obj(obj) -> (masked copy, kinds)` for JSON-like values."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
+    def __init__(self, environ: Mapping[str, str], handed: Mapping[str, str] | None = None) -> None:
         self._detectors = detectors()
-        self._values = secret_values(environ)
-        # Searched like the values themselves: each value's base64 forms at any offset of a longer blob.
-        plain = dict(self._values)
-        encoded = {form: name for value, name in self._values for form in encoded_forms(value) if form not in plain}
-        self._searched = sorted([*self._values, *encoded.items()], key=lambda item: -len(item[0]))
+        self._known = _Known.of(secret_values(environ, handed))
+
+    def learn(self, environ: Mapping[str, str], handed: Mapping[str, str] | None = None) -> None:
+        """Also mask the secrets of `environ` and `handed` (as the constructor reads them) from now on. A run's
+        masker learns the rest of its secrets once, when they are known: before its first tool call or request."""
+        values = dict(self._known.values)
+        for value, name in secret_values(environ, handed):
+            values.setdefault(value, name)
+        self._known = _Known.of(sorted(values.items(), key=lambda item: -len(item[0])))  # one assignment: atomic
 
     @property
     def values(self) -> list[str]:
-        """The environment's secret values (for GitHub's `::add-mask::`)."""
-        return [value for value, _ in self._values]
+        """The known secret values (for GitHub's `::add-mask::`)."""
+        return [value for value, _ in self._known.values]
+
+    @property
+    def longest(self) -> int:
+        """The length of the longest known value or encoded form: what a stream must hold back to find one whole."""
+        return self._known.longest
 
     def spans(self, text: str) -> list[Span]:
         """Every secret in `text`, sorted, overlaps merged (the earliest, then longest, names the kind): as
@@ -194,12 +277,7 @@ class Masker:
 
     def _direct(self, text: str) -> tuple[list[Span], str]:
         """The secrets in `text` as themselves (unmerged), and `text` case-folded when that was needed."""
-        found: list[Span] = []
-        for value, name in self._searched:  # first: on a tie the variable's name is the better kind
-            at = text.find(value)
-            while at >= 0:
-                found.append(Span(at, at + len(value), f"env:{name}"))
-                at = text.find(value, at + len(value))
+        found = self._known.spans(text)  # first: on a tie the variable's name is the better kind
         lower = ""
         for d in self._detectors:
             if d.needle:
@@ -297,8 +375,11 @@ class MaskedStream:
 
     def _take(self, *, final: bool) -> str:
         text = "".join(self._pending)
+        return self._cut(text, len(text) if final else len(text) - self.hold)
+
+    def _cut(self, text: str, cut: int) -> str:
+        """`text[:cut]` masked, the rest kept for the next piece; a secret across the cut waits whole."""
         spans = self.masker.spans(text)
-        cut = len(text) if final else len(text) - self.hold
         for s in spans:
             if s.start < cut < s.end:  # a secret across the cut waits whole for the next piece
                 cut = s.start if s.start > 0 or len(text) < 4 * self.batch else s.end
@@ -306,3 +387,21 @@ class MaskedStream:
         self._pending, self._size = ([rest], len(rest)) if rest else ([], 0)
         return redact(text[:cut], [s for s in spans if s.end <= cut])
 
+
+
+class MaskedLines(MaskedStream):
+    """A MaskedStream for a log read while it is written (an MCP server's stderr, which `tail -f` follows): a
+    piece's whole lines go out at once, masked together; an open line waits for its end, so a secret split between
+    pieces is found whole. An open line past twice `hold` characters goes out but for its last `hold`."""
+
+    def __init__(self, masker: Masker, hold: int = 16 * 1024) -> None:
+        super().__init__(masker, hold=hold, batch=hold)
+
+    def feed(self, text: str) -> str:
+        self._pending.append(text)
+        self._size += len(text)
+        if "\n" not in text and self._size < 2 * self.hold:
+            return ""
+        whole = "".join(self._pending)
+        ended = whole.rfind("\n") + 1
+        return self._cut(whole, ended or len(whole) - self.hold)

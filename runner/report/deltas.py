@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from runner.record.mask import Masker, redact
 
 # What waits for more text. A secret found by its start (a PEM block, a JWT) is held from there while it grows,
-# so the hold need only cover what needs context (`password = "…"`) and the environment's secret values.
+# so the hold need only cover what needs context (`password = "…"`) and the known secret values' forms.
 HOLD = 256
 
 
@@ -30,7 +30,7 @@ class TextDeltas:
     def __init__(self, out: TextIO, masker: Masker, hold: int = HOLD) -> None:
         self._out = out
         self._masker = masker
-        self._hold = max([hold, *(len(value) + 1 for value in masker.values)])
+        self._hold = max(hold, masker.longest + 1)  # a known value or its encoded form, found whole
         self._turn: int | None = None
         self._pending = ""
         self._lock = threading.Lock()  # called from the model call's worker thread

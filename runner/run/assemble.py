@@ -43,6 +43,7 @@ from runner.run.check import run_check
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
+from runner.run.secrets import learn_secrets
 from runner.run.task import Task, parse_task
 from runner.run.toolset import offered_names, offers, pick, tools_problem
 from runner.sandbox.session import start_sandbox
@@ -163,6 +164,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     rec.summary.model = settings.model
     rec.resume_with = tuple(resume_words(opts, rec.home or rec.workspace))
     servers = mcp_servers(rec, policy, opts.mcp_configs, files.environ())  # checked: exit 2 before anything starts
+    learn_secrets(rec, files, policy, servers)  # every secret the run was given, masked from here on
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings, opts.cli_settings)
     on_delta = None

@@ -44,3 +44,11 @@ def scrubbed_env(environ: Mapping[str, str], passthrough: list[str] | None = Non
     would let a command re-chain the log it is recorded in (runner/record/integrity.py)."""
     named = (*ALLOWED, *(passthrough or []))
     return {name: value for name, value in environ.items() if _any(name, named) and name != AUDIT_KEY_ENV}
+
+
+def handed_out(environ: Mapping[str, str], names: list[str] | tuple[str, ...] | None) -> dict[str, str]:
+    """What `names` (a passthrough's globs, an MCP server's variables) hand out beyond `ALLOWED`, which every
+    command gets anyway (the shell's, the locale's, the CI markers, the toolchains'): the values the workflow chose
+    to give away, each a secret whatever its name (runner/run/secrets.py)."""
+    named = tuple(names or ())
+    return {name: value for name, value in environ.items() if _any(name, named) and not _any(name, ALLOWED)}
