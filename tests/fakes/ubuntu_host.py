@@ -51,11 +51,19 @@ class Host:
         self.log = root / "host-calls.log"
         for d in (self.bin, self.state, self.apparmor_d):
             d.mkdir(parents=True, exist_ok=True)
-        self.log.write_text("")
         for name, text in STAND_INS.items():
             (self.bin / name).write_text(text.format(log=self.log, kind=kind, state=self.state, bwrap=bwrap))
             (self.bin / name).chmod(0o755)
-        if kind == "22.04":
+        self.kind = kind
+        self.reset()
+
+    def reset(self) -> None:
+        """A fresh runner (another job): nothing loaded, no calls."""
+        self.log.write_text("")
+        (self.state / "userns-allowed").unlink(missing_ok=True)
+        for f in self.apparmor_d.iterdir():
+            f.unlink()
+        if self.kind == "22.04":
             (self.state / "userns-allowed").touch()
 
     def path(self, rest: str | None = None) -> str:

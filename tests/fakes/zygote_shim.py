@@ -46,7 +46,9 @@ def main(config_path: str) -> None:
     zygote = Zygote.__new__(Zygote)
     zygote.script, zygote.env, zygote.tmpdir = config["script"], config["env"], config["tmpdir"]
     zygote.socket_path, zygote.import_env_keys = config["socket"], config["import_env_keys"]
-    if not config["socket"] or not os.path.exists(config["socket"]) or not zygote.serves(argv, os.environ):
+    # `--version` imports nothing: started afresh it is cheaper than a fork of everything.
+    if (not config["socket"] or not os.path.exists(config["socket"]) or sys.argv[1:] == ["--version"]
+            or not zygote.serves(argv, os.environ)):
         os.execv(config["script"], argv)
     child = ZygotePopen(zygote, argv)
     for sig in (signal.SIGINT, signal.SIGTERM):
