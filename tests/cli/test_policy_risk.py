@@ -53,3 +53,52 @@ def test_a_bad_risk_pattern_is_a_located_policy_error(agent_run, workspace):
                                        '"level": "low" } ] } }', encoding="utf-8")
     r = agent_run("policy", "check", "p.jsonc")
     assert r.code == 2 and "p.jsonc:2:" in r.stdout + r.stderr
+
+
+# Issue 41 item 10: the shipped policies ask at or above `high`; a command's effect sets its risk.
+GIT_AND_RM = """{ "extends": "ci", "permission": { "rules": [
+  { "domain": "bash", "pattern": "shell:git *", "decision": "allow" },
+  { "domain": "bash", "pattern": "shell:rm *", "decision": "allow" } ] } }"""
+
+
+def test_default_asks_before_the_delete_tool_deletes(fake, workspace, agent_run):
+    (workspace / "file.txt").write_text("keep\n", encoding="utf-8")
+    fake.add(reply(calls=[("delete", {"path": "file.txt"})]), reply("could not"))
+    r = agent_run("--sandbox", "off", "task.md")
+    assert r.code == 3, r.stderr
+    [d] = r.of_type("permission_decision")
+    assert (d["risk"], d["policy_decision"], d["decision"]) == ("high", "ask", "deny")
+    assert d["targets"][0]["note"].startswith("risk high: the policy asks at or above high")
+    assert (workspace / "file.txt").read_text(encoding="utf-8") == "keep\n"
+    assert "agent-run replay" in r.stderr and r.summary["denials"][0]["approve"] == ["edit:workspace:file.txt"]
+
+
+def test_an_allowed_command_that_deletes_or_rewrites_history_is_asked(fake, workspace, agent_run):
+    (workspace / "p.jsonc").write_text(GIT_AND_RM, encoding="utf-8")
+    (workspace / "file.txt").write_text("keep\n", encoding="utf-8")
+    calls = [("bash", {"command": "ls"}), ("bash", {"command": "rm file.txt"}),
+             ("bash", {"command": "git reset --hard"})]
+    fake.add(reply(calls=calls), reply("could not"))
+    r = agent_run("--policy", "p.jsonc", "--sandbox", "off", "task.md")
+    assert r.code == 3, r.stderr
+    ls, rm, reset = r.of_type("permission_decision")
+    assert (ls["decision"], ls["risk"]) == ("allow", "medium")
+    for d, why in ((rm, "rm deletes files"), (reset, "git reset --hard discards")):
+        assert (d["risk"], d["policy_decision"], d["decision"]) == ("high", "ask", "deny")
+        assert why in d["targets"][0]["note"] and d["targets"][0]["note"].startswith("risk high")
+    assert "file.txt" in r.of_type("tool_result")[0]["content"]  # ls ran
+    assert (workspace / "file.txt").is_file() and "agent-run replay" in r.stderr
+    assert [x["approve"] for x in r.summary["denials"]] == [["bash:shell:rm file.txt"],
+                                                           ["bash:shell:git reset --hard"]]
+
+
+def test_the_old_behaviour_is_one_line_away(agent_run, workspace):
+    (workspace / "p.jsonc").write_text(GIT_AND_RM, encoding="utf-8")
+    (workspace / "old.jsonc").write_text('{ "extends": "p.jsonc", "risk": { "askAtOrAbove": null } }',
+                                         encoding="utf-8")
+    asked = json.loads(agent_run("policy", "explain", "--policy", "p.jsonc", "--json", "bash",
+                                 "git push --force origin main").stdout)
+    assert (asked["risk"], asked["headless_decision"]) == ("high", "deny")
+    old = json.loads(agent_run("policy", "explain", "--policy", "old.jsonc", "--json", "bash",
+                               "git push --force origin main").stdout)
+    assert (old["risk"], old["headless_decision"]) == ("high", "allow")
