@@ -31,7 +31,8 @@ from tests.conftest import agent_run_argv, clean_env  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAI, Step, hang, reply  # noqa: E402
 
 SERVERS = ROOT / "tests" / "mcp" / "servers"
-ALLOW = {"extends": "default", "permission": {"rules": [
+ALLOW = {"extends": "default", "risk": {"rules": [{"domain": "task", "pattern": "agent:**", "level": "medium"}]},
+         "permission": {"rules": [
     {"domain": "task", "pattern": "agent:**", "decision": "allow"},
     {"domain": "mcp", "pattern": "mcp:box/*", "decision": "allow"}]}}
 

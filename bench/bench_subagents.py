@@ -106,6 +106,7 @@ def run(args: argparse.Namespace, delegated: bool) -> dict[str, Any]:
         (ws / "policy.jsonc").write_text(json.dumps({
             "extends": "default", "doomLoop": {"maxToolCalls": 10 * args.files + 100},
             "subagents": {"maxTurns": args.files + 10},
+            "risk": {"rules": [{"domain": "task", "pattern": "agent:**", "level": "medium"}]},  # delegating on purpose
             "permission": {"rules": [{"domain": "task", "pattern": "agent:**", "decision": "allow"}]}}))
         env = clean_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="bench")
         proc = subprocess.run([*agent_run_argv(), "--context-window", str(WINDOW), "--policy", "policy.jsonc",

@@ -4,7 +4,9 @@ A rule such as `shell:git log *` means "git log reads history", but `git log --o
 and `git -c core.fsmonitor=…` runs a program. `effects(argv)` reads a simple command's words
 (literal values; None for what is only known at run time) the way the program parses them and
 reports what its command line hides: files it writes (decided as `edit`), directories it reads,
-commands it runs (decided like any other command), and reasons to ask (a floor: never `allow`).
+commands it runs (decided like any other command), reasons to ask (a floor: never `allow`), and what
+makes the command itself high risk (runner/policy/risk.py): it deletes, discards or rewrites history,
+pushes, is a network client, or runs a script read from its input (`curl … | sh`): runner/policy/command_risk.py.
 Like Codex's and Claude Code's tables it knows a few programs well; any other program is decided
 on its command line alone, so allow it only if everything it can do is acceptable.
 
@@ -18,6 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from runner.policy.command_risk import SHELLS, git_risk, program_risk
 from runner.policy.sed import backup_name, sed_script_is_safe
 
 Word = str | None
@@ -58,6 +61,7 @@ class Effects:
     reasons: list[str] = field(default_factory=list)  # why to ask
     runs: list[tuple[int, int]] = field(default_factory=list)  # argv[start:end] is a command it runs
     scripts: list[tuple[str, Word]] = field(default_factory=list)  # (who, shell script it runs)
+    high: list[str] = field(default_factory=list)  # why the command is high risk (its effect, not a floor)
 
     def write(self, path: Word, what: str) -> None:
         if path is None:
@@ -81,6 +85,8 @@ def effects(argv: list[Word]) -> Effects:
     handler = TABLE.get(str(argv[0]).rsplit("/", 1)[-1])
     if handler is not None:
         handler(argv, eff)
+    if (why := program_risk(argv)) is not None:
+        eff.high.append(why)
     return eff
 
 
@@ -209,6 +215,8 @@ def _git(args: list[Word], eff: Effects) -> None:
     sub = str(args[i])
     if sub == "config":
         _git_config(args[i + 1:], eff)
+    if (why := git_risk(sub, args[i + 1:])) is not None:
+        eff.high.append(why)
     if (sub, str(_at(args, i + 1))) in _GIT_RUNS:
         eff.reasons.append(f"git {sub} {args[i + 1]} runs a command")
     j = i + 1
@@ -268,6 +276,7 @@ def _find(args: list[Word], eff: Effects) -> None:
             i = end
         elif a == "-delete":
             eff.reasons.append("find -delete deletes the files it finds")
+            eff.high.append("find -delete deletes the files it finds")
         elif a in ("-fprint", "-fprint0", "-fls", "-fprintf"):
             eff.write(_at(args, i + 1), f"find {a}")
             i += 2 if a == "-fprintf" else 1
@@ -464,7 +473,7 @@ def _xargs_command(args: list[Word], start: int, opts: list[tuple[str, Word]], e
         eff.reasons.append("xargs runs a computed command")
         return False
     base = prog.rsplit("/", 1)[-1]
-    if base in TABLE or base in ("bash", "sh", "zsh", "dash", "ksh", "eval", "source", "."):
+    if base in TABLE or base in (*SHELLS, "eval", "source", "."):
         eff.reasons.append(f"xargs passes arguments read at run time to {base}, whose arguments decide what it does")
     return True
 

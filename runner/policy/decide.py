@@ -111,14 +111,21 @@ def decide(policy: Policy, domain: str, targets: list[Target], mode: str | None 
 
 def _at_risk(policy: Policy, found: TargetDecision, base: str) -> TargetDecision:
     """The target's risk recorded; a policy rule's `allow` at or above `risk.askAtOrAbove` turned into `ask`. An
-    approval (`--approve`, `replay --call`) is not turned: it is the answer to that ask."""
+    approval (`--approve`, `replay --call`) is not turned: it is the answer to that ask; nor is a `network` rule's
+    allow (one of the policy's, or a host of `sandbox.network.allow`): it is the policy's consent to reach that host,
+    where egress is decided."""
     level = target_risk(policy, base, found.target)
-    if found.decision == "allow" and needs_asking(policy, level) and not (found.rule and found.rule.source == APPROVED):
+    if found.decision == "allow" and needs_asking(policy, level) and not (found.rule and _consented(found.rule)):
         threshold = policy.sections["risk"]["askAtOrAbove"]
-        note = f"risk {level}: the policy asks at or above {threshold} (risk.askAtOrAbove)"
-        asked = Target(found.target.domain, found.target.target, found.target.floor, note)
+        effect = f": {found.target.effect}" if found.target.effect else ""
+        note = f"risk {level}: the policy asks at or above {threshold} (risk.askAtOrAbove){effect}"
+        asked = Target(found.target.domain, found.target.target, found.target.floor, note, found.target.effect)
         return TargetDecision(asked, "ask", None, level)
     return TargetDecision(found.target, found.decision, found.rule, level)
+
+
+def _consented(rule: Rule) -> bool:
+    return rule.source == APPROVED or rule.domain == "network"
 
 
 def approval_scope(d: CallDecision) -> str:

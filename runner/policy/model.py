@@ -19,6 +19,7 @@ class Target:
     target: str
     floor: Decision = "allow"  # "ask" when part of the input could not be understood
     note: str | None = None  # why the floor was raised
+    effect: str | None = None  # what makes it high risk whatever the tool (a command that deletes: risk.py)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ policy's `risk` section may override it.
   todo, skill); `medium` for what acts in the workspace (bash, write/edit/move, MCP tools); `high` for `delete`,
   the network (`web_fetch`, `web_search`, a command's connection) and a `task` child that can run commands. This
   floor is below the tools: the call site hands the tool's level to the decision (`base_risk`).
-- By target: anything outside the workspace (an `fs:` target) or on the network is `high`, whatever the tool.
+- By target: anything outside the workspace (an `fs:` target) or on the network is `high`, whatever the tool, and so
+  is a command whose effect is (runner/policy/commands.py: it deletes, discards or rewrites history, pushes, is a
+  network client, or runs a script piped into a shell).
 - By the policy: `risk.rules` (`{domain, pattern, level}`, the last matching rule wins, as for permissions)
   set a target's level; the call's risk is its riskiest target's.
 - `risk.askAtOrAbove`: a target the policy's own rules allow becomes `ask` at that level or above (an
@@ -44,11 +46,11 @@ def riskier(a: str, b: str) -> str:
 
 def target_risk(policy: Policy, base: str, target: Target) -> str:
     """One target's level: the last matching `risk.rules` entry, else the tool's level, raised to `high` outside
-    the workspace and on the network."""
+    the workspace, on the network and for a command whose effect is high."""
     for domain, pattern, level in reversed(_rules(policy)):
         if domain in ("*", target.domain) and pattern.matches(target.target):
             return level
-    if target.target.startswith("fs:") or target.domain in _NETWORK_DOMAINS:
+    if target.target.startswith("fs:") or target.domain in _NETWORK_DOMAINS or target.effect:
         return "high"
     return base
 

@@ -28,9 +28,9 @@ from functools import cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
+from runner.policy.commands import SHELLS as _SHELLS
 from runner.policy.commands import assignment_note, effects, sensitive_variable
 
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
 _READ_OPS = frozenset({"<"})
 _DUP_OPS = frozenset({">&-", "<&-"})  # closing a descriptor; `>&N` duplicates, `>&FILE` writes
@@ -51,6 +51,7 @@ class ShellAnalysis:
     dirs: list[str] = field(default_factory=list)  # directories entered with cd/pushd
     opaque: list[str] = field(default_factory=list)  # why parts could not be understood
     programs: list[str] = field(default_factory=list)  # the program (base name) of every command run
+    high: dict[str, str] = field(default_factory=dict)  # a command (as in `commands`) -> why it is high risk
 
 
 @cache
@@ -118,11 +119,12 @@ def _command(node: Node, out: ShellAnalysis, depth: int) -> None:
         # Words bash expands at run time (globs, braces) are unknown to the option table: `git log *`
         # may expand to `--output=…`.
         argv = [None if _expands(c) else w for c, w in zip(nodes[start:], words[start:], strict=True)]
-        _program(texts[start:], argv, out, depth)
+        _program(" ".join(texts), texts[start:], argv, out, depth)
 
 
-def _program(texts: list[str], words: list[str | None], out: ShellAnalysis, depth: int) -> None:
-    """The simple command `words` (its program first, a literal) and what it runs in turn."""
+def _program(line: str, texts: list[str], words: list[str | None], out: ShellAnalysis, depth: int) -> None:
+    """The simple command `words` (its program first, a literal), recorded in `out.commands` as `line`, and what it
+    runs in turn."""
     base, rest = str(words[0]).rsplit("/", 1)[-1], words[1:]
     out.programs.append(base)
     if base in ("cd", "pushd"):
@@ -147,6 +149,8 @@ def _program(texts: list[str], words: list[str | None], out: ShellAnalysis, dept
     out.writes += found.writes
     out.reads += found.reads
     out.opaque += found.reasons
+    if found.high:
+        out.high.setdefault(line, "; ".join(found.high))
     for who, script in found.scripts:
         _nested(script, out, depth, who)
     for begin, end in found.runs:
@@ -157,8 +161,9 @@ def _program(texts: list[str], words: list[str | None], out: ShellAnalysis, dept
         elif depth >= _MAX_DEPTH:
             out.opaque.append("nested commands too deep")
         else:
-            out.commands.append(" ".join(texts[begin:end]))
-            _program(texts[begin:end], words[begin:end], out, depth + 1)
+            inner = " ".join(texts[begin:end])
+            out.commands.append(inner)
+            _program(inner, texts[begin:end], words[begin:end], out, depth + 1)
 
 
 _EXPANDS = re.compile(r"[$`]|[<>]\(")
@@ -217,6 +222,7 @@ def _merge(out: ShellAnalysis, inner: ShellAnalysis) -> None:
     out.dirs += inner.dirs
     out.opaque += inner.opaque
     out.programs += inner.programs
+    out.high = {**inner.high, **out.high}
 
 
 def _shell_c(args: list[str | None]) -> tuple[bool, str | None]:

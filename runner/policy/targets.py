@@ -148,7 +148,7 @@ def shell_targets(workspace: Path, command: str) -> list[Target]:
     """Every simple command (bash), every file a redirection or tee writes (edit), every file
     read with `<` and directory entered with cd (read). Opaque parts floor the call at ask."""
     found = analyze(command)
-    out = [Target("bash", f"shell:{c}") for c in found.commands]
+    out = [Target("bash", f"shell:{c}", effect=found.high.get(c)) for c in found.commands]
     # After `cd DIR`, a relative path may be relative to DIR: decide it against the workspace and
     # against every directory the command enters (strictest wins), never against the workspace alone.
     bases = [workspace]

@@ -121,7 +121,8 @@ def test_a_subagents_answer_reaches_the_parent_whole_in_every_later_request(fake
     child = "CHILD-SUBTASK"
     answer = "".join(f"Finding {i:03d}: module {i} keeps its state in a global; pass it explicitly.\n"
                      for i in range(160)).strip()  # ~12 KB
-    (workspace / "p.jsonc").write_text('{"extends": "default", "permission": {"rules": [{"domain": "task", '
+    (workspace / "p.jsonc").write_text('{"extends": "default", "risk": {"rules": [{"domain": "task", "pattern": '
+                                       '"agent:**", "level": "medium"}]}, "permission": {"rules": [{"domain": "task", '
                                        '"pattern": "agent:**", "decision": "allow"}]}}')
     fake.context_window = 32768
     fake.route(child, reply(answer))

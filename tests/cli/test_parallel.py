@@ -222,7 +222,8 @@ def test_a_glob_walk_beside_a_read_stops_at_the_runs_clock(fake, workspace, agen
     # A walk of `/` (half a minute here) beside a read runs on a worker, where SIGALRM cannot stop it: the walk asks
     # the run's stop and deadline at every directory instead, so the run ends on its clock, not after the walk.
     policy = tmp_path / "p.jsonc"
-    policy.write_text(json.dumps({"extends": "default", "permission": {"rules": [
+    policy.write_text(json.dumps({"extends": "default", "risk": {"rules": [  # high risk, allowed on purpose
+        {"domain": "read", "pattern": "fs:/**", "level": "low"}]}, "permission": {"rules": [
         {"domain": "read", "pattern": "fs:/**", "decision": "allow"}]}}), encoding="utf-8")
     fake.add(reply(calls=[("glob", {"pattern": "**/no-such-name-anywhere", "path": "/"}),
                           ("read", {"path": "task.md"})]), reply("unreachable"))

@@ -8,7 +8,8 @@ import json
 from tests.cli.test_runs import _section
 from tests.fakes.openai_server import reply
 
-ALLOW_TASK = """{ "extends": "default", "permission": { "rules": [
+ALLOW_TASK = """{ "extends": "default",
+  "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] }, "permission": { "rules": [
   { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }"""
 CHILD = "CHILD-SUBTASK"
 

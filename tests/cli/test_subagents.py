@@ -11,7 +11,11 @@ from pathlib import Path
 from tests.fakes.openai_server import reply
 from tests.fakes.wait import HANG_S, until
 
-ALLOW_TASK = """{ "extends": "default", "permission": { "rules": [
+# Delegating to a child that can run commands is high risk, which the shipped policies ask for (issue 41 item
+# 10): these policies allow delegation on purpose, and say so with the risk rule.
+ALLOW_TASK = """{ "extends": "default",
+  "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] },
+  "permission": { "rules": [
   { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }"""
 CHILD = "CHILD-SUBTASK"  # in the child's prompt: its requests are routed to its own script
 
@@ -89,7 +93,9 @@ def test_a_profile_listing_a_tool_the_policy_asks_for_still_cannot_use_it(fake, 
 
 def test_a_profile_bash_pattern_narrows_what_the_policy_allows(fake, workspace, agent_run):
     _profile(workspace, "gitter", "description: Reads git state.\ntools: Bash(git status:*), Read")
-    policy = _policy(workspace, """{ "extends": "default", "permission": { "rules": [
+    policy = _policy(workspace, """{ "extends": "default",
+      "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] },
+      "permission": { "rules": [
       { "domain": "task", "pattern": "agent:**", "decision": "allow" },
       { "domain": "bash", "pattern": "shell:*", "decision": "allow" } ] } }""")
     fake.add(reply(calls=[_task({"agent": "gitter"})]), reply("parent done"))
@@ -141,7 +147,8 @@ def test_a_child_cannot_delegate_further_unless_the_depth_allows(fake, workspace
     assert json.loads(_tool_result(r, "a1", "task")["content"])["error"]["type"] == "UnknownTool"
     assert len(r.of_type("subagent_started")) == 1
 
-    deeper = _policy(workspace, """{ "extends": "default", "subagents": { "maxDepth": 2 }, "permission": {
+    deeper = _policy(workspace, """{ "extends": "default", "subagents": { "maxDepth": 2 },
+      "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] }, "permission": {
       "rules": [ { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }""", "deep.jsonc")
     fake.add(reply(calls=[_task({})]), reply("parent done"))
     fake.route(CHILD, reply(calls=[("task", {"description": "deeper", "prompt": "GRANDCHILD"})]), reply("child"))
@@ -221,7 +228,8 @@ def test_a_child_past_its_own_turns_or_clock_returns_an_error(fake, workspace, a
     assert r.code == 0, r.stderr
     assert json.loads(_tool_result(r, None, "task")["content"])["error"]["status"] == "max_turns"
 
-    slow = _policy(workspace, """{ "extends": "default", "subagents": { "timeoutSeconds": 1 }, "permission": {
+    slow = _policy(workspace, """{ "extends": "default", "subagents": { "timeoutSeconds": 1 },
+      "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] }, "permission": {
       "rules": [ { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }""", "slow.jsonc")
     from tests.fakes.openai_server import hang
 
@@ -251,7 +259,8 @@ def test_profiles_from_claude_agents_warn_on_unknown_keys_and_do_not_pick_the_mo
 
 def test_a_denied_profile_is_not_offered_and_the_call_cap_holds(fake, workspace, agent_run):
     _profile(workspace, "danger", "description: Dangerous.")
-    policy = _policy(workspace, """{ "extends": "default", "subagents": { "maxCalls": 1 }, "permission": {
+    policy = _policy(workspace, """{ "extends": "default", "subagents": { "maxCalls": 1 },
+      "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] }, "permission": {
       "rules": [ { "domain": "task", "pattern": "agent:**", "decision": "allow" },
                  { "domain": "task", "pattern": "agent:danger", "decision": "deny" } ] } }""")
     fake.add(reply(calls=[_task({}), _task({})]), reply("parent done"))

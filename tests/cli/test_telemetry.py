@@ -15,7 +15,8 @@ from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import reply
 from tests.fakes.otlp_collector import Collector, Span
 
-ALLOW_TASK = """{ "extends": "default", "permission": { "rules": [
+ALLOW_TASK = """{ "extends": "default",
+  "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] }, "permission": { "rules": [
   { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }"""
 CHILD = "CHILD-SUBTASK"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

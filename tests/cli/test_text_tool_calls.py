@@ -111,7 +111,9 @@ def test_off_makes_the_text_an_answer(fake, workspace, agent_run):
 
 
 def test_a_child_runs_a_call_written_as_text(fake, workspace, agent_run):
-    (workspace / "p.jsonc").write_text("""{ "extends": "default", "permission": { "rules": [
+    (workspace / "p.jsonc").write_text("""{ "extends": "default",
+      "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] },
+      "permission": { "rules": [
       { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }""", encoding="utf-8")
     (workspace / "a.py").write_text("print('a')\n", encoding="utf-8")
     # The parent writes its `task` call as text too: a run that has never received `tool_calls`.

@@ -56,7 +56,9 @@ def test_grep_glob_and_web_fetch_stop_at_the_run_deadline(fake, tmp_path, agent_
         for tool, text in tasks.items():
             fake.route(text.split()[-1].rstrip("."), reply(calls=[(tool, calls[tool])]), reply("done"))
         policy = tmp_path / "p.jsonc"
-        policy.write_text(json.dumps({"extends": "default", "permission": {"rules": [
+        # Reads of the whole filesystem, which are high risk, allowed on purpose (risk.rules).
+        policy.write_text(json.dumps({"extends": "default", "risk": {"rules": [
+            {"domain": "read", "pattern": "fs:/**", "level": "low"}]}, "permission": {"rules": [
             {"domain": "read", "pattern": "fs:/**", "decision": "allow"},
             {"domain": "network", "pattern": f"net:127.0.0.1:{port}", "decision": "allow"}]}}), encoding="utf-8")
 

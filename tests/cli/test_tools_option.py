@@ -72,7 +72,8 @@ def test_a_childs_tools_are_picked_from_the_offered_ones(fake, workspace, agent_
     d = workspace / ".agents" / "agents"
     d.mkdir(parents=True)
     (d / "helper.md").write_text("---\nname: helper\ndescription: helps\ntools: read, bash, write\n---\nHelp.\n")
-    (workspace / "p.jsonc").write_text('{"extends": "default", "permission": {"rules": '
+    (workspace / "p.jsonc").write_text('{"extends": "default", "risk": {"rules": [{"domain": "task", "pattern": '
+                                       '"agent:**", "level": "medium"}]}, "permission": {"rules": '
                                        '[{"domain": "task", "pattern": "agent:**", "decision": "allow"}]}}')
     fake.add(reply(calls=[("task", {"description": "sub", "prompt": "CHILD-SUBTASK", "agent": "helper"})]),
              reply("done"))

@@ -191,7 +191,7 @@ def test_sed_script_reader(script, safe):
 HIGH = [
     ("rm -f a.txt", "rm -f a.txt", "deletes"),
     ("timeout 5 rm a.txt", "rm a.txt", "deletes"),
-    ("find . -name '*.o' -exec rm {} ;", "rm {}", "deletes"),
+    ("find . -name '*.o' -exec rm {} ;", "rm '{}'", "deletes"),
     ("find . -delete", "find . -delete", "deletes"),
     ("git clean -fdx", "git clean -fdx", "deletes"),
     ("git reset --hard HEAD~1", "git reset --hard HEAD~1", "discards"),

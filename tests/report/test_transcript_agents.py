@@ -10,7 +10,8 @@ from runner.report.markdown import last_turns
 from runner.report.transcript import render
 from tests.fakes.openai_server import reply
 
-ALLOW_TASK = """{ "extends": "default", "permission": { "rules": [
+ALLOW_TASK = """{ "extends": "default",
+  "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] }, "permission": { "rules": [
   { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }"""
 CHILD = "CHILD-SUBTASK"  # in the child's prompt: its requests are routed to its own script
 

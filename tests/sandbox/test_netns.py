@@ -115,7 +115,8 @@ def test_children_running_commands_at_once_each_have_their_connections_decided_a
     # refused as "several running, no caller named".
     target = HTTPTarget()
     policy = tmp_path / "net.jsonc"
-    policy.write_text(json.dumps({"extends": "ci", "permission": {"rules": [
+    policy.write_text(json.dumps({"extends": "ci", "risk": {"rules": [
+        {"domain": "task", "pattern": "agent:**", "level": "medium"}]}, "permission": {"rules": [
         {"domain": "task", "pattern": "agent:**", "decision": "allow"}]},
         "sandbox": {"mode": "required", "network": {"allow": [f"127.0.0.1:{target.port}"]}}}))
     fake.add(reply(calls=[("task", {"description": f"part {i}", "prompt": f"CHILD-{i}: fetch"}) for i in (0, 1)]),
