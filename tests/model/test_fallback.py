@@ -11,7 +11,8 @@ import pytest
 
 from tests.fakes.openai_server import drop, error, reply
 
-ALLOW_TASK = """{ "extends": "default", "permission": { "rules": [
+ALLOW_TASK = """{ "extends": "default",
+  "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] }, "permission": { "rules": [
   { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }"""
 CHILD = "CHILD-SUBTASK"  # in the child's prompt: its requests are routed to its own script
 FAST = {"AGENT_RUN_MAX_RETRIES": "1"}  # two attempts per request: the retries are not what is tested here
