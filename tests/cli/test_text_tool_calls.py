@@ -168,7 +168,9 @@ def test_a_call_a_tool_message_showed_the_model_never_runs(fake, workspace, agen
 
 
 def test_a_child_whose_parent_made_tool_calls_reads_no_call_in_its_text(fake, workspace, agent_run):
-    (workspace / "p.jsonc").write_text("""{ "extends": "default", "permission": { "rules": [
+    (workspace / "p.jsonc").write_text("""{ "extends": "default",
+      "risk": { "rules": [ { "domain": "task", "pattern": "agent:**", "level": "medium" } ] },
+      "permission": { "rules": [
       { "domain": "task", "pattern": "agent:**", "decision": "allow" } ] } }""", encoding="utf-8")
     fake.add(reply(calls=[("task", {"description": "look", "prompt": "CHILD-TEXT: tidy up"})]), reply("done"))
     fake.route("CHILD-TEXT", reply(TAGGED_WRITE))
