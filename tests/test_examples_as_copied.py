@@ -4,8 +4,8 @@ machine allows (tests/fakes/actions.py): the action from the checkout, or agent-
 `pip install` line (a `python` stand-in checks the line names one commit for both the package and its constraints,
 then puts agent-run on PATH), the sandbox set up by the workflow's own step on a host whose bwrap refuses user
 namespaces until the AppArmor profile is loaded (tests/fakes/ubuntu_host.py), then `--sandbox required` runs against
-the scripted model server and, for the events, the scripted GitHub REST API. The landing examples (issue-to-pr.yml,
-nightly-chore.yml) are checked for their form and pin only: a push needs a remote this test does not stand up."""
+the scripted model server and, for the events, the scripted GitHub REST API; the landing examples push to a real git
+remote on loopback (tests/fakes/git_remote.py) named as GITHUB_SERVER_URL/GITHUB_REPOSITORY say."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from ruamel.yaml import YAML
 
 from tests.conftest import agent_run_argv
 from tests.fakes.actions import Runner
+from tests.fakes.git_remote import GitRemote
 from tests.fakes.github_server import TOKEN, FakeGitHub
 from tests.fakes.openai_server import reply
 from tests.fakes.ubuntu_host import Host
@@ -53,8 +54,8 @@ def copied(name: str) -> dict[str, Any]:
 
 
 class Machine:
-    def __init__(self, tmp_path: Path, zygote: Any, base_url: str) -> None:
-        self.host = Host(tmp_path, "24.04")
+    def __init__(self, tmp_path: Path, zygote: Any, base_url: str, kind: str) -> None:
+        self.host = Host(tmp_path, kind)
         self.ws, self.temp = tmp_path / "ws", tmp_path / "runner-temp"
         self.ws.mkdir()
         self.temp.mkdir()
@@ -75,19 +76,23 @@ class Machine:
                           "OPENAI_BASE_URL": base_url, "AGENT_RUN_RETRY_BASE_S": "0.01"}
         self.artifacts = tmp_path / "artifacts"
 
-    def runner(self, event_name: str, event: dict[str, Any], api_url: str = "") -> Runner:
+    def runner(self, event_name: str, event: dict[str, Any], api_url: str = "",
+               server_url: str = "https://github.example") -> Runner:
         path = self.temp.parent / f"event-{event_name}.json"
         path.write_text(json.dumps(event))
         github = {"event_name": event_name, "event": event, "event_path": str(path), "run_id": "4242",
                   "run_attempt": "1", "repository": "octo/hello", "token": TOKEN, "api_url": api_url,
-                  "server_url": "https://github.example", "ref": "refs/heads/main", "actor": "alice"}
+                  "server_url": server_url, "ref": "refs/heads/main", "actor": "alice"}
         return Runner(self.ws, self.temp, self.env, github, secrets={"OPENAI_API_KEY": "sk-test"},
                       actions={PIN: ROOT}, rewrite=self.host.rewrite, artifacts=self.artifacts)
 
 
 @pytest.fixture
-def machine(tmp_path, agent_run_zygote, fake) -> Machine:
-    return Machine(tmp_path, agent_run_zygote, fake.base_url)
+def machine(request, tmp_path, agent_run_zygote, fake) -> Machine:
+    """A runner whose bwrap works at once (the action's profile loading is tests/test_ci_action_job.py's); the
+    workflows that set the sandbox up themselves get a 24.04 host (`@pytest.mark.parametrize("machine", ["24.04"],
+    indirect=True)`)."""
+    return Machine(tmp_path, agent_run_zygote, fake.base_url, getattr(request, "param", "22.04"))
 
 
 @pytest.fixture
@@ -104,6 +109,7 @@ def summary_of(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.parametrize("machine", ["24.04"], indirect=True)
 def test_pr_task_then_replay_denied_approves_the_call_it_denied(machine, fake, gh):
     (machine.ws / ".github" / "agent").mkdir(parents=True)
     (machine.ws / ".github" / "agent" / "review.md").write_text("List the files.\n")
@@ -128,6 +134,7 @@ def test_pr_task_then_replay_denied_approves_the_call_it_denied(machine, fake, g
     assert (result["status"], result["sandbox"]["mode"], result["sandbox"]["active"]) == ("success", "required", True)
 
 
+@pytest.mark.parametrize("machine", ["24.04"], indirect=True)
 def test_nightly_runs_every_task_in_the_sandbox_and_reports_them(machine, fake):
     (machine.ws / "tasks").mkdir()
     (machine.ws / "tasks" / "a.md").write_text("Task a: say done.\n")  # one: each task is a process of its own
@@ -140,6 +147,23 @@ def test_nightly_runs_every_task_in_the_sandbox_and_reports_them(machine, fake):
     assert [summary_of(r)["sandbox"]["mode"] for r in runs if (r / "summary.json").exists()] == ["required"]
     assert ("dorny/test-reporter", {"name": "agent-run tasks", "path": "report.xml", "reporter": "java-junit",
                                     "fail-on-error": False, "fail-on-empty": False}) in runner.calls
+
+
+def test_batch_matrix_runs_four_shards_and_merges_them(machine, fake):
+    (machine.ws / "tasks").mkdir()
+    (machine.ws / "tasks" / "a.md").write_text("Task a: say done.\n")  # shard 1's; the others have none
+    fake.add(reply("a done"))
+    workflow = copied("batch-matrix.yml")
+    for shard in (1, 2, 3, 4):
+        shutil.rmtree(machine.ws / ".agent-run", ignore_errors=True)  # each a fresh checkout
+        runner = machine.runner("schedule", {"schedule": "43 2 * * *"})
+        steps = outcomes(runner.run_job(workflow, "shard", matrix={"shard": shard}, index=shard - 1, total=4))
+        assert set(steps.values()) == {"success"}, runner.log()
+    runner = machine.runner("schedule", {"schedule": "43 2 * * *"})
+    steps = outcomes(runner.run_job(workflow, "merge"))
+    assert set(steps.values()) == {"success"}, runner.log()
+    merged = json.loads((machine.ws / "merged" / "batch.json").read_text())
+    assert merged["exit_code"] == 0 and merged["shards"]["missing"] == [] and len(merged["tasks"]) == 1, merged
 
 
 def test_mention_answers_a_writers_comment(machine, fake, gh):
@@ -163,6 +187,52 @@ def test_pr_review_posts_one_review_and_uploads_the_sarif(machine, fake, gh):
     assert "typo" in json.dumps(review)
     sarif = dict(runner.calls)["github/codeql-action/upload-sarif"]["sarif_file"]
     assert sarif.endswith("/findings.sarif") and Path(sarif).is_file()
+
+
+@pytest.fixture
+def remote(tmp_path, machine) -> Iterator[GitRemote]:
+    """octo/hello on a git server at GITHUB_SERVER_URL, holding the workspace's main."""
+    (tmp_path / "remote").mkdir()
+    with GitRemote(tmp_path / "remote", name="octo/hello") as server:
+        subprocess.run(["git", "push", "-q", str(server.bare), "main"], cwd=machine.ws, check=True)
+        yield server
+
+
+def landed(remote: GitRemote, gh: FakeGitHub, branch: str) -> dict[str, Any]:
+    """The one draft pull request, from `branch`, whose tip is one commit holding the agent's change."""
+    tip = remote.git("rev-parse", f"refs/heads/{branch}").strip()
+    assert remote.git("diff", "--name-only", f"{tip}^", tip).split() == ["CHANGELOG.md"]
+    [pr] = gh.pulls.values()
+    assert pr["draft"] is True and pr["head"]["ref"] == branch
+    return pr
+
+
+def test_nightly_chore_lands_its_change_as_a_draft_pull_request(machine, fake, gh, remote):
+    (machine.ws / "tasks").mkdir()
+    (machine.ws / "tasks" / "chore.md").write_text("Start a changelog.\n")
+    (machine.ws / ".gitignore").write_text(".agent-run/\n")
+    subprocess.run(["git", "add", "-A"], cwd=machine.ws, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "chore"], cwd=machine.ws,
+                   check=True)
+    fake.add(reply(calls=[("write", {"path": "CHANGELOG.md", "content": "# Changelog\n"})]), reply("Started it."))
+    runner = machine.runner("schedule", {"schedule": "23 4 * * 1-5"}, gh.url, remote.url.removesuffix("/octo/hello"))
+    steps = outcomes(runner.run_job(copied("nightly-chore.yml"), "chore"))
+    assert set(steps.values()) == {"success"}, runner.log()
+    landed(remote, gh, "agent-run/tasks-chore")
+
+
+def test_issue_to_pr_answers_the_labelled_issue_with_a_draft_pull_request(machine, fake, gh, remote):
+    (machine.ws / ".gitignore").write_text(".agent-run/\n")
+    subprocess.run(["git", "add", "-A"], cwd=machine.ws, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ignore"], cwd=machine.ws,
+                   check=True)
+    fake.add(reply(calls=[("write", {"path": "CHANGELOG.md", "content": "# Changelog\n"})]), reply("Started it."))
+    event = payloads.issues("labeled", "alice") | {"label": {"name": "agent-run"}}
+    runner = machine.runner("issues", event, gh.url, remote.url.removesuffix("/octo/hello"))
+    steps = outcomes(runner.run_job(copied("issue-to-pr.yml"), "land"))
+    assert set(steps.values()) == {"success"}, runner.log()
+    pr = landed(remote, gh, "agent-run/issue-5")
+    assert any(pr["html_url"] in c["body"] for c in gh.on(5))
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yml")))
