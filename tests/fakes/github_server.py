@@ -9,8 +9,9 @@ It keeps issue comments (per issue number), pull request files and collaborator 
   App's `NAME[bot]` for an App's installation token;
 - `GET /repos/{o}/{r}/issues/{n}/comments`, `GET /repos/{o}/{r}/pulls/{n}/files`: pages of `per_page` (default 30,
   at most `max_per_page`, 100 as GitHub) by `page`, with a `Link` header (`rel="next"`, `rel="last"`, …);
-- `GET /repos/{o}/{r}/pulls/{n}`: the pull request with its head (`retry` at `heads[n]`, a fork's for a number in
-  `forks`) and base (`main`), 404 for an unknown number;
+- `GET /repos/{o}/{r}/pulls/{n}`: the pull request with its title, body and author (`texts[n]`: (title, body, login);
+  else a default), its head (`retry` at `heads[n]`, a fork's for a number in `forks`) and base (`main`), 404 for an
+  unknown number;
 - `POST /repos/{o}/{r}/pulls/{n}/reviews`: 200 and the review (kept in `reviews`), or 422 as GitHub refuses one: an
   unknown `event`, no `body` for COMMENT/REQUEST_CHANGES, a `commit_id` that is not the head, a comment whose path
   has no patch, whose `line` is not a line of a hunk on its `side`, or whose `start_line` is not before it in the
@@ -75,6 +76,7 @@ class FakeGitHub:
     reviews: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # pull number -> posted reviews
     pulls: dict[int, dict[str, Any]] = field(default_factory=dict)  # pull requests opened through the API
     forks: set[int] = field(default_factory=set)  # pull numbers (of `heads`) whose head is a fork's branch
+    texts: dict[int, tuple[str, str, str]] = field(default_factory=dict)  # pull number -> (title, body, author)
     requests: list[Request] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -225,7 +227,9 @@ class FakeGitHub:
             number = int(m.group(1))
             here = {"full_name": f"{self.owner}/{self.repo}"}
             head = {"full_name": f"stranger/{self.repo}"} if number in self.forks else here
-            return 200, {"number": number, "state": "open",
+            title, text, author = self.texts.get(number, ("Retry the download", "Adds a retry.", "alice"))
+            return 200, {"number": number, "state": "open", "title": title, "body": text,
+                         "user": {"login": author, "type": "User"},
                          "head": {"ref": "retry", "sha": self.heads[number], "repo": head},
                          "base": {"ref": "main", "sha": "b" * 40, "repo": here}}, {}
         if method == "POST" and (m := re.fullmatch(r"/pulls/(\d+)/reviews", rest)) and int(m.group(1)) in self.heads:
