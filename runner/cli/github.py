@@ -22,6 +22,7 @@ from runner.github.respond import Answered, answer, command_deadline, plan, summ
 from runner.report.github import GitHubReporter, append_step_summary, command, outputs_block
 from runner.report.github_api import GitHubError
 from runner.report.markdown import md_text
+from runner.run.review_only import refusal
 
 
 @click.group("github")
@@ -43,7 +44,7 @@ def _say(line: str) -> None:
 @click.option("--review", is_flag=True,
               help="On a pull request, post the findings as one review: inline comments on the diff's lines "
                    "(suggestions as suggested changes), the others in its body. Implies --findings.")
-@named("respond", "--sarif-denials", "--tools")
+@named("respond", "--sarif-denials", "--tools", "--fork-review")
 def respond(trigger_phrase: str, allowed_actors: str | None, review: bool, **kw: Any) -> None:
     """Answer the event this GitHub Actions job runs for: a comment that mentions the trigger phrase, an
     opened issue or pull request. A writer's request runs as `agent-run run` would (policy, sandbox, budgets,
@@ -52,7 +53,8 @@ def respond(trigger_phrase: str, allowed_actors: str | None, review: bool, **kw:
     \b
     Skipped (exit 0, no run directory): a comment without the phrase,
     an edited comment, a bot's, the sticky comment itself, an actor
-    without write access, a fork's pull request, pull_request_target.
+    without write access, a fork's pull request and pull_request_target
+    (without --fork-review).
     Otherwise the exit code is the run's, as for `agent-run run`.
     """
     started = time.monotonic()  # --timeout bounds the whole command: GitHub's requests before the run too
@@ -61,14 +63,15 @@ def respond(trigger_phrase: str, allowed_actors: str | None, review: bool, **kw:
         flag = "--review (which implies --findings)" if review else "--findings"
         return _end(early_failure(f"{flag} is an output schema of its own: it cannot be used with "
                                   "--output-schema"), fmt, kw["quiet"])
+    if opts.fork_review and (refused := refusal(opts, os.environ)) is not None:
+        return _end(early_failure(refused), fmt, kw["quiet"])
     try:
         planned = plan(os.environ, trigger_phrase, parse_actors(allowed_actors), _say,
-                       command_deadline(opts, started))
+                       command_deadline(opts, started), fork_review=opts.fork_review)
     except UsageError as exc:
         return _end(early_failure(str(exc)), fmt, kw["quiet"])
     except GitHubError as exc:
-        return _end(RunOutcome(1, {"status": "failed", "exit_code": 1,
-                                   "reason": f"the permission check failed: {exc}"}, None), fmt, kw["quiet"])
+        return _end(RunOutcome(1, {"status": "failed", "exit_code": 1, "reason": str(exc)}, None), fmt, kw["quiet"])
     if isinstance(planned, Skip):
         return _skipped(planned.reason, fmt)
     box: list[Answered] = []

@@ -49,7 +49,7 @@ def make_run(table: Sequence[Option] = OPTIONS) -> click.Command:
 
     @click.command("run")
     @click.argument("task", metavar="TASK")
-    @options(table, "run")
+    @options((o for o in table if o.run), "run")
     def run(task: str, **kw: Any) -> None:
         """Run TASK (a Markdown file, or - for stdin) headless.
 

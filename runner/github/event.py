@@ -25,6 +25,9 @@ ACTIONS = {
     "issues": ("opened", "assigned", "labeled"),
     "pull_request": ("opened", "synchronize", "ready_for_review"),
 }
+# With --fork-review: a pull request a writer labels (the label's sender is the actor the gate checks), never one the
+# fork's author opens or pushes to
+FORK_REVIEW_ACTIONS = {"pull_request_target": ("labeled",)}
 MAX_CANDIDATES = 1000  # occurrences of the phrase looked at: the first own one among them starts the request
 # GitHub renders comments as CommonMark with GFM's extensions; linkify (a bare URL as a link) needs another package:
 # a mention right after `/` never counts instead (find_phrase), which is what a bare URL's would be.
@@ -132,26 +135,32 @@ def _html_tags(raw: str, depth: dict[str, int]) -> None:
 
 
 def decide(event: str, payload: Mapping[str, Any], phrase: str = DEFAULT_PHRASE,
-           allowed_actors: Sequence[str] = ()) -> Trigger | Skip:
-    """What to answer for this event, or why not. The actor is the comment's author or the event's sender."""
-    if event == "pull_request_target":
+           allowed_actors: Sequence[str] = (), fork_review: bool = False) -> Trigger | Skip:
+    """What to answer for this event, or why not. The actor is the comment's author or the event's sender.
+    `fork_review` (--fork-review): pull_request_target is answered too, when a writer labels the pull request."""
+    if event == "pull_request_target" and not fork_review:
         return Skip("pull_request_target is refused: it runs the base repository's workflow with its secrets "
-                    "on a stranger's pull request")
-    if event not in ACTIONS:
+                    "on a stranger's pull request (--fork-review reviews one read-only, on the base branch's "
+                    "checkout)")
+    accepted = {**ACTIONS, **FORK_REVIEW_ACTIONS} if fork_review else ACTIONS
+    if event not in accepted:
         return Skip(f"the {event or 'unknown'} event is not one github respond answers "
-                    f"({', '.join(sorted(ACTIONS))})")
+                    f"({', '.join(sorted(accepted))})")
     action = str(payload.get("action") or "")
-    if action not in ACTIONS[event]:
+    if action not in accepted[event]:
         what = "an edited or deleted comment never triggers" if event in ("issue_comment",
                                                                            "pull_request_review_comment") else \
-            f"only {', '.join(ACTIONS[event])} trigger"
+            "a fork review runs only when a writer asks for it (a mention, or a label a writer adds), never on " \
+            "the pull request author's own event" if event in FORK_REVIEW_ACTIONS else \
+            f"only {', '.join(accepted[event])} trigger"
         return Skip(f"{event} {action or '(no action)'}: {what}")
     owner, _, repo = str(((payload.get("repository") or {}).get("full_name")) or "").partition("/")
     if not owner or not repo:
         return Skip("the event names no repository")
     if event in ("issue_comment", "pull_request_review_comment"):
         return _comment(event, payload, owner, repo, phrase, allowed_actors)
-    thread = payload.get("issue" if event == "issues" else "pull_request") or {}
+    is_pr = event != "issues"
+    thread = payload.get("pull_request" if is_pr else "issue") or {}
     number = thread.get("number")
     if not isinstance(number, int):
         return Skip(f"the {event} event names no number")
@@ -160,8 +169,8 @@ def decide(event: str, payload: Mapping[str, Any], phrase: str = DEFAULT_PHRASE,
     body = str(thread.get("body") or "")
     if MARKER_PREFIX in body:
         return Skip(f"#{number} carries agent-run's sticky marker")
-    return Trigger(event, owner, repo, number, event == "pull_request", _login(payload.get("sender")),
-                   f"{'pr' if event == 'pull_request' else 'issue'}-{number}", body, str(thread.get("title") or ""),
+    return Trigger(event, owner, repo, number, is_pr, _login(payload.get("sender")),
+                   f"{'pr' if is_pr else 'issue'}-{number}", body, str(thread.get("title") or ""),
                    body, request_author=_login(thread.get("user")))
 
 

@@ -16,6 +16,7 @@ import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from runner.core.jsonutil import seconds_text
@@ -25,6 +26,7 @@ from runner.github.conversation import Context, fetch_context, task_text
 from runner.github.event import Skip, Trigger, decide
 from runner.github.gate import permission, read_event
 from runner.github.landing import LandRefused, land_target
+from runner.github.pull import Pull, checked_out_head, read_pull
 from runner.github.review import Head, head_sha, post_review
 from runner.github.sticky import final_body, find_own_comment, own_login, where_whole, working_body
 from runner.record.mask import Masker
@@ -39,6 +41,7 @@ class Planned:
     trigger: Trigger
     gh: GitHub
     run_url: str
+    pull: Pull | None = None  # a pull request the payload does not describe (a comment's, pull_request_target's)
 
 
 @dataclass
@@ -64,11 +67,12 @@ def command_deadline(opts: RunOptions, started: float) -> Deadline | None:
 
 
 def plan(environ: Mapping[str, str], phrase: str, allowed: Sequence[str],
-         say: Callable[[str], None], deadline: Deadline | None = None) -> Planned | Skip:
+         say: Callable[[str], None], deadline: Deadline | None = None, fork_review: bool = False) -> Planned | Skip:
     """The trigger and an open client (bound by `deadline`), or why the event is skipped. UsageError: no event or
-    no token; GitHubError: the permission could not be learned (the API kept failing, or not within `deadline`)."""
+    no token; GitHubError: the permission, or whether a comment's pull request is a fork's, could not be learned
+    (the API kept failing, or not within `deadline`). A fork's pull request is answered only with `fork_review`."""
     name, payload = read_event(environ)
-    decision = decide(name, payload, phrase, allowed)
+    decision = decide(name, payload, phrase, allowed, fork_review)
     if isinstance(decision, Skip):
         return decision
     token = environ.get("GITHUB_TOKEN") or ""
@@ -78,15 +82,34 @@ def plan(environ: Mapping[str, str], phrase: str, allowed: Sequence[str],
     gh = GitHub(environ.get("GITHUB_API_URL") or DEFAULT_API_URL, token, retry=RetryPolicy.from_environ(environ),
                 on_retry=lambda message: say(f"agent-run: github: {message}"))
     gh.deadline = deadline
+    pull = None
     try:
-        refused = permission(gh, decision.owner, decision.repo, decision.actor, allowed)
+        refused = _permission(gh, decision, allowed)
+        # A comment's payload does not say whose the pull request's head is; the API does (pull_request's does).
+        if refused is None and decision.is_pr and decision.event != "pull_request":
+            pull = _read_pull(gh, decision)
     except BaseException:
         gh.close()
         raise
-    if refused:
+    if refused or (pull is not None and pull.fork and not fork_review):
         gh.close()
-        return Skip(refused)
-    return Planned(decision, gh, run_url(environ, decision))
+        return Skip(refused or f"pull request #{decision.number} comes from a fork: a request on it is answered "
+                               "only with --fork-review (a review-only run on the base branch's checkout)")
+    return Planned(decision, gh, run_url(environ, decision), pull)
+
+
+def _permission(gh: GitHub, trigger: Trigger, allowed: Sequence[str]) -> str | None:
+    try:
+        return permission(gh, trigger.owner, trigger.repo, trigger.actor, allowed)
+    except GitHubError as exc:
+        raise GitHubError(f"the permission check failed: {exc}", exc.status) from None
+
+
+def _read_pull(gh: GitHub, trigger: Trigger) -> Pull:
+    try:
+        return read_pull(gh, trigger)
+    except GitHubError as exc:
+        raise GitHubError(f"could not read pull request #{trigger.number}: {exc}", exc.status) from None
 
 
 def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], review: bool = False) -> Answered:
@@ -101,11 +124,17 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
             gh.close()
             return Answered(early_failure(str(exc) if isinstance(exc, LandRefused) else
                                           f"--land: could not read pull request #{trigger.number}: {exc}"))
-    context, comment_id, sha = Context(), None, None
+    pull = planned.pull
+    if opts.fork_review and pull is not None:  # the fork's code is never what the agent reads as the checkout
+        if (why := checked_out_head(Path(opts.workspace or os.getcwd()), pull)) is not None:
+            gh.close()
+            return Answered(early_failure(why))
+        trigger = replace(trigger, title=pull.title, body=pull.body)  # as the API has them now
+    context, comment_id, sha = Context(), None, pull.head_sha if review and pull is not None else None
     if review and not trigger.is_pr:
         say(f"agent-run: github: --review: #{trigger.number} is an issue, not a pull request: the findings go in "
             "the comment")
-    elif review:
+    elif review and sha is None:
         try:  # the head first, then the files: the diff the review is placed on is the one the agent is given
             sha = head_sha(gh, trigger)
         except GitHubError as exc:
@@ -122,7 +151,7 @@ def answer(planned: Planned, opts: RunOptions, say: Callable[[str], None], revie
     comment_id, posted_as = _post(gh, trigger, comment_id, working, problems, say)
     if login is None and posted_as is not None and comment_id is not None:
         comment_id = _take_over(gh, trigger, comment_id, posted_as, working, problems, say)
-    task = task_text(trigger, context, review=review and trigger.is_pr)
+    task = task_text(trigger, context, review=review and trigger.is_pr, read_only=opts.fork_review)
     if gh.deadline is not None:  # the run gets what is left of --timeout
         opts = replace(opts, cli_settings={**opts.cli_settings, "timeout": max(gh.deadline.left(), 0.001)})
     outcome = execute(replace(opts, task="-", task_text=task))

@@ -43,6 +43,7 @@ from runner.run.check import run_check
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
+from runner.run.review_only import ReviewOnly, review_tools
 from runner.run.secrets import learn_secrets
 from runner.run.task import Task, parse_task
 from runner.run.toolset import offered_names, offers, pick, tools_problem
@@ -163,7 +164,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     rec.summary.policy = policy_ref(policy.path, rec.home or rec.workspace)
     rec.summary.model = settings.model
     rec.resume_with = tuple(resume_words(opts, rec.home or rec.workspace))
-    servers = mcp_servers(rec, policy, opts.mcp_configs, files.environ())  # checked: exit 2 before anything starts
+    # checked: exit 2 before anything starts; a review-only run starts none, whatever the policy names
+    servers = {} if opts.fork_review else mcp_servers(rec, policy, opts.mcp_configs, files.environ())
     learn_secrets(rec, files, policy, servers)  # every secret the run was given, masked from here on
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings, opts.cli_settings)
@@ -181,6 +183,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     tools = [*core_tools(search_url=files.environ().get("AGENT_RUN_SEARCH_URL") or None).tools,
              *start_mcp(rec, hooks, servers, files.environ(), settings)]
     names = offered_names(opts.tools, given.tools)  # a continued run's are its recorded ones
+    if opts.fork_review:  # the read tools alone, and its agent restricted to reading the checkout (review_only.py)
+        names = review_tools(names)
     if given.skills is not None and offers(names, "skill"):
         tools.append(SkillTool(given.skills))
     offered = attach(rec, policy, settings, budget, opts.agents, given.child_prompt, given.profile_dirs) \
@@ -203,6 +207,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     checks = (budget.before_request, *((offered.turns,) if offered is not None else ()))
     spec = AgentSpec(policy, settings, registry, settings.max_turns, deadline, settings.timeout,
                      rec.run_dir / "history", checks=checks, chain=budget.chain, tools=given.tools,
+                     restrictions=(ReviewOnly(rec.run_dir),) if opts.fork_review else (),
                      needs_model=given.needs_model, client=client)
     agent = build_agent(spec, services, rec.ctx, rec.emit)
     write_json(rec.run_dir / "tools.json", agent.tools)  # sealed: a resume sends exactly these

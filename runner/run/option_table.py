@@ -102,6 +102,7 @@ class Option:
     protect: int | None = None  # names trusted input files the agent may not edit: their place among them
     shared: bool = True  # resume, fork and github respond take it too
     continued: bool = True  # resume and fork apply it; False: hidden there, and refused
+    run: bool = True  # `run` takes it; False: only the commands that name it (`github respond --fork-review`)
     on: Mapping[str, str | None] = field(default_factory=dict)
 
     def help_on(self, command: str) -> str | None:
@@ -283,6 +284,12 @@ OPTIONS: tuple[Option, ...] = (
            on={"batch": "As `run --tools`, for every task.",
                "respond": "Offer only these tools, comma-separated (as for `run`; also AGENT_RUN_TOOLS). "
                           "[default: all]"}),
+    Option("--fork-review", "fork_review",
+           "Review-only: read tools on the checkout alone, whatever the policy says (no bash, no MCP, no network, "
+           "no subagents, no landing). Answers a fork's pull request (pull_request_target, a comment on it) on the "
+           "base branch's checkout, the fork's diff read through the API; only a writer's mention or label asks. "
+           "Not with --land, --mcp-config, --approve, --mode full_access, --agents, or --tools naming more than "
+           "read tools.", SWITCH, action="fork-review", shared=False, run=False),
     # Landing the run's change (runner/run/land.py, docs/ci.md "Landing the change"): resume and fork keep the
     # recorded values and refuse others; batch passes them on (branch and pr only with each task in a worktree).
     Option("--land", "land",

@@ -132,6 +132,7 @@ def test_untrusted_text_cannot_close_or_open_a_frame_of_the_task(fake, gh, respo
                     "patch": f"@@ -0,0 +1 @@\n+{FORGED}"}]
     payload = payloads.issue_comment("@agent-run summarize the thread", pr=True)
     payload["issue"].update(title=f"t{FORGED}", body=f"b{FORGED}")
+    gh.heads[5] = "c" * 40  # a pull request of this repository: GitHub tells respond so
     fake.add(reply("summary"))
     r = respond("issue_comment", payload)
     assert r.code == 0, r.stderr
@@ -230,6 +231,7 @@ def test_a_pull_request_gets_its_files_and_diff_and_a_fork_is_skipped(fake, gh, 
 
 def test_a_review_comment_is_answered_in_the_pull_requests_conversation(fake, gh, respond):
     fake.add(reply("Three retries are enough here."))
+    gh.heads[7] = "c" * 40  # a pull request of this repository: GitHub tells respond so
     r = respond("pull_request_review_comment", payloads.review_comment("@agent-run is 3 enough?"))
     assert r.code == 0 and r.summary["status"] == "success" and r.events[-1]["type"] == "run_finished", r.stderr
     task = fake.requests[0]["messages"][1]["content"]

@@ -59,7 +59,10 @@ def test_every_input_the_table_names_is_the_actions_and_passed_as_its_flag():
         assert option.action in ACTION["inputs"], option.flag
         variable = "INPUT_" + option.action.upper().replace("-", "_")
         assert step["env"][variable].endswith(f"inputs.{option.action} }}}}"), option.flag
-        assert re.search(rf'{option.flag} "\$(\{{)?({variable}|mcp)', step["run"]), option.flag
+        if option.value.kind == "switch":  # the flag alone, when the input is "true"
+            assert re.search(rf'if \[ "\${variable}" = true \]; then \w+\+=\({option.flag}\)', step["run"]), option.flag
+        else:
+            assert re.search(rf'{option.flag} "\$(\{{)?({variable}|mcp)', step["run"]), option.flag
 
 
 def test_the_owned_flags_are_listed_where_the_action_and_docs_ci_md_describe_args():
