@@ -1,0 +1,184 @@
+"""Lifecycle hooks (issue 45, docs/hooks.md) through the real CLI against the scripted model server: the policy's
+`hooks` section in Claude Code's shape; hooks only narrow; they run as their own principal in the sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.openai_server import reply
+
+# Claude Code's own example of a PreToolUse guard, as its docs print it: it reads tool_input.command from stdin
+# and exits 2 with the reason on stderr.
+CLAUDE_GUARD = """\
+import json, sys
+data = json.load(sys.stdin)
+command = data.get("tool_input", {}).get("command", "")
+if data.get("tool_name") == "bash" and "rm " in command:
+    print("Use trash instead of rm", file=sys.stderr)
+    sys.exit(2)
+sys.exit(0)
+"""
+
+
+def _policy(tmp_path: Path, hooks: dict, rules: list | None = None) -> str:
+    path = tmp_path / "policy.jsonc"
+    path.write_text(json.dumps({"extends": "default", "permission": {"rules": rules or [
+        {"domain": "bash", "pattern": "*", "decision": "allow"},
+        {"domain": "edit", "pattern": "**", "decision": "allow"}]}, "hooks": hooks}))
+    return str(path)
+
+
+def _script(workspace: Path, name: str, text: str) -> str:
+    (workspace / "hooks").mkdir(exist_ok=True)
+    (workspace / "hooks" / name).write_text(text)
+    return f"python3 hooks/{name}"
+
+
+def _tool_messages(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def test_a_claude_code_guard_exiting_2_blocks_an_allowed_bash_call_and_the_model_sees_why(
+        fake, workspace, agent_run, tmp_path):
+    guard = _script(workspace, "guard.py", CLAUDE_GUARD)
+    (workspace / "keep.txt").write_text("x")
+    policy = _policy(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": guard}]}]})
+    fake.add(reply(calls=[("bash", {"command": "rm keep.txt"}), ("bash", {"command": "echo fine"})]), reply("done"))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 3, r.stderr  # a hook's refusal is the call's denial
+    assert (workspace / "keep.txt").exists()
+    refused, ran = _tool_messages(fake.requests[1])
+    assert "Use trash instead of rm" in refused and "PreToolUse hook" in refused
+    assert ran.strip().startswith("fine")
+    finished = r.of_type("hook_finished")
+    assert [(h["event"], h["exit_code"], h["decision"]) for h in finished] == [("PreToolUse", 2, "block"),
+                                                                             ("PreToolUse", 0, None)]
+    denial, = r.summary["denials"]
+    assert denial["call_id"] == "call_1_0"
+    assert r.summary["tool_calls"] == 2  # hooks are not tool calls
+
+
+def test_a_hooks_allow_does_not_run_a_call_the_policy_denies(fake, workspace, agent_run, tmp_path):
+    allow = _script(workspace, "allow.py", "import json\nprint(json.dumps({'hookSpecificOutput': "
+                    "{'hookEventName': 'PreToolUse', 'permissionDecision': 'allow'}}))\n")
+    policy = _policy(tmp_path, {"PreToolUse": [{"matcher": ".*", "hooks": [{"type": "command", "command": allow}]}]},
+                     rules=[{"domain": "bash", "pattern": "echo *", "decision": "allow"},
+                            {"domain": "bash", "pattern": "touch *", "decision": "deny"}])
+    fake.add(reply(calls=[("bash", {"command": "touch made.txt"}), ("bash", {"command": "echo hi"})]), reply("ok"))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 3, r.stderr
+    assert not (workspace / "made.txt").exists()
+    assert "policy denies" in _tool_messages(fake.requests[1])[0]
+    allowed, = r.of_type("hook_finished")  # the denied call's hooks never run: only narrowing is theirs
+    assert allowed["call_id"] == "call_1_1" and allowed["decision"] == "allow"
+
+
+FORMATTER = """\
+import json, sys
+data = json.load(sys.stdin)
+path = data["tool_input"]["file_path"]
+with open(path) as f:
+    text = f.read()
+with open(path, "w") as f:
+    f.write(text.upper())
+print(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse",
+                                         "additionalContext": "formatted " + data["claude_tool_name"]}}))
+"""
+
+
+def test_a_post_tool_use_formatter_changes_the_file_and_its_context_reaches_the_next_request(
+        fake, workspace, agent_run, tmp_path):
+    formatter = _script(workspace, "fmt.py", FORMATTER)
+    policy = _policy(tmp_path, {"PostToolUse": [{"matcher": "Write|Edit",
+                                                 "hooks": [{"type": "command", "command": formatter}]}]})
+    fake.add(reply(calls=[("write", {"path": "a.txt", "content": "hello\n"})]), reply("done"))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 0, r.stderr
+    assert (workspace / "a.txt").read_text() == "HELLO\n"
+    message, = _tool_messages(fake.requests[1])
+    assert message.endswith("formatted Write")
+
+
+def test_a_hook_that_hangs_is_killed_at_its_timeout_and_the_call_goes_on(fake, workspace, agent_run, tmp_path):
+    policy = _policy(tmp_path, {"PreToolUse": [{"hooks": [{"type": "command", "command": "sleep 60",
+                                                           "timeout": 1}]}]})
+    fake.add(reply(calls=[("bash", {"command": "echo ran"})]), reply("done"))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 0, r.stderr
+    failed, = [w for w in r.of_type("warning") if w["code"] == "hook_failed"]
+    assert "killed at its timeout (1s)" in failed["message"]
+    finished, = r.of_type("hook_finished")
+    assert finished["exit_code"] is None and finished["duration_s"] < 30
+    assert _tool_messages(fake.requests[1])[0].startswith("ran")
+
+
+PROBE = """\
+import json, os, socket, sys
+port = int(sys.argv[1])
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=3).close()
+    net = "reached"
+except OSError:
+    net = "unreachable"
+key = os.environ.get("OPENAI_API_KEY", "absent")
+print(json.dumps({"hookSpecificOutput": {"additionalContext": f"net={net} key={key} home={os.environ['HOME']}"}}))
+"""
+
+
+@pytest.mark.usefixtures("sandbox_available")
+def test_a_hook_cannot_reach_the_network_or_read_the_api_key(fake, workspace, agent_run, tmp_path):
+    port = fake.base_url.split(":")[-1].split("/")[0]
+    probe = _script(workspace, "probe.py", PROBE) + f" {port}"
+    policy = _policy(tmp_path, {"PostToolUse": [{"hooks": [{"type": "command", "command": probe}]}]})
+    fake.add(reply(calls=[("bash", {"command": "echo x"})]), reply("done"))
+    r = agent_run("--sandbox", "required", "--policy", policy, "task.md")
+    assert r.code == 0, r.stderr
+    message, = _tool_messages(fake.requests[1])
+    assert "net=unreachable key=absent" in message
+    assert "sk-test" not in message and f"home={workspace}" not in message
+
+
+def test_policy_check_locates_each_problem_of_the_hooks_section(tmp_path):
+    from click.testing import CliRunner
+
+    from runner.cli.group import cli
+
+    text = ('{\n  "hooks": {\n'
+            '    "PreToolUse": [{"matcher": "(bash", "hooks": [{"type": "command", "command": "ok"}]}],\n'
+            '    "Stop": [{"hooks": [{"type": "command", "command": "make test"}]}],\n'
+            '    "OnAnswer": []\n  }\n}\n')
+    path = tmp_path / "p.jsonc"
+    path.write_text(text)
+    result = CliRunner().invoke(cli, ["policy", "check", str(path)])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    rows = text.splitlines()
+    at = [[str(n), str(rows[n - 1].index(needle) + 1)] for n, needle in ((3, '"(bash"'), (4, '"make test"'),
+                                                                         (5, '"OnAnswer"'))]
+    assert [line.split(": ", 1)[0].rsplit(":", 2)[1:] for line in lines] == at
+    assert "invalid regex '(bash'" in lines[0] and "`make` runs what a workspace manifest declares" in lines[1]
+    assert "unknown key 'OnAnswer' in hooks" in lines[2]
+
+
+def test_hooks_of_an_extended_policy_run_first_and_an_untrusted_tasks_hooks_are_ignored(
+        fake, workspace, agent_run, tmp_path):
+    base = tmp_path / "base.jsonc"
+    base.write_text(json.dumps({"extends": "default", "hooks": {"PreToolUse": [
+        {"hooks": [{"type": "command", "command": "echo base"}]}]}}))
+    policy = tmp_path / "policy.jsonc"
+    policy.write_text(json.dumps({"extends": str(base), "permission": {"rules": [
+        {"domain": "bash", "pattern": "*", "decision": "allow"}]}, "hooks": {"PreToolUse": [
+            {"hooks": [{"type": "command", "command": "echo own"}]}]}}))
+    (workspace / "task-policy.jsonc").write_text(json.dumps({"permission": {"rules": [
+        {"domain": "bash", "pattern": "*", "decision": "allow"}]}, "hooks": {"PreToolUse": [
+        {"hooks": [{"type": "command", "command": "exit 2"}]}]}}))
+    (workspace / "task.md").write_text("---\npolicy: task-policy.jsonc\n---\nDo it.\n")
+    fake.add(reply(calls=[("bash", {"command": "echo ran"})]), reply("done"))
+    r = agent_run("--policy", str(policy), "task.md")
+    assert r.code == 0, r.stderr
+    assert [h["command"] for h in r.of_type("hook_started")] == ["echo base", "echo own"]
+    ignored, = [w for w in r.of_type("warning") if w["code"] == "hooks_ignored"]
+    assert "task-policy.jsonc" in ignored["message"] and "hooks section is ignored" in r.stderr
