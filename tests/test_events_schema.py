@@ -20,6 +20,8 @@ from runner.core.events import (
     Compaction,
     Event,
     GuardWarning,
+    HookFinished,
+    HookStarted,
     Land,
     McpServerFailed,
     McpServerStarted,
@@ -74,7 +76,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 22
+    assert len(types_) == len(EVENTS) == 24
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -195,6 +197,11 @@ def examples(run_id: str) -> list[Event]:
         CheckStarted(call_id="check", command="pytest -q"),
         CheckFinished(call_id="check", command="pytest -q", ok=False, error_type="CommandFailed", exit_code=1,
                       duration_s=2.5, output_tail="1 failed", output_path="spill/check.txt"),
+        HookStarted(event="PreToolUse", matcher="Bash", command="scripts/guard.sh", call_id="call_1_0"),
+        HookFinished(event="PreToolUse", matcher="Bash", command="scripts/guard.sh", call_id="call_1_0", exit_code=2,
+                     duration_s=0.1, decision="block", reason="use trash", error=None, output_tail="use trash"),
+        HookFinished(event="Stop", matcher="", command="make -q", call_id=None, exit_code=None, duration_s=60.0,
+                     decision=None, reason=None, error="killed at its timeout (60s)", output_tail=None),
         ModelFallback(turn=3, from_model="gpt-4o", to_model="gpt-4o-mini", reason="HTTP 503 after 3 retries"),
         Land(mode="pr", branch="agent-run/task", commit="c" * 40, remote="https://github.com/octo/hello",
              pull_request={"number": 12, "url": "https://github.com/octo/hello/pull/12"}, refused=None, reason=None),

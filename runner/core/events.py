@@ -325,6 +325,36 @@ class CheckFinished(Event):
 
 
 @dataclass(frozen=True)
+class HookStarted(Event):
+    """A lifecycle hook of the policy (docs/hooks.md) starting: the workflow's own program, not a tool call (not
+    counted in `tool_calls`, seen by no guard). `call_id`: the call it judges (PreToolUse, PostToolUse), else null."""
+
+    type: ClassVar[str] = "hook_started"
+    event: str  # PreToolUse | PostToolUse | Stop | SubagentStop | SessionStart
+    matcher: str
+    command: str
+    call_id: str | None
+
+
+@dataclass(frozen=True)
+class HookFinished(Event):
+    """A hook's end and what it decided: `decision` allow | deny | ask | block | stop, or null (it went on as
+    decided; a failure says so in `error` and, onError deny aside, changes nothing)."""
+
+    type: ClassVar[str] = "hook_finished"
+    event: str
+    matcher: str
+    command: str
+    call_id: str | None
+    exit_code: int | None  # null: it did not start, or was killed
+    duration_s: float
+    decision: str | None
+    reason: str | None  # what the model is told (a block's), masked like every event
+    error: str | None  # why it failed: a timeout, another exit, unreadable output
+    output_tail: str | None  # its stdout and stderr's last lines
+
+
+@dataclass(frozen=True)
 class ModelFallback(Event):
     """The requested model's server kept failing (retries exhausted on a server error, timeout or overload):
     the run goes on with the next model of --fallback-model, and stays on it."""

@@ -27,6 +27,7 @@ from runner.engine.call import CallEnv, bind_hooks
 from runner.engine.loop import Check, Limits
 from runner.engine.recorder import Recording
 from runner.engine.settings import Settings, model_params
+from runner.engine.workflow_hooks import WorkflowHooks
 from runner.guards.base import Guard
 from runner.guards.budget import Budget
 from runner.guards.denials import DenialGuard
@@ -97,6 +98,7 @@ class Services:
     rerun: list[str]  # the rerun's words after `agent-run`, the task last
     edits: EditObserver | None = None
     delegations: Delegations | None = None  # None: subagents are off
+    hooks: WorkflowHooks | None = None  # the trusted policy's lifecycle hooks (None: it has none)
     # Set at the first reply with tool_calls any agent of the run receives (a continued run's: when its record holds
     # one): from then on `--text-tool-calls auto` reads no call in any agent's text (runner/model/text_calls.py).
     structured: threading.Event = field(default_factory=threading.Event)
@@ -137,7 +139,7 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
     env = CallEnv(spec.registry, spec.policy, ctx, rec.run_id, rec.run_dir, services.rerun, guards,
                   before_edit=services.edits.before_edit if services.edits is not None else None, home=rec.home,
                   restrict=(parts[0] if len(parts) == 1 and spec.info is None else AllOf(parts)) if parts else None,
-                  agent=spec.info)
+                  agent=spec.info, hooks=services.hooks)
     bind_hooks(env, emit)
     tools = spec.registry.specs() if spec.tools is None else spec.tools
     model = (spec.client or _model(spec, ctx)) if spec.needs_model else None

@@ -30,8 +30,10 @@ from runner.core.events import (
     call_ref,
 )
 from runner.core.jsonutil import canonical, sha256_text
+from runner.core.outcome import Failed
 from runner.core.shown import shown, shown_obj
 from runner.engine.hooks import AfterCall
+from runner.engine.workflow_hooks import Judged, WorkflowHooks, claude_input, pre_tool_use
 from runner.guards.base import CallRecord, Guard
 from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.egress import Verdict, net_verdict
@@ -71,6 +73,7 @@ class CallEnv:
     home: Path | None = None  # where printed commands are run from (the workspace; a worktree run's origin)
     restrict: Restricting | None = None  # a loaded skill's allowed-tools; a child's: AllOf profile's, parent's
     agent: dict[str, Any] | None = None  # a subagent's {id, name, parent_call_id, depth}; None: the run's own
+    hooks: WorkflowHooks | None = None  # the policy's lifecycle hooks (runner/engine/workflow_hooks.py)
 
 
 @dataclass
@@ -86,6 +89,7 @@ class Begun:
     edits: list[Path] = field(default_factory=list)  # files an edit-domain call may change (before_edit)
     denied: bool = False
     result: ToolOutput | ToolError | None = None
+    hooks: list[dict[str, Any]] = field(default_factory=list)  # the hooks that judged it, for its audit line
 
     @property
     def call_id(self) -> str:
@@ -127,6 +131,12 @@ def begin(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: 
         if denial is not None:
             begun.denied = True
             raise _denial_error(decision, denial)
+        if env.hooks is not None and env.hooks.any("PreToolUse") and not env.hooks.skip_pre:
+            judged = pre_tool_use(env.hooks, tool, args, begun.call_id, env.agent, decision, emit, env.ctx)
+            begun.hooks = judged.hooks
+            if judged.refusal is not None:
+                begun.denied = True
+                raise _hook_refusal(env, begun.call_id, begun.name, decision, judged, emit)
         tool.reserve(args, env.ctx, begun.call_id)
     except ToolError as err:
         begun.result = err
@@ -163,6 +173,8 @@ def finish(begun: Begun, result: ToolOutput | ToolError, env: CallEnv, emit: Emi
             content = env.admit(content, begun.name)
         except ToolError as err:  # refused whole, never cut (runner/context/window.py)
             result, content = err, shown(canonical(err.payload()))
+    if env.hooks is not None and env.hooks.any("PostToolUse"):
+        content = post_tool_use(env.hooks, begun, result, content, env, emit)
     error_type = None if isinstance(result, ToolOutput) else result.type
     call_id, name = begun.call_id, begun.name
     record = CallRecord(call_id, name, begun.raw_args, fingerprint(name, begun.raw_args), begun.denied, error_type,
@@ -336,3 +348,56 @@ def _denial_error(d: CallDecision, denial: dict[str, Any]) -> ToolError:
     return ToolError("ApprovalRequired",
                      f"{deciding.target.domain} on {deciding.target.target} needs approval, and nobody can approve "
                      "in a headless run; do not retry it", replay=denial["rerun"], **common)
+
+
+def post_tool_use(hooks: WorkflowHooks, begun: Begun, result: ToolOutput | ToolError, content: str, env: CallEnv,
+                  emit: Emit) -> str:
+    """The call's PostToolUse hooks (its effects stay): their context, or a block's reason, appended to this call's
+    tool message — never a user message between one reply's tool messages, which strict servers refuse —, cut to
+    the truncation limits. They may write only the paths this call was allowed to edit."""
+    tool = begun.tool
+    if tool is None:  # a call that never ran (malformed, refused, denied) has no PostToolUse
+        return content
+    response = {"ok": isinstance(result, ToolOutput), "content": content,
+                "error_type": None if isinstance(result, ToolOutput) else result.type}
+    judged = hooks.judge("PostToolUse", (tool.name, *tool.aliases),
+                         {**claude_input(tool, begun.args, env.ctx.workspace), "tool_response": response,
+                          "call_id": begun.call_id, "agent": env.agent}, emit, env.ctx.cancel, begun.call_id,
+                         writable=begun.edits)
+    begun.hooks = [*begun.hooks, *judged.hooks]
+    if judged.stop is not None:
+        raise Failed(f"a PostToolUse hook stopped the run: {judged.stop}")
+    added = [f"[agent-run: a PostToolUse hook blocked: {judged.reason}]" if judged.refusal else None,
+             f"[PostToolUse hook context]\n{judged.context}" if judged.context else None]
+    text = "\n\n".join(a for a in added if a)
+    if not text:
+        return content
+    limit = env.ctx.truncation.max_bytes
+    raw = text.encode("utf-8")
+    if len(raw) > limit:
+        text = raw[:limit].decode("utf-8", "ignore") + "\n[… the hook's output was cut at the truncation limit]"
+    return f"{content}\n\n{text}"
+
+
+def _hook_refusal(env: CallEnv, call_id: str, tool: str, d: CallDecision, judged: Judged, emit: Emit) -> ToolError:
+    """A PreToolUse hook narrowed the policy's allow: recorded as the call's denial (a second permission_decision:
+    deny, its policy_decision the hook's deny or ask, the replay that runs the hook again), told to the model."""
+    ask = judged.refusal == "ask"
+    where = run_ref(env.run_dir, env.home or env.ctx.workspace) if env.run_dir else None
+    replay = command("replay", where, "--call", call_ref(env.agent, call_id), "--approve") if where else None
+    first = judged.hooks[0] if judged.hooks else {}
+    refusing = next((h for h in judged.hooks if h["decision"] in ("deny", "ask", "block")), first)
+    pattern = str(refusing.get("command", ""))
+    rule = {"file": "<PreToolUse hook>", "index": 0, "line": 0, "domain": d.domain, "pattern": pattern,
+            "decision": "ask" if ask else "deny"}
+    approve = [f"{t.target.domain}:{exact_pattern(t.target.target)}" for t in d.targets]
+    emit(PermissionDecision(
+        eventId=uuid.uuid4().hex, sessionId=env.run_id, mode=d.mode, decision="deny", permissionDomain=d.domain,
+        targets=[_placed(t.describe(), env) for t in d.targets], rulePattern=pattern, timestamp=utc_now(),
+        call_id=call_id, tool=tool, policy_decision="ask" if ask else "deny", rule=rule, replay=replay,
+        approve=approve, rerun=None, risk=d.risk, approval_scope="policy"))
+    reason = judged.reason or "refused by a hook"
+    if ask:
+        return ToolError("ApprovalRequired", f"a PreToolUse hook asks for approval of this call ({reason}), and "
+                         "nobody can approve in a headless run; do not retry it", replay=replay, hook=pattern)
+    return ToolError("ToolNotAllowed", f"a PreToolUse hook refused this call: {reason}", hook=pattern)

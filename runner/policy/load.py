@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 from runner.core.inputfile import InputRefused, read_input_text
 from runner.policy.domains import DOMAINS
+from runner.policy.hooks import hook_errors, merged_hooks
 from runner.policy.jsonc import Located, PolicyError, parse
 from runner.policy.limits import HARD_LIMIT
 from runner.policy.match import compile_pattern, compile_rule_pattern
@@ -151,6 +152,7 @@ def check_policy(spec: str) -> list[PolicyError]:
     errors = schema_errors(located, str(path))
     for section in ("permission", "risk"):
         errors += _pattern_errors(located, str(path), section)
+    errors += hook_errors(located, str(path))
     if errors:
         return sorted(errors, key=lambda e: (e.line, e.col))
     try:
@@ -343,6 +345,8 @@ def _load_chain(path: Path, seen: tuple[Path, ...], option: str = "--policy") ->
     own_sections = {k: v for k, v in data.items() if k not in _NOT_SECTIONS}
     own_sections["permission"] = {k: v for k, v in data.get("permission", {}).items() if k != "rules"}
     sections = _merge(base.sections if base else {}, own_sections)
+    if base is not None and "hooks" in base.sections and "hooks" in data:
+        sections["hooks"] = merged_hooks(base.sections["hooks"], data["hooks"])
     if (wrong := _pattern_errors(located, file, "risk")):
         raise wrong[0]
     base_risk = base.sections.get("risk") if base else None

@@ -40,6 +40,7 @@ from runner.report.findings import keep_findings, record_findings
 from runner.run.budgets import budget_for
 from runner.run.changes import ChangeRecord
 from runner.run.check import run_check
+from runner.run.hooks import workflow_hooks
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
@@ -104,7 +105,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     trusted = task_is_trusted(task_path, rec.workspace)
     rec.lifecycle.sections({"title": task.title, "task_trusted": trusted,
                             "task_file": portable(task_path, rec.workspace) if task_path else "-"})
-    policy = _load_policy(opts, files, task.policy, trusted)
+    policy = _load_policy(opts, files, task.policy, trusted, rec)
     settings = _settings(opts, files, policy, task.overrides, trusted, rec)
     try:
         instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt, opts.system_prompt)
@@ -201,7 +202,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     denials = hooks.guards[0]
     assert isinstance(denials, DenialGuard)
     services = Services(rec, budget, denials, rerun, edits=tracker,
-                        delegations=offered.shared if offered is not None else None)
+                        delegations=offered.shared if offered is not None else None,
+                        hooks=workflow_hooks(rec, policy))
     if given.structured:
         services.structured.set()
     checks = (budget.before_request, *((offered.turns,) if offered is not None else ()))
@@ -352,16 +354,23 @@ def _read_task(spec: str, run_dir: Path, given: str | None = None) -> tuple[Task
     return parse_task(text, spec, path.name if path else "stdin"), path
 
 
-def _load_policy(opts: RunOptions, files: EnvFiles, from_task: str | None, trusted_task: bool) -> Policy:
+def _load_policy(opts: RunOptions, files: EnvFiles, from_task: str | None, trusted_task: bool,
+                 rec: Recording) -> Policy:
     """A trusted task's front matter names the policy (below the flag); an untrusted task's policy
-    only narrows the trusted one (flag, environment, or `default`)."""
+    only narrows the trusted one (flag, environment, or `default`): its hooks are ignored, with a warning."""
     environ = files.environ()
     spec = opts.policy or (from_task if trusted_task else None) or environ.get("AGENT_RUN_POLICY")
     option = "--policy" if opts.policy else "the task's policy" if spec == from_task else "AGENT_RUN_POLICY"
     try:
         policy = load_policy(spec or "default", opts.approvals, option=option)
         if from_task and not trusted_task:
-            policy = policy.narrowed(load_policy(from_task, option="the task's policy"))
+            own = load_policy(from_task, option="the task's policy")
+            policy = policy.narrowed(own)
+            if own.sections.get("hooks"):
+                message = (f"the task's policy {from_task} is not trusted configuration: its hooks section is "
+                           "ignored (hooks come only from a policy the workflow names, or one it extends)")
+                print(f"agent-run: warning: {message}", file=sys.stderr)
+                rec.emit(RunWarning(code="hooks_ignored", message=message))
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
     return policy.with_mode(opts.mode) if opts.mode else policy

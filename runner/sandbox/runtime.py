@@ -149,6 +149,17 @@ class Sandbox:
             readable=(*base.readable, *readable), writable=(*base.writable, *writable), environ=base.environ,
             python_prefixes=base.python_prefixes, overlays=base.overlays))
 
+    def principal_layout(self, scratch: Path, writable: list[Path], workspace_writable: bool) -> Layout | None:
+        """The view of another principal of the run (a lifecycle hook): the policy's filesystem view with its own
+        HOME and TMPDIR (`own_scratch`), the workspace read-only unless `workspace_writable`, `writable` besides."""
+        if not self.active or self.base is None:
+            return None
+        base = self.base
+        return build_layout(LayoutInput(
+            workspace=base.workspace, scratch=scratch, protected=base.protected, readable=base.readable,
+            writable=(*base.writable, *writable) if workspace_writable else tuple(writable), environ=base.environ,
+            python_prefixes=base.python_prefixes, workspace_writable=workspace_writable, overlays=base.overlays))
+
     def own_scratch(self, name: str) -> Path | None:
         """A fresh HOME and TMPDIR for one more principal (an MCP stdio server): one principal, one home. It
         lives in the runner's private dir, so neither the commands nor another server can see it, and starts

@@ -1,0 +1,103 @@
+"""The run's lifecycle hooks (runner/engine/workflow_hooks.py), built once from the trusted policy, and the one way
+their programs run: `bash -c` in the workspace, inside the run's sandbox as their own principal — their own HOME
+and TMPDIR (as MCP servers and the runner's git have: the agent must not plant a `usercustomize.py` or a
+`.gitconfig` the judge then runs), the scrubbed environment (no API key, no job token), no network, the workspace
+read-only unless the entry says `writes` (a PostToolUse hook may write the paths its call was allowed to edit) —,
+their JSON input on stdin, killed at their timeout (within the run's clock) or with the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from runner.engine.recorder import Recording
+from runner.engine.workflow_hooks import HookRun, WorkflowHooks
+from runner.policy.hooks import HookCommand, hook_entries
+from runner.policy.model import Policy
+from runner.sandbox.runtime import Sandbox
+from runner.tools.base import Cancel
+from runner.tools.env import scrubbed_env
+
+OUTPUT_CAP = 1 << 20  # what is read of a hook's stdout, and of its stderr (their last bytes)
+
+
+def workflow_hooks(rec: Recording, policy: Policy) -> WorkflowHooks | None:
+    """The hooks of `policy` (None: it has none). `policy` is the trusted one: a task's own policy only narrows the
+    rules (runner/policy/model.py narrowed), its sections, hooks included, are never read."""
+    entries = hook_entries(policy.sections)
+    if not entries:
+        return None
+    return WorkflowHooks(entries, HookProcessRunner(rec), rec.run_id, rec.run_dir / "events.jsonl", rec.workspace)
+
+
+class HookProcessRunner:
+    """Runs hook programs for one run (runner/engine/workflow_hooks.py HookProcess)."""
+
+    def __init__(self, rec: Recording) -> None:
+        self.workspace = rec.workspace
+        box = rec.ctx.sandbox
+        self.box = box if isinstance(box, Sandbox) and box.active else None
+        own = self.box.own_scratch("hooks") if self.box is not None else None
+        if own is None:  # no sandbox: a HOME and TMPDIR of their own all the same, removed with the run
+            own = Path(tempfile.mkdtemp(prefix="agent-run-hooks-"))
+            for sub in ("home", "tmp"):
+                (own / sub).mkdir()
+            rec.lifecycle.on_close(lambda: shutil.rmtree(own, ignore_errors=True))
+        self.scratch = own
+
+    def __call__(self, command: HookCommand, payload: str, cancel: Cancel, writable: Sequence[Path]) -> HookRun:
+        started = time.monotonic()
+        left = cancel.remaining()
+        timeout = command.timeout_s if left is None else min(command.timeout_s, left)
+        env = scrubbed_env(os.environ)
+        env.update(HOME=str(self.scratch / "home"), TMPDIR=str(self.scratch / "tmp"),
+                   CLAUDE_PROJECT_DIR=str(self.workspace), AGENT_RUN_HOOK="1")
+        argv = ["bash", "-c", command.command]
+        if self.box is not None:
+            layout = self.box.principal_layout(self.scratch, list(writable), command.writes)
+            argv, env = self.box.wrap(argv, env, layout=layout, share_net=False, proxy=None)
+        with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            stdin.write(payload.encode("utf-8"))
+            stdin.seek(0)
+            code, failure = _run(argv, env, self.workspace, timeout, cancel, stdin, out, err)
+            return HookRun(code, _read(out), _read(err), time.monotonic() - started, failure)
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float, cancel: Cancel, stdin: IO[bytes],
+         out: IO[bytes], err: IO[bytes]) -> tuple[int | None, str | None]:
+    """(its exit code, or None; why it failed to run, or None). Its whole process group dies when it ends."""
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        with cancel.starting_process() as track:
+            try:
+                proc = subprocess.Popen(argv, cwd=cwd, stdin=stdin, stdout=out, stderr=err, env=env,
+                                        start_new_session=True)
+            except OSError as exc:
+                return None, f"cannot start: {exc}"
+            track(proc.pid)
+        if not cancel.wait(proc, timeout):
+            return None, "the run is stopping" if cancel.stopping() else f"killed at its timeout ({timeout:g}s)"
+        return proc.returncode, None
+    finally:
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what it left running in the background dies with it
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+            cancel.forget(proc.pid)
+
+
+def _read(file: IO[bytes]) -> str:
+    file.seek(0, os.SEEK_END)
+    size = file.tell()
+    file.seek(max(0, size - OUTPUT_CAP))
+    return file.read().decode("utf-8", "replace")
