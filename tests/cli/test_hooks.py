@@ -13,11 +13,11 @@ from tests.fakes.openai_server import reply
 # Claude Code's own example of a PreToolUse guard, as its docs print it: it reads tool_input.command from stdin
 # and exits 2 with the reason on stderr.
 CLAUDE_GUARD = """\
-import json, sys
+import json, re, sys
 data = json.load(sys.stdin)
 command = data.get("tool_input", {}).get("command", "")
-if data.get("tool_name") == "bash" and "rm " in command:
-    print("Use trash instead of rm", file=sys.stderr)
+if re.search(r"\\bgrep\\b(?!.*\\|)", command):
+    print("Use 'rg' (ripgrep) instead of 'grep' for better performance and features", file=sys.stderr)
     sys.exit(2)
 sys.exit(0)
 """
@@ -44,14 +44,14 @@ def _tool_messages(request: dict) -> list[str]:
 def test_a_claude_code_guard_exiting_2_blocks_an_allowed_bash_call_and_the_model_sees_why(
         fake, workspace, agent_run, tmp_path):
     guard = _script(workspace, "guard.py", CLAUDE_GUARD)
-    (workspace / "keep.txt").write_text("x")
     policy = _policy(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": guard}]}]})
-    fake.add(reply(calls=[("bash", {"command": "rm keep.txt"}), ("bash", {"command": "echo fine"})]), reply("done"))
+    fake.add(reply(calls=[("bash", {"command": "grep -r x . > found.txt"}), ("bash", {"command": "echo fine"})]),
+             reply("done"))
     r = agent_run("--policy", policy, "task.md")
     assert r.code == 3, r.stderr  # a hook's refusal is the call's denial
-    assert (workspace / "keep.txt").exists()
+    assert not (workspace / "found.txt").exists()
     refused, ran = _tool_messages(fake.requests[1])
-    assert "Use trash instead of rm" in refused and "PreToolUse hook" in refused
+    assert "Use 'rg' (ripgrep) instead of 'grep'" in refused and "PreToolUse hook" in refused
     assert ran.strip().startswith("fine")
     finished = r.of_type("hook_finished")
     assert [(h["event"], h["exit_code"], h["decision"]) for h in finished] == [("PreToolUse", 2, "block"),
