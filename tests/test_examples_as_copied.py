@@ -109,7 +109,6 @@ def summary_of(run_dir: Path) -> dict[str, Any]:
     return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("machine", ["24.04"], indirect=True)
 def test_pr_task_then_replay_denied_approves_the_call_it_denied(machine, fake, gh):
     (machine.ws / ".github" / "agent").mkdir(parents=True)
     (machine.ws / ".github" / "agent" / "review.md").write_text("List the files.\n")
@@ -122,13 +121,11 @@ def test_pr_task_then_replay_denied_approves_the_call_it_denied(machine, fake, g
     assert (denied["status"], denied["sandbox"]["active"]) == ("denied", True)
 
     inputs = {"run-id": "4242", "artifact": artifact.name, "calls": "", "ref": "", "continue": False}
-    machine.host.reset()  # another job: another runner, the profile not loaded, a fresh checkout
-    shutil.rmtree(machine.ws / ".agent-run")
+    shutil.rmtree(machine.ws / ".agent-run")  # another job: a fresh checkout
     runner = machine.runner("workflow_dispatch", {"inputs": inputs})
     steps = outcomes(runner.run_job(copied("replay-denied.yml"), "replay", inputs=inputs))
     assert set(steps.values()) == {"success"}, runner.log()
-    assert machine.pip_log.read_text().splitlines() == PIP
-    assert machine.host.calls() == PROFILE  # the workflow's own set-up loaded the profile
+    assert machine.pip_log.read_text().splitlines() == PIP  # (its sandbox set-up on 24.04: the nightly test's)
     [replayed] = (machine.artifacts / "agent-run-replay-4242-1").iterdir()
     result = summary_of(replayed)
     assert (result["status"], result["sandbox"]["mode"], result["sandbox"]["active"]) == ("success", "required", True)
