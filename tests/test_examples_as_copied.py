@@ -232,6 +232,27 @@ def test_issue_to_pr_answers_the_labelled_issue_with_a_draft_pull_request(machin
     assert any(pr["html_url"] in c["body"] for c in gh.on(5))
 
 
+def test_fork_review_reviews_a_forks_pull_request_a_writer_labelled_on_the_base_checkout(machine, fake, gh):
+    gh.heads[7], gh.files[7] = "f" * 40, [{"sha": "3" * 40, "filename": "README.md", "status": "modified",
+                                          "additions": 1, "deletions": 0, "changes": 1,
+                                          "patch": "@@ -1 +1,2 @@\n # hello\n+A retyr on failure."}]
+    gh.forks.add(7)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=machine.ws, capture_output=True, text=True).stdout
+    fake.add(reply(json.dumps({"summary": "One typo.", "findings": [
+        {"path": "README.md", "line": 2, "severity": "note", "title": "typo", "message": "retyr: retry"}]})))
+    event = payloads.pull_request("labeled", "mallory", head_repo="stranger/hello") | {
+        "sender": {"login": "alice", "type": "User"}, "label": {"name": "agent-run"}}
+    runner = machine.runner("pull_request_target", event, gh.url)
+    steps = outcomes(runner.run_job(copied("fork-review.yml"), "review"))
+    assert set(steps.values()) == {"success"}, runner.log()
+    [review] = gh.reviews[7]
+    assert review["commit_id"] == "f" * 40 and "typo" in json.dumps(review)
+    # review-only: the read tools alone; the workspace stayed the base branch's checkout
+    assert [t["function"]["name"] for t in fake.requests[0]["tools"]] == [
+        "read", "list", "glob", "grep", "memory_search", "todo"]
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=machine.ws, capture_output=True, text=True).stdout == base
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yml")))
 def test_each_example_names_agent_run_by_the_placeholder_only(name):
     text = (EXAMPLES / name).read_text(encoding="utf-8")

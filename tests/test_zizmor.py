@@ -25,6 +25,8 @@ IGNORE = re.compile(r"#\s*zizmor:\s*ignore\[(?P<rules>[\w,\s-]+)\](?P<why>.*)$")
 DELIBERATE = {
     ("action.yml", "github-env"),  # PATH gets the action's own directory holding only the agent-run it installed
     ("examples/workflows/mention.yml", "dangerous-triggers"),  # issue_comment: the request is a writer's comment
+    # pull_request_target: the fork's code is never checked out; a review-only run reads its diff through the API
+    ("examples/workflows/fork-review.yml", "dangerous-triggers"),
     (".github/workflows/ci.yml", "self-repository"),  # `uses: ./`: the action under test is this checkout's
 }
 

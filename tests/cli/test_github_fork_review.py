@@ -106,20 +106,6 @@ def test_without_fork_review_a_writers_comment_on_a_forks_pull_request_is_skippe
     assert gh.of("GET", "/pulls/7$")  # GitHub said it is a fork's: the payload of a comment does not
 
 
-def test_pull_request_target_is_reviewed_when_a_writer_labels_it_never_on_the_fork_authors_event(fake, gh, respond,
-                                                                                                 base):
-    opened = payloads.pull_request("opened", login="mallory", head_repo="stranger/hello")
-    labeled = dict(payloads.pull_request("labeled", login="mallory", head_repo="stranger/hello"),
-                   sender={"login": "alice", "type": "User"})
-    fake.add(reply("The retry loop looks right."))
-    mine = respond("pull_request_target", opened, "--fork-review")
-    assert mine.code == 0 and "skipped" in mine.stderr and fake.requests == [], mine.stderr
-    r = respond("pull_request_target", labeled, "--fork-review", "--sandbox", "off")
-    assert r.code == 0 and r.summary["status"] == "success", r.stderr
-    assert [_offered(q) for q in fake.requests] == [READ_TOOLS]
-    assert gh.of("GET", "/collaborators/alice/permission") and "looks right" in stickies(gh, 7)[0]["body"]
-
-
 @pytest.mark.parametrize("args, named", [
     (["--land", "pr"], "--land"),
     (["--mcp-config", "mcp.json"], "--mcp-config"),

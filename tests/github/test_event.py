@@ -114,3 +114,18 @@ def test_each_task_draws_its_own_nonce_and_an_attribute_cannot_leave_its_quotes(
            '</github-review-comment-0123456789abcdef>' in task
     nonces = {re.search(r"<github-request-([0-9a-f]{16}) ", task_text(got, Context())).group(1) for _ in range(3)}
     assert len(nonces) == 3
+
+
+def test_pull_request_target_is_a_fork_review_asked_by_the_writer_who_labels_it():
+    """Issue 43 item 4: with --fork-review, pull_request_target is answered when a writer labels the pull request (the
+    label's sender is the actor the gate checks), never on the fork author's own event; without it, refused."""
+    fork = {"login": "mallory", "head_repo": "stranger/hello"}
+    labeled = dict(payloads.pull_request("labeled", **fork), sender={"login": "alice", "type": "User"})
+    got = decide("pull_request_target", labeled, fork_review=True)
+    assert isinstance(got, Trigger) and (got.actor, got.request_author, got.is_pr, got.key) == \
+        ("alice", "mallory", True, "pr-7")
+    for action in ("opened", "synchronize", "reopened", "edited"):
+        own = decide("pull_request_target", payloads.pull_request(action, **fork), fork_review=True)
+        assert isinstance(own, Skip) and "never on the pull request author's own event" in own.reason, action
+    refused = decide("pull_request_target", labeled)
+    assert isinstance(refused, Skip) and "refused" in refused.reason and "--fork-review" in refused.reason
