@@ -112,10 +112,8 @@ def test_without_fork_review_a_writers_comment_on_a_forks_pull_request_is_skippe
     (["--approve", "bash:*"], "--approve"),
     (["--mode", "full_access"], "--mode full_access"),
     (["--agents", "agents"], "--agents"),
-    (["--tools", "read,bash"], "bash"),
-    (["--tools", "grep,web_fetch"], "web_fetch"),
-    (["--tools", "read,edit"], "edit"),
-], ids=["land", "mcp", "approve", "full-access", "agents", "bash", "web", "edit"])
+    (["--tools", "read,edit,bash,web_fetch"], "--tools naming edit, bash, web_fetch"),  # writes, runs, reaches out
+], ids=["land", "mcp", "approve", "full-access", "agents", "tools"])
 def test_fork_review_refuses_whatever_could_write_run_commands_or_reach_out(fake, gh, respond, workspace, args,
                                                                             named):
     mention = payloads.issue_comment("@agent-run please review", number=7, pr=True)
