@@ -182,3 +182,26 @@ def test_hooks_of_an_extended_policy_run_first_and_an_untrusted_tasks_hooks_are_
     assert [h["command"] for h in r.of_type("hook_started")] == ["echo base", "echo own"]
     ignored, = [w for w in r.of_type("warning") if w["code"] == "hooks_ignored"]
     assert "task-policy.jsonc" in ignored["message"] and "hooks section is ignored" in r.stderr
+
+
+def test_a_stop_hook_refuses_the_answer_until_a_file_exists_then_lets_it_through(fake, workspace, agent_run, tmp_path):
+    gate = "test -f done.txt || { echo 'create done.txt first' >&2; exit 2; }"
+    policy = _policy(tmp_path, {"Stop": [{"hooks": [{"type": "command", "command": gate}]}]})
+    fake.add(reply("finished"), reply(calls=[("write", {"path": "done.txt", "content": "ok\n"})]), reply("finished"))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 0, r.stderr
+    assert r.stdout.strip() == "finished" and len(fake.requests) == 3
+    told, = r.of_type("user_message")
+    assert told["reason"] == "stop_hook" and "create done.txt first" in told["content"]
+    assert fake.requests[1]["messages"][-1] == {"role": "user", "content": told["content"]}
+    assert [h["decision"] for h in r.of_type("hook_finished")] == ["block", None]
+
+
+def test_a_stop_hook_never_satisfied_ends_the_run_exit_1_after_3_blocks(fake, workspace, agent_run, tmp_path):
+    policy = _policy(tmp_path, {"Stop": [{"hooks": [{"type": "command", "command": "echo 'tests fail' >&2; exit 2"}]}]})
+    fake.add(*(reply("finished") for _ in range(4)))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 1, r.stderr
+    reason = r.summary["reason"]
+    assert "Stop[0] hook `echo 'tests fail' >&2; exit 2` refused the answer 4 times (maxBlocks 3)" in reason
+    assert len(r.of_type("user_message")) == 3 and len(fake.requests) == 4
