@@ -208,7 +208,7 @@ class UserMessage(Event):
     type: ClassVar[str] = "user_message"
     content_field: ClassVar[str | None] = "content"
     turn: int
-    reason: str  # resume | fork | empty_answer | text_tool_call | recitation | output_schema
+    reason: str  # resume | fork | empty_answer | text_tool_call | recitation | output_schema | stop_hook
     content: str
     redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
 

@@ -94,8 +94,8 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
     the agent's `tools` are what its requests send (a continued run's: the recorded array). The context keeps a
     snapshot of the messages as sent whenever they do not simply extend this loop's previous request
     (runner/record/conversation.py rebuilds from them); the agent's plan is recited before a request after a
-    compaction or a long stretch. `check_answer` returns what to tell the model when a final answer is not
-    acceptable (--output-schema), None when it is; it raises to end the run."""
+    compaction or a long stretch. `check_answer` returns what to tell the model, and why, when a final answer is not
+    acceptable (--output-schema, the Stop hooks), None when it is; it raises to end the run."""
     model, env, limits, context, tools = agent.model, agent.env, agent.limits, agent.context, agent.tools
     assert model is not None, "an agent built without a model (a replay that only executes calls) is not looped"
     snapshot, recite, first_turn, previous = context.snapshot, agent.recite, start.turn, start.previous
@@ -145,11 +145,11 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
             lacking = unusable_answer(message.get("content"), found)
             if lacking is None:
                 answer = message.get("content") or ""
-                retry = check_answer(answer) if check_answer is not None else None
-                if retry is None:
+                refusal = check_answer(answer) if check_answer is not None else None
+                if refusal is None:
                     return LoopResult(answer=answer, turns=turn)
-                emit(UserMessage(turn=turn, reason="output_schema", content=retry))
-                messages.append({"role": "user", "content": retry})  # appended: the prefix stays as it was
+                emit(UserMessage(turn=turn, reason=refusal.reason, content=refusal.content))
+                messages.append({"role": "user", "content": refusal.content})  # appended: the prefix stays as it was
                 continue
             if told is not None:
                 raise Failed(f"the model's final answer {lacking[0]}, again after being told")

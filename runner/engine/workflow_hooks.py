@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from runner.core.events import Emit, HookFinished, HookStarted, RunWarning
 from runner.core.jsonutil import canonical
 from runner.core.outcome import Failed
+from runner.engine.hooks import BeforeAnswer, Refusal
 from runner.policy.decide import CallDecision
 from runner.policy.hooks import HookCommand, HookEntry
 from runner.tools.base import Cancel, Tool, ToolContext
@@ -201,6 +202,15 @@ class WorkflowHooks:
                 self._blocks[(event, entry.index, aid)] = used + 1
             return f"[agent-run: a {event} hook refused your answer: {judged.reason}]"
         return None
+
+    def answer_judge(self, event: str, agent: dict[str, Any] | None, emit: Emit, cancel: Cancel) -> BeforeAnswer:
+        """`Stop` or `SubagentStop` as a judge of the loop's answers (runner/engine/hooks.py BeforeAnswer)."""
+
+        def judge(answer: str, /) -> Refusal | None:
+            told = self.refuse_answer(event, answer, agent, emit, cancel)
+            return Refusal("stop_hook", told) if told is not None else None
+
+        return judge
 
     def judge_entry(self, entry: HookEntry, fields: dict[str, Any], emit: Emit, cancel: Cancel) -> Judged:
         one = WorkflowHooks((entry,), self.process, self.run_id, self.transcript, self.workspace)

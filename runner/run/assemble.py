@@ -20,6 +20,7 @@ from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
 from runner.engine.build import Agent, AgentSpec, Services, build_agent, make_model
 from runner.engine.call import CallEnv, bind_hooks
+from runner.engine.hooks import first_refusal, refusing
 from runner.engine.loop import LoopResult, Start, run_loop
 from runner.engine.recorder import Recording, RunOutcome, Where, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
@@ -249,7 +250,10 @@ def drive(rec: Recording, task: Task, run: Prepared, messages: list[dict[str, An
     hash `previous`), then `finish`: the same for every kind of run."""
     agent = run.agent
     assert agent.model is not None, "prepare(needs_model=False) builds an agent that cannot be driven"
-    result = run_loop(agent, messages, rec.emit, Start(turn, previous), check_answer=schema.check if schema else None)
+    judges = (*((refusing("output_schema", schema.check),) if schema else ()),
+              *((agent.env.hooks.answer_judge("Stop", None, rec.emit, agent.env.ctx.cancel),)
+                if agent.env.hooks is not None and agent.env.hooks.any("Stop") else ()))
+    result = run_loop(agent, messages, rec.emit, Start(turn, previous), check_answer=first_refusal(*judges))
     return finish(rec, task, run, result, schema)
 
 

@@ -179,7 +179,11 @@ class Delegation:
                              tools=[t["function"]["name"] for t in tools], tools_sha256=sha256_text(canonical(tools)),
                              max_turns=agent.limits.max_turns, timeout_s=settings.subagent_timeout_s))
         try:
-            result: LoopResult | RunEnded = run_loop(agent, messages, emit, Start(child.first_turn, child.previous))
+            hooks = agent.env.hooks  # the policy's SubagentStop hooks judge the child's answer
+            judge = hooks.answer_judge("SubagentStop", agent.spec.info, emit, agent.env.ctx.cancel) \
+                if hooks is not None and hooks.any("SubagentStop") else None
+            result: LoopResult | RunEnded = run_loop(agent, messages, emit, Start(child.first_turn, child.previous),
+                                                     check_answer=judge)
         except RunEnded as exc:
             if _ends_run(exc, rec.ctx.cancel.deadline):
                 self._stopped(record, emit, call_id, started, exc.reason)
