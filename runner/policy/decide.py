@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.policy.index import RuleIndex
-from runner.policy.model import STRICTNESS, Decision, Policy, Rule, Target
+from runner.policy.model import OWN_OUTPUTS, STRICTNESS, Decision, Policy, Rule, Target
 from runner.policy.risk import domain_risk, needs_asking, riskier, target_risk
 
 APPROVED = "--approve"  # the source of an approval's rule (runner/policy/load.py parse_approval)
@@ -113,7 +113,8 @@ def _at_risk(policy: Policy, found: TargetDecision, base: str) -> TargetDecision
     """The target's risk recorded; a policy rule's `allow` at or above `risk.askAtOrAbove` turned into `ask`. An
     approval (`--approve`, `replay --call`) is not turned: it is the answer to that ask; nor is a `network` rule's
     allow (one of the policy's, or a host of `sandbox.network.allow`): it is the policy's consent to reach that host,
-    where egress is decided."""
+    where egress is decided; nor are the reads a run allows itself (its outputs, the runs it continues, the
+    workflow's --skills directories)."""
     level = target_risk(policy, base, found.target)
     if found.decision == "allow" and needs_asking(policy, level) and not (found.rule and _consented(found.rule)):
         threshold = policy.sections["risk"]["askAtOrAbove"]
@@ -125,7 +126,7 @@ def _at_risk(policy: Policy, found: TargetDecision, base: str) -> TargetDecision
 
 
 def _consented(rule: Rule) -> bool:
-    return rule.source == APPROVED or rule.domain == "network"
+    return rule.source in (APPROVED, OWN_OUTPUTS) or rule.domain == "network"
 
 
 def approval_scope(d: CallDecision) -> str:

@@ -9,6 +9,9 @@ from runner.policy.match import Pattern
 
 Decision = Literal["allow", "deny", "ask"]
 STRICTNESS: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+# The source of the read allows a run adds for itself: its own outputs, the runs it continues, the workflow's
+# --skills directories (runner/run/assemble.py). They are the workflow's, not the policy's: never asked for their risk.
+OWN_OUTPUTS = "<run outputs>"
 
 
 @dataclass(frozen=True)
