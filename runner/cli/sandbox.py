@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from runner.core.outcome import EXIT_CODES, Status
+from runner.policy.agentfiles import AgentFiles
 from runner.policy.decide import decide
 from runner.policy.egress import Verdict, net_verdict
 from runner.policy.jsonc import PolicyError
@@ -59,7 +60,8 @@ def _open(policy: Policy, config: SandboxConfig, ws: Path) -> Sandbox:
         return net_verdict(d)
 
     runs = default_runs_dir(ws)
-    return open_sandbox(config, workspace=ws, protected=protected_paths(ws, runs, policy.files),
+    protected = protected_paths(ws, runs, policy.files, agent_files=AgentFiles.of(ws, policy))
+    return open_sandbox(config, workspace=ws, protected=protected,
                         readable=policy_paths(policy.rules, "read", ws),
                         writable=policy_paths(policy.rules, "edit", ws), environ=os.environ, decide_net=decide_net)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.engine.cancel import RunCancel
+from runner.policy.agentfiles import AgentFiles
 from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.gitwrites import git_write
 from runner.policy.limits import hard_limit_rules, protected_paths
@@ -19,7 +20,9 @@ from runner.record.rundir import portable
 
 
 def with_hard_limits(policy: Policy, workspace: Path, runs_dir: Path) -> Policy:
-    return policy.with_rules(hard_limit_rules(workspace, protected_paths(workspace, runs_dir, policy.files)))
+    agent_files = AgentFiles.of(workspace, policy)
+    protected = protected_paths(workspace, runs_dir, policy.files, agent_files=agent_files)
+    return policy.with_rules(hard_limit_rules(workspace, protected, agent_files))
 
 
 def describe(d: CallDecision, policy: Policy | None = None, root: Path | None = None) -> dict[str, Any]:

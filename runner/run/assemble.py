@@ -28,11 +28,12 @@ from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.mcp.setup import mcp_servers, start_mcp
 from runner.model import warm
 from runner.model.replay import ReplayModel
+from runner.policy.agentfiles import AgentFiles
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.load import load_policy, policy_ref, portable_snapshot
 from runner.policy.match import compile_pattern, exact_pattern
-from runner.policy.model import Policy, Rule
+from runner.policy.model import OWN_OUTPUTS, Policy, Rule
 from runner.policy.targets import path_target
 from runner.record.rundir import new_run_id, portable, runs_dir_for, write_atomic, write_json
 from runner.report.changes import ChangeTracker
@@ -64,10 +65,6 @@ from runner.workspace.prompt import landing_contract
 from runner.workspace.skills import Skill, discover, index
 from runner.workspace.trust import EnvFiles, load_env_files, narrow, task_is_trusted
 from runner.workspace.worktree import WorktreeError, create_worktree
-
-OWN_OUTPUTS = "<run outputs>"
-
-
 
 
 def execute(opts: RunOptions) -> RunOutcome:
@@ -310,8 +307,9 @@ def call_env(rec: Recording, opts: RunOptions, files: EnvFiles, policy: Policy, 
     environ = files.environ()
     rec.ctx.cancel = rec.ctx.cancel.child(deadline)  # the run's stop, with its wall clock
     rec.ctx.default_timeout_s = settings.bash_timeout_s
+    agent_files = AgentFiles.of(rec.workspace, policy)  # the repository's instructions, skills and profiles
     rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files,
-                                              trusted_inputs(opts, environ)))
+                                              trusted_inputs(opts, environ), agent_files))
     rec.ctx.outputs_dir = rec.run_dir / "outputs"
     rec.ctx.run_dir = rec.run_dir
     rec.ctx.truncation = TruncationLimits.from_policy(policy.sections.get("truncation", {}))
@@ -323,7 +321,7 @@ def call_env(rec: Recording, opts: RunOptions, files: EnvFiles, policy: Policy, 
     own = (rec.run_dir, *readable, fallback_dir(rec.ctx.outputs_dir))
     own_outputs = [Rule("read", compile_pattern(exact_pattern(path_target(rec.workspace, d), subtree=True)),
                         "allow", OWN_OUTPUTS, i) for i, d in enumerate(own)]
-    policy = policy.with_rules([*own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected)])
+    policy = policy.with_rules([*own_outputs, *hard_limit_rules(rec.workspace, rec.ctx.protected, agent_files)])
     write_json(rec.run_dir / "policy.json", portable_snapshot(policy.resolved, rec.home or rec.workspace))
     max_denials = policy.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
     env = CallEnv(Registry([]), policy, rec.ctx, rec.run_id, rec.run_dir, rerun, [DenialGuard(max_denials)],

@@ -1,0 +1,107 @@
+"""What a later run in the checkout follows: the repository's instructions (`AGENTS.md`, `CLAUDE.md`, at any depth),
+skills (`.agents/skills/`, `.claude/skills/`) and subagent profiles (`.agents/agents/`, `.claude/agents/`). An agent
+that rewrote them would steer that run, so they are protected as the policy files are (runner/policy/limits.py): a
+hard-limit rule for every edit of such a path, existing or not, and the existing ones in the run's protected paths
+(the file tools refuse them, the sandbox mounts them read-only).
+
+The opt-out is the trusted policy's own: an `edit` allow rule of one of its files whose glob pattern's literal prefix
+names such a path (`workspace:AGENTS.md`, `workspace:.agents/skills/**`, `workspace:docs/CLAUDE.md`) leaves what is
+at or below that path to the policy. `workspace:**` or `workspace:.agents/**` name none of them: they opt out of
+nothing. An `--approve` or an untrusted task's policy never opts out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from runner.policy.index import glob_prefix
+from runner.policy.match import Pattern, split_target
+from runner.policy.model import Policy
+from runner.policy.targets import case_insensitive
+
+NAMES = frozenset({"agents.md", "claude.md"})  # case-folded
+DIRS = frozenset({(".agents", "skills"), (".claude", "skills"), (".agents", "agents"), (".claude", "agents")})
+AGENT_FILES = "<repository instructions, skills and agent profiles: AGENTS.md, CLAUDE.md, .agents/ and .claude/ " \
+              "skills and agents>"  # how the rule shows in `policy explain` and policy.json
+
+Parts = tuple[str, ...]
+
+
+def is_agent_file(parts: Parts, *, fold: bool = False) -> bool:
+    """Whether the workspace-relative path `parts` is an instruction file or at or below a skills or agents
+    directory. `AGENTS.md` and `CLAUDE.md` are matched whatever their case (the name a reader looks up may be
+    spelled either way on a filesystem that ignores case); the directories as spelled, or folded with `fold`."""
+    if parts and parts[-1].casefold() in NAMES:
+        return True
+    seen = tuple(p.casefold() for p in parts) if fold else parts
+    return any(pair in DIRS for pair in itertools.pairwise(seen))
+
+
+@dataclass(frozen=True)
+class AgentFiles:
+    workspace: Path
+    exempt: tuple[Parts, ...] = ()  # what the trusted policy's edit allow rules name
+    fold: bool = False  # the workspace's filesystem ignores case
+
+    @classmethod
+    def of(cls, workspace: Path, policy: Policy) -> AgentFiles:
+        fold = case_insensitive(workspace)
+        files = set(policy.files)
+        exempt = []
+        for rule in policy.rules:
+            if rule.source in files and rule.domain == "edit" and rule.decision == "allow":
+                root = _named(rule.pattern)
+                if root and is_agent_file(root, fold=fold):
+                    exempt.append(_folded(root, fold))
+        return cls(workspace, tuple(exempt), fold)
+
+    def protects(self, parts: Parts) -> bool:
+        if not is_agent_file(parts, fold=self.fold):
+            return False
+        seen = _folded(parts, self.fold)
+        return not any(seen[:len(e)] == e for e in self.exempt)
+
+    def pattern(self) -> Pattern:
+        """Matches every such path inside the workspace, existing or not (the hard limit's, runner/policy/limits.py)."""
+
+        def test(scheme: str, rest: str) -> bool:
+            return scheme == "workspace" and rest != "." and self.protects(PurePosixPath(rest).parts)
+
+        return Pattern(AGENT_FILES, "", test)
+
+    def existing(self) -> list[Path]:
+        """The protected files and directories in the workspace now (a directory stands for all below it, unless an
+        exempt path lies there). Read once per run: `.git` and symlinked directories are not entered."""
+        out: list[Path] = []
+        for top, dirs, files in os.walk(self.workspace):
+            here = Path(top)
+            rel = here.relative_to(self.workspace).parts
+            dirs[:] = [d for d in dirs if d != ".git" and not os.path.islink(os.path.join(top, d))]
+            for d in list(dirs):
+                parts = (*rel, d)
+                if self.protects(parts) and not any(e[:len(parts)] == _folded(parts, self.fold) for e in self.exempt):
+                    out.append(here / d)
+                    dirs.remove(d)
+            out += [here / f for f in files if self.protects((*rel, f))]
+        return out
+
+
+def _named(pattern: Pattern) -> Parts | None:
+    """The path a glob pattern's literal prefix names (whole components), or None (a regex, another scheme)."""
+    if pattern.kind != "glob" or pattern.raw == "*":
+        return None
+    scheme, body = split_target(pattern.raw)
+    if scheme not in ("", "workspace"):
+        return None
+    prefix = glob_prefix(body)
+    if prefix != body:
+        prefix = prefix.rpartition("/")[0]
+    parts = tuple(p for p in PurePosixPath(prefix).parts if p != ".")
+    return parts if parts and ".." not in parts and not prefix.startswith("/") else None
+
+
+def _folded(parts: Parts, fold: bool) -> Parts:
+    return tuple(p.casefold() for p in parts) if fold else parts
