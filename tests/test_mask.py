@@ -272,3 +272,11 @@ def test_lines_go_out_when_they_end_and_a_secret_split_between_pieces_is_masked(
     out = long.feed("x" * 100 + " hunter2hunter2 " + "y" * 100)
     assert out == "x" * 100 + f" {MARKER}env:DEPLOY_PASSWORD] " + "y" * 36  # past twice the hold: all but the hold
     assert long.end() == "y" * 64
+
+
+def test_many_known_values_are_all_found_across_alternations():
+    env = {f"S{i:03d}_TOKEN": f"value-{i:03d}-" + "x" * 40 for i in range(100)}
+    masker = Masker(env)
+    text = " ".join(env.values()) + " " + env["S099_TOKEN"].encode().hex()
+    masked, kinds = masker.mask(text)
+    assert "value-" not in masked and len(kinds) == 100

@@ -17,8 +17,8 @@ the model keeps receiving the unmasked text. It finds:
   over the `--env-file` files) and of every variable `handed` names (what a `bash.env.passthrough` or
   an MCP server's `env` hands out: a secret whatever its name), each line of a multi-line one (a key
   printed with other line endings), and their encoded forms (runner/record/derived.py: base64,
-  percent, hex, JSON-escaped): kind `env:NAME`. They are found by one RE2 alternation over the text's
-  bytes, however many there are.
+  percent, hex, JSON- and regex-escaped): kind `env:NAME`. They are found by RE2 alternations over the
+  text's bytes: one for an ordinary run's few values, one more per ~20 beyond.
 
 A run's masker is built when its run directory is, from the process environment, and told the rest of
 the run's secrets once (`learn`) when its inputs are read — before its first request, tool call or
@@ -185,14 +185,20 @@ class _Literals(Protocol):
     def search(self, text: bytes, pos: int) -> _Found | None: ...
 
 
+# The bytes of forms one alternation holds: at 32 KiB its DFA may outgrow RE2's memory, and the search falls back to
+# an NFA a hundred times slower (and says so on stderr); more forms make more alternations, each a scan of ~1 ms/MB.
+_ALTERNATION_BYTES = 16 * 1024
+
+
 @dataclass(frozen=True)
 class _Known:
-    """The known values and their encoded forms, as one RE2 alternation over bytes (Latin-1: byte for byte, so any
-    text's UTF-8 is searched, lone surrogates too), the longest first so that at each start the longest wins."""
+    """The known values and their encoded forms, as RE2 alternations over bytes (Latin-1: byte for byte, so any
+    text's UTF-8 is searched, lone surrogates too), the longest first so that at each start the longest wins: one
+    for the few values of an ordinary run, one more per 16 KiB of forms beyond (about 20 values)."""
 
     values: list[tuple[str, str]]
     names: dict[bytes, tuple[str, int]]  # a form's UTF-8 -> (its variable's name, its length in characters)
-    pattern: _Literals | None  # None when nothing is known
+    patterns: tuple[_Literals, ...]
     longest: int
 
     @classmethod
@@ -203,25 +209,34 @@ class _Known:
         names: dict[bytes, tuple[str, int]] = {}
         for form, name in sorted([*values, *forms.items()], key=lambda item: -len(item[0])):
             names.setdefault(form.encode("utf-8", "surrogatepass"), (name, len(form)))
-        if not names:
-            return cls(values, {}, None, 0)
+        chunks: list[list[bytes]] = []
+        size = _ALTERNATION_BYTES
+        for encoded in names:
+            if size + len(encoded) > _ALTERNATION_BYTES:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(re2.escape(encoded))
+            size += len(chunks[-1][-1]) + 1
         options = re2.Options()
         options.encoding = re2.Options.Encoding.LATIN1
-        options.max_mem = 64 << 20  # room for thousands of values
-        pattern = re2.compile(b"|".join(re2.escape(form) for form in names), options)
-        return cls(values, names, pattern, max(length for _, length in names.values()))
+        options.max_mem = 32 << 20  # room for the DFA of a text that keeps many forms' prefixes alive at once
+        patterns = tuple(re2.compile(b"|".join(chunk), options) for chunk in chunks)
+        return cls(values, names, patterns, max((length for _, length in names.values()), default=0))
 
     def spans(self, text: str) -> list[Span]:
         """Every occurrence of a known form in `text`: another form's overlapping it too (a search resumes one past
         each match), not the same form's (as `str.find` would find it again past its end)."""
-        if self.pattern is None:
+        if not self.patterns:
             return []
         is_ascii = text.isascii()
         data = text.encode("ascii") if is_ascii else text.encode("utf-8", "surrogatepass")
+        return [span for pattern in self.patterns for span in self._scan(pattern, data, is_ascii)]
+
+    def _scan(self, pattern: _Literals, data: bytes, is_ascii: bool) -> list[Span]:
         found: list[Span] = []
         ends: dict[bytes, int] = {}
         pos = byte_at = char_at = 0
-        while (m := self.pattern.search(data, pos)) is not None:
+        while (m := pattern.search(data, pos)) is not None:
             start, end = m.span()
             pos = start + 1
             form = data[start:end]
