@@ -75,6 +75,8 @@ class RunStarted(Event):
     # what a continuation must restore, each with its sha256: {mcp_configs: [{path, sha256}],
     # agents: [{name, path, sha256, trusted}]} (instructions, output schema, skills: `instructions`)
     inputs: dict[str, Any] | None = None
+    # "--fork-review": a review-only run (runner/run/review_only.py); its resumes, forks and replays stay one
+    restriction: str | None = None
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from runner.run.hooks import workflow_hooks
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
-from runner.run.review_only import ReviewOnly, review_tools
+from runner.run.review_only import FLAG, ReviewOnly, review_tools
 from runner.run.secrets import learn_secrets
 from runner.run.task import Task, parse_task
 from runner.run.toolset import offered_names, offers, pick, tools_problem
@@ -220,7 +220,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
                         sandbox=box.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
                         model_params=model_params(settings) or None, audit_key_id=rec.audit_key_id, inputs=inputs,
-                        **given.started))
+                        restriction=FLAG if opts.fork_review else None, **given.started))
     rec.claim_keyed(rec.ctx.sandbox is not None and rec.ctx.sandbox.active)
     plan = agent.state.plan  # for the people reading the run (summary.json, step summary)
     rec.lifecycle.on_summary(lambda data: data.update(todos=plan.items) if plan.items else None)

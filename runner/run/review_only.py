@@ -51,6 +51,16 @@ def refusal(opts: RunOptions, environ: Mapping[str, str]) -> str | None:
             f"subagents, no landing): it cannot be used with {', '.join(given)}")
 
 
+def keep_review_only(opts: RunOptions, started: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+    """A resume, fork or replay of a review-only run (its run_started `restriction`) is review-only too: the
+    restriction is the run's, not a flag to repeat; what would widen it is UsageError (exit 2)."""
+    if started.get("restriction") != FLAG:
+        return
+    opts.fork_review = True
+    if (refused := refusal(opts, environ)) is not None:
+        raise UsageError(f"the run continued was made with {refused.removeprefix(FLAG + ' ')}")
+
+
 class ReviewOnly:
     """The restriction of a review-only run's agent: a call is let through only when every target is a read inside
     the workspace or the run's own directory (its spill files), whatever the policy would allow."""

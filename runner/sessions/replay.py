@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from runner.record.mask import MARKER
 from runner.run.assemble import Given, Prepared, drive, finish, prepare
 from runner.run.check import run_check
 from runner.run.options import RunOptions
+from runner.run.review_only import keep_review_only
 from runner.run.task import Task, parse_task
 from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
 from runner.sessions.load import (
@@ -180,6 +182,10 @@ def replay(req: ReplayRequest) -> RunOutcome:
         opts = RunOptions(task=str(run.run_dir / "task.md"), workspace=str(place), sandbox=req.sandbox,
                           cli_settings=req.cli_settings, verbosity=verbosity, mcp_configs=list(mcp_configs or []),
                           stream_events=stream_events)
+        try:
+            keep_review_only(opts, run.started, os.environ)  # a --fork-review run's replay reads the checkout alone
+        except UsageError as exc:
+            return early_failure(exc.reason)
 
         def body(rec: Recording) -> tuple[Status, str | None]:
             return _replay(rec, replayed, chosen, opts, resume, schema)

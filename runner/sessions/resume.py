@@ -45,6 +45,7 @@ from runner.record.rundir import portable, runs_dir_for
 from runner.run.assemble import Given, drive, prepare
 from runner.run.land import keep_recorded
 from runner.run.options import RunOptions
+from runner.run.review_only import keep_review_only
 from runner.run.task import parse_task
 from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
 from runner.sessions.load import (
@@ -102,6 +103,7 @@ def _locked(opts: ContinueOptions, held: Held) -> RunOutcome:
         hold_continued(held, located)
         source = load_recorded(located, "continue it", allow_unkeyed=opts.allow_unkeyed)
         keep_recorded(opts.run, source.summary, opts.kind)  # --land: as the run did, or exit 2
+        keep_review_only(opts.run, source.started, os.environ)  # a --fork-review run's stay review-only
         message = read_message(opts.message)
         if opts.kind == "fork" and opts.at is not None:
             done = max((e["turn"] for e in source.own_events if e.get("type") == "model_response"), default=0)

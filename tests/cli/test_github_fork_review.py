@@ -121,3 +121,20 @@ def test_fork_review_refuses_whatever_could_write_run_commands_or_reach_out(fake
     assert r.code == 2 and json.loads(r.stdout)["status"] == "usage_error", r.stderr
     assert "--fork-review" in r.stderr and named in r.stderr
     assert gh.requests == [] and fake.requests == [] and not (workspace / ".agent-run").exists()
+
+
+def test_a_resumed_fork_review_stays_review_only(fake, gh, respond, workspace, base, agent_run):
+    """The restriction is the run's (run_started `restriction`), not a flag a resume must repeat: a resume under
+    full-access still reads the checkout alone, and one given what would widen it is refused."""
+    fake.add(reply(json.dumps(ANSWER)))
+    mention = payloads.issue_comment("@agent-run please review", number=7, pr=True)
+    r = respond("issue_comment", mention, "--fork-review", "--review", "--policy", "full-access", "--sandbox", "off")
+    assert r.code == 0 and r.events[0]["restriction"] == "--fork-review", r.stderr
+    outside = Path("/etc/hostname") if Path("/etc/hostname").is_file() else Path("/etc/passwd")
+    fake.add(reply(calls=[("read", {"path": str(outside)})]), reply("done"))
+    again = agent_run("resume", str(r.run_dir), "--policy", "full-access", "--sandbox", "off", "read it")
+    [result] = again.of_type("tool_result")
+    assert again.events[0]["restriction"] == "--fork-review" and "--fork-review" in result["content"], result
+    refused = agent_run("resume", str(r.run_dir), "--policy", "full-access", "--sandbox", "off", "--mode",
+                        "full_access", "go")
+    assert refused.code == 2 and "--mode full_access" in refused.stderr, refused.stderr
