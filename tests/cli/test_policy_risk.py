@@ -71,6 +71,10 @@ def test_default_asks_before_the_delete_tool_deletes(fake, workspace, agent_run)
     assert d["targets"][0]["note"].startswith("risk high: the policy asks at or above high")
     assert (workspace / "file.txt").read_text(encoding="utf-8") == "keep\n"
     assert "agent-run replay" in r.stderr and r.summary["denials"][0]["approve"] == ["edit:workspace:file.txt"]
+    # An allow rule would change nothing (the policy allows it already): policy suggest says how to let it through.
+    suggested = agent_run("policy", "suggest", str(r.run_dir)).stdout
+    assert '"decision": "allow"' not in suggested
+    assert "not suggested: workspace:file.txt (asked for its risk" in suggested and "risk.rules" in suggested
 
 
 def test_an_allowed_command_that_deletes_or_rewrites_history_is_asked(fake, workspace, agent_run):
