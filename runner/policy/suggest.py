@@ -133,6 +133,11 @@ def suggest(run_dir: Path) -> dict[str, Any]:
                 skipped.append({"call_id": e.call_id, "target": t["target"],
                                 "why": "hard limit: no policy can allow it"})
                 continue
+            if (t.get("note") or "").startswith("risk "):  # the policy allows it, and asks for its risk
+                skipped.append({"call_id": e.call_id, "target": t["target"],
+                                "why": "asked for its risk: approve it (--approve, replay --call), or class it lower "
+                                       "with a risk.rules entry"})
+                continue
             if t["domain"] == "bash" and t.get("note"):  # floored at ask: what no rule can allow
                 skipped.append({"call_id": e.call_id, "target": t["target"],
                                 "why": f"{t['note']}: no rule can allow it, only mode full_access"})
