@@ -59,6 +59,9 @@ def test_a_claude_code_guard_exiting_2_blocks_an_allowed_bash_call_and_the_model
     denial, = r.summary["denials"]
     assert denial["call_id"] == "call_1_0"
     assert r.summary["tool_calls"] == 2  # hooks are not tool calls
+    audit = [json.loads(line) for line in (r.run_dir / "audit.jsonl").read_text().splitlines()]
+    assert [(a["decision"], [(h["event"], h["exit_code"], h["decision"]) for h in a["hooks"]]) for a in audit] == [
+        ("deny", [("PreToolUse", 2, "block")]), ("allow", [("PreToolUse", 0, None)])]
 
 
 def test_a_hooks_allow_does_not_run_a_call_the_policy_denies(fake, workspace, agent_run, tmp_path):
@@ -205,3 +208,49 @@ def test_a_stop_hook_never_satisfied_ends_the_run_exit_1_after_3_blocks(fake, wo
     reason = r.summary["reason"]
     assert "Stop[0] hook `echo 'tests fail' >&2; exit 2` refused the answer 4 times (maxBlocks 3)" in reason
     assert len(r.of_type("user_message")) == 3 and len(fake.requests) == 4
+
+
+def test_session_start_context_is_in_the_first_prompt_and_a_resume_replays_it_without_running_it(
+        fake, workspace, agent_run, tmp_path):
+    policy = _policy(tmp_path, {"SessionStart": [{"hooks": [{"type": "command",
+                                                            "command": "echo 'the build uses make'; date +%N"}]}]})
+    fake.add(reply("first"), reply("second"))
+    first = agent_run("--policy", policy, "task.md")
+    assert first.code == 0, first.stderr
+    system = fake.requests[0]["messages"][0]["content"]
+    assert system.endswith("SessionStart hooks\n\nthe build uses make\n" + system.rsplit("\n", 1)[1])
+    assert [h["event"] for h in first.of_type("hook_finished")] == ["SessionStart"]
+    again = agent_run("resume", str(first.run_dir), "--policy", policy, "go on")
+    assert again.code == 0, again.stderr
+    assert fake.requests[1]["messages"][:2] == fake.requests[0]["messages"][:2]  # byte-stable prefix
+    assert not again.of_type("hook_started")
+
+
+def test_replay_approve_runs_the_refusing_hook_again_unless_skip_hooks(fake, workspace, agent_run, tmp_path):
+    import shlex
+
+    guard = "echo 'not today' >&2; exit 2"
+    policy = _policy(tmp_path, {"PreToolUse": [{"hooks": [{"type": "command", "command": guard}]}]})
+    fake.add(reply(calls=[("bash", {"command": "echo ran > ran.txt"})]), reply("done"))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 3, r.stderr
+    replay = shlex.split(r.summary["denials"][0]["replay"])[1:]
+    again = agent_run(*replay)
+    assert again.code == 3 and not (workspace / "ran.txt").exists()  # the approval answers the policy, not the hook
+    assert [h["decision"] for h in again.of_type("hook_finished")] == ["block"]
+    skipped = agent_run(*replay, "--skip-hooks")
+    assert skipped.code == 0, skipped.stderr
+    assert (workspace / "ran.txt").read_text() == "ran\n" and not skipped.of_type("hook_started")
+    assert [w["code"] for w in skipped.of_type("warning")] == ["hooks_skipped"]
+
+
+def test_policy_explain_shows_the_hooks_that_would_run(workspace, agent_run, tmp_path):
+    policy = _policy(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "g"}]},
+                                               {"matcher": "Write", "hooks": [{"type": "command", "command": "w"}]}],
+                                "PostToolUse": [{"hooks": [{"type": "command", "command": "p"}]}]})
+    r = agent_run("policy", "explain", "--policy", policy, "--json", "bash", "echo hi")
+    assert r.code == 0, r.stderr
+    assert [(h["event"], h["command"], h["tools"]) for h in json.loads(r.stdout)["hooks"]] == [
+        ("PreToolUse", "g", ["bash"]), ("PostToolUse", "p", ["bash"])]
+    text = agent_run("policy", "explain", "--policy", policy, "bash", "echo hi").stdout
+    assert "hooks:\n  PreToolUse [Bash] g (bash)\n  PostToolUse [*] p (bash)" in text
