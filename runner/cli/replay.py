@@ -24,6 +24,10 @@ FOR_MODEL = ("--model", "--max-turns", "--max-tokens", "--max-cost-usd", "--stre
 @click.option("--call", "calls", multiple=True, metavar="ID", help="Only this denied call (repeatable; default all).")
 @click.option("--approve", is_flag=True, help="Approve and execute them (without it: list what would run).")
 @click.option("--continue", "resume", is_flag=True, help="Then continue the conversation with the model.")
+@click.option("--skip-hooks", is_flag=True,
+              help="Run the approved calls without the policy's PreToolUse and PostToolUse hooks (the approval "
+                   "answers the policy, not a hook: without this a hook that refused a call judges it again). "
+                   "Recorded as a warning hooks_skipped.")
 @named("replay", "--model", "--max-turns", "--max-tokens", "--max-cost-usd", "--stream", "--timeout", "--sandbox")
 @click.option("--expect-hash", metavar="SHA256",
               help="Refuse unless the run directory's integrity hash is this one (the action output "
@@ -36,8 +40,8 @@ FOR_MODEL = ("--model", "--max-turns", "--max-tokens", "--max-cost-usd", "--stre
 @click.option("--apply-changes", is_flag=True,
               help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
 @named("replay", "--mcp-config", "--output-format", "--quiet")
-def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: bool, expect_hash: str | None,
-               allow_unkeyed: bool, force: bool, apply_changes: bool, **kw: Any) -> None:
+def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: bool, skip_hooks: bool,
+               expect_hash: str | None, allow_unkeyed: bool, force: bool, apply_changes: bool, **kw: Any) -> None:
     """Execute the denied calls of RUN_DIR exactly as the model asked, under that run's policy
     with just those calls approved; record them in a new run directory."""
     run_dir = run_dir.resolve()
@@ -54,7 +58,7 @@ def replay_cmd(run_dir: Path, calls: tuple[str, ...], approve: bool, resume: boo
                             sandbox=kw["sandbox"], expect_hash=expect_hash, policy_spec=policy_spec,
                             workspace=kw["workspace"], force=force, apply_changes=apply_changes,
                             mcp_configs=list(kw["mcp_configs"]), allow_unkeyed=allow_unkeyed,
-                            stream_events=fmt == "stream-json")
+                            stream_events=fmt == "stream-json", skip_hooks=skip_hooks)
     outcome, reporter = with_github(lambda: replay(request))
     finish(outcome, reporter, fmt=fmt, quiet=quiet)
 

@@ -131,7 +131,7 @@ def begin(call: dict[str, Any], env: CallEnv, turn: int, emit: Emit, *, source: 
         if denial is not None:
             begun.denied = True
             raise _denial_error(decision, denial)
-        if env.hooks is not None and env.hooks.any("PreToolUse") and not env.hooks.skip_pre:
+        if env.hooks is not None and env.hooks.any("PreToolUse"):
             judged = pre_tool_use(env.hooks, tool, args, begun.call_id, env.agent, decision, emit, env.ctx)
             begun.hooks = judged.hooks
             if judged.refusal is not None:

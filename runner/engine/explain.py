@@ -13,10 +13,12 @@ from runner.engine.cancel import RunCancel
 from runner.policy.agentfiles import AgentFiles
 from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.gitwrites import git_write
+from runner.policy.hooks import TOOL_EVENTS, hook_entries
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.model import Policy
 from runner.policy.targets import targets_for
 from runner.record.rundir import portable
+from runner.tools.registry import CORE
 
 
 def with_hard_limits(policy: Policy, workspace: Path, runs_dir: Path) -> Policy:
@@ -50,7 +52,22 @@ def explain(policy: Policy, domain: str, value: str, workspace: Path, runs_dir: 
     data = {"input": value,
             **describe(decide(full, domain, targets_for(domain, value, workspace), mode), policy, workspace)}
     notes = sandbox_notes(data["targets"], sandbox)
+    data = {**data, "hooks": hooks_for(policy, domain) if data["decision"] != "deny" else []}
     return {**data, "notes": notes} if notes else data
+
+
+def hooks_for(policy: Policy, domain: str) -> list[dict[str, Any]]:
+    """The policy's PreToolUse and PostToolUse hooks that would judge an allowed call in `domain`: each entry
+    whose matcher takes a core tool of the domain (by its name or an alias), with those tools."""
+    tools = [cls for cls in CORE if cls.domain == domain]
+    out = []
+    for entry in hook_entries(policy.sections):
+        if entry.event not in TOOL_EVENTS:
+            continue
+        matched = [cls.name for cls in tools if entry.matches((cls.name, *cls.aliases))]
+        out += [{"event": entry.event, "matcher": entry.matcher, "command": h.command, "tools": matched,
+                 "onError": h.on_error} for h in entry.hooks if matched]
+    return out
 
 
 def sandbox_notes(targets: list[dict[str, Any]], sandbox: str) -> list[str]:
@@ -120,6 +137,9 @@ def explain_text(data: dict[str, Any]) -> str:
              + f", mode {data['mode']}",
              f"rule: {_deciding(data)}", f"risk: {data['risk']}", "", "targets:"]
     lines += _targets(data["targets"], data["domain"], "  ")
+    hooks = data.get("hooks") or []
+    lines += ["", "hooks:", *(f"  {h['event']} [{h['matcher'] or '*'}] {h['command']} ({', '.join(h['tools'])})"
+                              for h in hooks)] if hooks else []
     notes = data.get("notes") or []
     lines += ["", *(f"note: {note}" for note in notes)] if notes else []
     return "\n".join(lines)

@@ -124,7 +124,6 @@ class WorkflowHooks:
     run_id: str
     transcript: Path
     workspace: Path
-    skip_pre: bool = False  # replay --approve --skip-hooks: the approved calls' PreToolUse hooks do not run
     _blocks: dict[tuple[str, int, str], int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

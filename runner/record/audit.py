@@ -22,6 +22,7 @@ from typing import Any
 
 from runner.core.events import (
     Event,
+    HookFinished,
     PermissionDecision,
     ToolCall,
     ToolResult,
@@ -75,6 +76,12 @@ class AuditLog:
                 running.record["met"].extend(_met(event))
                 if event.denied:
                     running.record["decision"] = event.decision
+        elif isinstance(event, HookFinished) and event.call_id:
+            # The hooks that judged the call (PreToolUse, PostToolUse) in its line; a line without hooks has none.
+            if opened := self._open.get(key):
+                opened[0].record.setdefault("hooks", []).append(
+                    {"event": event.event, "command": event.command, "exit_code": event.exit_code,
+                     "decision": event.decision, "error": event.error})
         elif isinstance(event, ToolResult):
             queue = self._open.get(key)
             if queue:

@@ -42,7 +42,7 @@ from runner.report.findings import keep_findings, record_findings
 from runner.run.budgets import budget_for
 from runner.run.changes import ChangeRecord
 from runner.run.check import run_check
-from runner.run.hooks import workflow_hooks
+from runner.run.hooks import with_session_start, workflow_hooks
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
@@ -121,7 +121,8 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
                   child_prompt=instructions.system_prompt(leave_out=("--output-schema",)),
                   started={"instructions": instructions.records or None})
     run = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md", given)
-    messages = [{"role": "system", "content": instructions.system_prompt()}, {"role": "user", "content": task.text}]
+    system = with_session_start(rec, run.agent.env.hooks, instructions.system_prompt(), run.agent.env.ctx.cancel)
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": task.text}]
     return drive(rec, task, run, messages, schema=schema)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from runner.core.outcome import Failed
 from runner.engine.recorder import Recording
 from runner.engine.workflow_hooks import HookRun, WorkflowHooks
 from runner.policy.hooks import HookCommand, hook_entries
@@ -37,6 +38,21 @@ def workflow_hooks(rec: Recording, policy: Policy) -> WorkflowHooks | None:
     if not entries:
         return None
     return WorkflowHooks(entries, HookProcessRunner(rec), rec.run_id, rec.run_dir / "events.jsonl", rec.workspace)
+
+
+SESSION_START_HEADING = "# Context from the workflow's SessionStart hooks"
+
+
+def with_session_start(rec: Recording, hooks: WorkflowHooks | None, system: str, cancel: Cancel) -> str:
+    """A new run's system prompt with what its SessionStart hooks say (their context: JSON `additionalContext`, or
+    plain stdout) at its end: inside the fixed prefix, before the first request. A continued run never runs them
+    again: its prompt is its record's (runner/record/conversation.py), so the prefix stays byte-stable."""
+    if hooks is None or not hooks.any("SessionStart"):
+        return system
+    judged = hooks.judge("SessionStart", (), {"source": "startup", "agent": None}, rec.emit, cancel)
+    if judged.stop is not None:
+        raise Failed(f"a SessionStart hook stopped the run: {judged.stop}")
+    return f"{system}\n\n{SESSION_START_HEADING}\n\n{judged.context}" if judged.context else system
 
 
 class HookProcessRunner:

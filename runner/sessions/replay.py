@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.core.events import ToolResult, call_ref, tag
+from runner.core.events import RunWarning, ToolResult, call_ref, tag
 from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
 from runner.engine.build import Agent
@@ -146,6 +146,7 @@ class ReplayRequest:
     mcp_configs: list[str] = field(default_factory=list)
     allow_unkeyed: bool = False
     stream_events: bool = False
+    skip_hooks: bool = False  # the approved calls run without the policy's PreToolUse and PostToolUse hooks
 
 
 def replay(req: ReplayRequest) -> RunOutcome:
@@ -188,7 +189,7 @@ def replay(req: ReplayRequest) -> RunOutcome:
             return early_failure(exc.reason)
 
         def body(rec: Recording) -> tuple[Status, str | None]:
-            return _replay(rec, replayed, chosen, opts, resume, schema)
+            return _replay(rec, replayed, chosen, opts, resume, schema, req.skip_hooks)
 
         return record(Where(place, run_dir.parent, home=run.home or place, continues=run.run_dir), body,
                       verbosity=verbosity, stream_events=stream_events, held=held)
@@ -197,7 +198,7 @@ def replay(req: ReplayRequest) -> RunOutcome:
 
 
 def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], opts: RunOptions, resume: bool,
-            schema: OutputSchema | None) -> tuple[Status, str | None]:
+            schema: OutputSchema | None, skip_hooks: bool = False) -> tuple[Status, str | None]:
     """The replay as a run: prepared like any (runner/run/assemble.py), the approved calls executed as
     recorded, then finished — or, with --continue, the conversation driven on from them."""
     run = replayed.run
@@ -230,7 +231,7 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     # An approved check runs as the check, after the calls (as in the run); with --continue, `finish` runs it.
     checks = [c["check"] for c in chosen if "check" in c]
     chosen = [c for c in chosen if "check" not in c]
-    outcomes, results = _execute(rec, prepared.agent, chosen)
+    outcomes, results = _execute(rec, prepared.agent, chosen, skip_hooks)
     if not resume or not chosen:
         failed = [r for r in outcomes if not r["ok"]]
         if failed and not rec.summary.denials:
@@ -246,10 +247,16 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     return _continue(rec, run, task, prepared, chosen, results, schema)
 
 
-def _execute(rec: Recording, agent: Agent, chosen: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
-                                                                                   dict[str | None, dict[str, str]]]:
-    """Each approved call exactly as the model asked (a subagent's in its own conversation's env): the
-    outcomes for summary.json, and the results by agent and call id for a --continue."""
+def _execute(rec: Recording, agent: Agent, chosen: list[dict[str, Any]], skip_hooks: bool = False,
+             ) -> tuple[list[dict[str, Any]], dict[str | None, dict[str, str]]]:
+    """Each approved call exactly as the model asked (a subagent's in its own conversation's env), through the
+    policy's hooks again unless `skip_hooks` (recorded: a warning hooks_skipped): the outcomes for summary.json,
+    and the results by agent and call id for a --continue."""
+    base = agent.env
+    if skip_hooks and base.hooks is not None:
+        base = dataclasses.replace(base, hooks=None)
+        rec.emit(RunWarning(code="hooks_skipped", message="replay --skip-hooks: the approved calls ran without the "
+                            "policy's PreToolUse and PostToolUse hooks"))
     outcomes: list[dict[str, Any]] = []
     rec.lifecycle.on_event(lambda e: outcomes.append({
         "call_id": call_ref(e.agent, e.call_id), "tool": e.tool, "ok": e.ok, "error_type": e.error_type,
@@ -261,7 +268,7 @@ def _execute(rec: Recording, agent: Agent, chosen: list[dict[str, Any]]) -> tupl
         call = {"id": c["call_id"], "type": "function", "function": {"name": c["tool"], "arguments": c["arguments"]}}
         agent_of = c.get("agent")
         emit = (lambda e, agent_of=agent_of: rec.emit(tag(e, agent_of))) if agent_of else rec.emit  # as logged
-        env = dataclasses.replace(agent.env, agent=agent_of) if agent_of else agent.env
+        env = dataclasses.replace(base, agent=agent_of) if agent_of else base
         results.setdefault(agent_of["id"] if agent_of else None, {})[c["call_id"]] = handle_call(
             call, env, c["turn"], emit)
     rec.lifecycle.section("approved_results", list(outcomes))
