@@ -254,3 +254,19 @@ def test_policy_explain_shows_the_hooks_that_would_run(workspace, agent_run, tmp
         ("PreToolUse", "g", ["bash"]), ("PostToolUse", "p", ["bash"])]
     text = agent_run("policy", "explain", "--policy", policy, "bash", "echo hi").stdout
     assert "hooks:\n  PreToolUse [Bash] g (bash)\n  PostToolUse [*] p (bash)" in text
+
+
+def test_a_hook_program_in_the_workspace_and_its_directory_are_protected(fake, workspace, agent_run, tmp_path):
+    guard = _script(workspace, "guard.py", "import helper\n")
+    (workspace / "hooks" / "helper.py").write_text("")
+    policy = _policy(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": guard}]}]})
+    fake.add(reply(calls=[("write", {"path": "hooks/guard.py", "content": "pass\n"}),
+                          ("write", {"path": "hooks/helper.py", "content": "import os\n"}),
+                          ("bash", {"command": "echo x > hooks/helper.py"})]), reply("done"))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 3, r.stderr
+    assert (workspace / "hooks" / "guard.py").read_text() == "import helper\n"
+    assert (workspace / "hooks" / "helper.py").read_text() == ""
+    denied = [d["call_id"] for d in r.summary["denials"]]
+    assert denied == ["call_1_0", "call_1_1", "call_1_2"]
+    assert "hard limit" in r.of_type("permission_decision")[0]["rule"]["file"]
