@@ -16,6 +16,7 @@ from runner.core.outcome import EXIT_CODES, Status
 from runner.policy.agentfiles import AgentFiles
 from runner.policy.decide import decide
 from runner.policy.egress import Verdict, net_verdict
+from runner.policy.hooks import hook_programs
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import protected_paths
 from runner.policy.load import load_policy
@@ -60,7 +61,8 @@ def _open(policy: Policy, config: SandboxConfig, ws: Path) -> Sandbox:
         return net_verdict(d)
 
     runs = default_runs_dir(ws)
-    protected = protected_paths(ws, runs, policy.files, agent_files=AgentFiles.of(ws, policy))
+    protected = protected_paths(ws, runs, policy.files, hook_programs(policy.sections, ws),
+                                agent_files=AgentFiles.of(ws, policy))
     return open_sandbox(config, workspace=ws, protected=protected,
                         readable=policy_paths(policy.rules, "read", ws),
                         writable=policy_paths(policy.rules, "edit", ws), environ=os.environ, decide_net=decide_net)

@@ -13,7 +13,7 @@ from runner.engine.cancel import RunCancel
 from runner.policy.agentfiles import AgentFiles
 from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.gitwrites import git_write
-from runner.policy.hooks import TOOL_EVENTS, hook_entries
+from runner.policy.hooks import TOOL_EVENTS, hook_entries, hook_programs
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.model import Policy
 from runner.policy.targets import targets_for
@@ -23,7 +23,8 @@ from runner.tools.registry import CORE
 
 def with_hard_limits(policy: Policy, workspace: Path, runs_dir: Path) -> Policy:
     agent_files = AgentFiles.of(workspace, policy)
-    protected = protected_paths(workspace, runs_dir, policy.files, agent_files=agent_files)
+    protected = protected_paths(workspace, runs_dir, policy.files, hook_programs(policy.sections, workspace),
+                                agent_files=agent_files)
     return policy.with_rules(hard_limit_rules(workspace, protected, agent_files))
 
 

@@ -7,11 +7,13 @@ A matcher is an RE2 regex full-matched against a tool's name and each of its ali
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from runner.policy.jsonc import Located, PolicyError
@@ -114,6 +116,35 @@ def manifest_problem(command: str) -> str | None:
             return (f"`python -m {module}` may run a module of the workspace, which the agent can rewrite "
                     "(name the program by its path outside the workspace)")
     return None
+
+
+def hook_programs(sections: dict[str, Any], workspace: Path) -> list[Path]:
+    """What of the workspace a hook runs, to be protected like a policy file (runner/policy/limits.py): each word
+    of a command that names a path inside the workspace (one with a `/`, or a script's name beside it) — whether
+    it exists yet or not —, with its whole directory tree (the agent must not rewrite the hook that judges it, nor
+    a module it imports); a program at the workspace's top, itself alone."""
+    root = workspace.resolve()
+    out: list[Path] = []
+    for entry in hook_entries(sections):
+        for hook in entry.hooks:
+            try:
+                words = shlex.split(hook.command, comments=True)
+            except ValueError:
+                words = hook.command.split()
+            for word in words:
+                if word.startswith("-") or not ("/" in word or _SCRIPT.search(word)):
+                    continue
+                path = Path(os.path.normpath(root / word))
+                if not path.is_relative_to(root) or path == root:
+                    continue
+                top = path.relative_to(root).parts[0]
+                protect = path if len(path.relative_to(root).parts) == 1 else root / top
+                if protect not in out:
+                    out.append(protect)
+    return out
+
+
+_SCRIPT = re.compile(r"\.(py|sh|bash|js|mjs|cjs|ts|rb|pl)$")
 
 
 def hook_errors(located: Located, file: str) -> list[PolicyError]:

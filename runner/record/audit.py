@@ -78,8 +78,8 @@ class AuditLog:
                     running.record["decision"] = event.decision
         elif isinstance(event, HookFinished) and event.call_id:
             # The hooks that judged the call (PreToolUse, PostToolUse) in its line; a line without hooks has none.
-            if opened := self._open.get(key):
-                opened[0].record.setdefault("hooks", []).append(
+            if judged := self._open.get(key):
+                judged[0].record.setdefault("hooks", []).append(
                     {"event": event.event, "command": event.command, "exit_code": event.exit_code,
                      "decision": event.decision, "error": event.error})
         elif isinstance(event, ToolResult):

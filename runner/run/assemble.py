@@ -29,6 +29,7 @@ from runner.mcp.setup import mcp_servers, start_mcp
 from runner.model import warm
 from runner.model.replay import ReplayModel
 from runner.policy.agentfiles import AgentFiles
+from runner.policy.hooks import hook_programs
 from runner.policy.jsonc import PolicyError
 from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.load import load_policy, policy_ref, portable_snapshot
@@ -309,8 +310,10 @@ def call_env(rec: Recording, opts: RunOptions, files: EnvFiles, policy: Policy, 
     rec.ctx.cancel = rec.ctx.cancel.child(deadline)  # the run's stop, with its wall clock
     rec.ctx.default_timeout_s = settings.bash_timeout_s
     agent_files = AgentFiles.of(rec.workspace, policy)  # the repository's instructions, skills and profiles
+    # The hooks' programs in the workspace are the workflow's too (runner/policy/hooks.py hook_programs).
     rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files,
-                                              trusted_inputs(opts, environ), agent_files))
+                                              (*trusted_inputs(opts, environ),
+                                               *hook_programs(policy.sections, rec.workspace)), agent_files))
     rec.ctx.outputs_dir = rec.run_dir / "outputs"
     rec.ctx.run_dir = rec.run_dir
     rec.ctx.truncation = TruncationLimits.from_policy(policy.sections.get("truncation", {}))
