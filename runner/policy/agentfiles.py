@@ -72,14 +72,16 @@ class AgentFiles:
 
         return Pattern(AGENT_FILES, "", test)
 
-    def existing(self) -> list[Path]:
+    def existing(self, skip: tuple[Path, ...] = ()) -> list[Path]:
         """The protected files and directories in the workspace now (a directory stands for all below it, unless an
-        exempt path lies there). Read once per run: `.git` and symlinked directories are not entered."""
+        exempt path lies there). Read once per run: `.git`, symlinked directories and `skip` (resolved: the runs
+        directory, protected whole already) are not entered."""
+        root = self.workspace.resolve()
         out: list[Path] = []
-        for top, dirs, files in os.walk(self.workspace):
+        for top, dirs, files in os.walk(root):
             here = Path(top)
-            rel = here.relative_to(self.workspace).parts
-            dirs[:] = [d for d in dirs if d != ".git" and not os.path.islink(os.path.join(top, d))]
+            rel = here.relative_to(root).parts
+            dirs[:] = [d for d in dirs if d != ".git" and here / d not in skip and not os.path.islink(here / d)]
             for d in list(dirs):
                 parts = (*rel, d)
                 if self.protects(parts) and not any(e[:len(parts)] == _folded(parts, self.fold) for e in self.exempt):

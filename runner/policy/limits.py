@@ -23,7 +23,7 @@ def protected_paths(workspace: Path, runs_dir: Path, policy_files: Iterable[str]
     replay or resume to read), and the repository's instructions, skills and profiles there now
     (`agent_files`: runner/policy/agentfiles.py). What git reads as its own is `git_control_rule`'s, decided
     at each call; an instruction file made later, `agent_files_rule`'s."""
-    found = agent_files.existing() if agent_files is not None else []
+    found = agent_files.existing(skip=(runs_dir.resolve(),)) if agent_files is not None else []
     return [runs_dir.resolve(), *(Path(f).resolve() for f in policy_files), *(p.resolve() for p in inputs),
             *(p.resolve() for p in found)]
 

@@ -47,8 +47,9 @@ def test_an_approval_or_a_deny_rule_opts_out_of_nothing(tmp_path: Path):
 
 def test_the_existing_ones_are_listed_whole_directories_at_a_time(tmp_path: Path):
     for rel in ("AGENTS.md", "a/b/CLAUDE.md", ".agents/skills/x/SKILL.md", ".claude/agents/r.md", ".git/AGENTS.md",
-                "src/main.py"):
+                "src/main.py", ".agent-run/runs/r1/AGENTS.md"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
-    found = sorted(p.relative_to(tmp_path).as_posix() for p in AgentFiles(tmp_path).existing())
+    runs = (tmp_path / ".agent-run" / "runs").resolve()
+    found = sorted(p.relative_to(tmp_path.resolve()).as_posix() for p in AgentFiles(tmp_path).existing(skip=(runs,)))
     assert found == [".agents/skills", ".claude/agents", "AGENTS.md", "a/b/CLAUDE.md"]
