@@ -36,6 +36,8 @@ def program_risk(argv: list[Word]) -> str | None:
 
 def git_risk(sub: str, rest: list[Word]) -> str | None:
     """Why `git SUB REST…` is high risk, or None. A word only known at run time could be the option that is."""
+    if sub == "rm" and "--cached" in rest and None not in rest:
+        return None  # only the index: the files stay
     if sub in _GIT_HIGH:
         return _GIT_HIGH[sub]
     if sub == "reset" and any(a is None or _abbreviates(a, "--hard") for a in rest):

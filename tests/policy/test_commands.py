@@ -194,6 +194,7 @@ HIGH = [
     ("find . -name '*.o' -exec rm {} ;", "rm '{}'", "deletes"),
     ("find . -delete", "find . -delete", "deletes"),
     ("git clean -fdx", "git clean -fdx", "deletes"),
+    ("git rm a.txt", "git rm a.txt", "deletes"),
     ("git reset --hard HEAD~1", "git reset --hard HEAD~1", "discards"),
     ("git push --force origin main", "git push --force origin main", "rewrites"),
     ("git push origin main", "git push origin main", "publishes"),
@@ -209,7 +210,7 @@ def test_a_command_that_deletes_rewrites_pushes_or_downloads_is_high_risk(line, 
     assert why in analyze(line).high[command]
 
 
-@pytest.mark.parametrize("line", ["ls -la", "git status", "git reset HEAD a.txt", "git log -p", "sh build.sh",
+@pytest.mark.parametrize("line", ["ls -la", "git status", "git reset HEAD a.txt", "git log -p", "git rm --cached a.txt", "sh build.sh",
                                   "bash -c 'echo hi'", "find . -name '*.py'", "echo rm"])
 def test_a_command_without_such_an_effect_is_not(line):
     assert analyze(line).high == {}
