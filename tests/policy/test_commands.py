@@ -210,7 +210,7 @@ def test_a_command_that_deletes_rewrites_pushes_or_downloads_is_high_risk(line, 
     assert why in analyze(line).high[command]
 
 
-@pytest.mark.parametrize("line", ["ls -la", "git status", "git reset HEAD a.txt", "git log -p", "git rm --cached a.txt", "sh build.sh",
-                                  "bash -c 'echo hi'", "find . -name '*.py'", "echo rm"])
+@pytest.mark.parametrize("line", ["ls -la", "git status", "git reset HEAD a.txt", "git log -p", "git rm --cached a.txt",
+                                  "sh build.sh", "bash -c 'echo hi'", "find . -name '*.py'", "echo rm"])
 def test_a_command_without_such_an_effect_is_not(line):
     assert analyze(line).high == {}
