@@ -1,5 +1,5 @@
-"""The calls of one model reply, run through the hooks (runner/engine/call.py): in the model's order, except that
-a run of consecutive calls that cannot change the workspace or the world (tools marked `concurrent = "read"`:
+"""The calls of one model reply, run through the call pipeline (runner/engine/call.py): in the model's order, except
+that a run of consecutive calls that cannot change the workspace or the world (tools marked `concurrent = "read"`:
 read, grep, glob, list, memory_search, web_fetch, skill, MCP tools the trusted config marks read-only), or a run of
 consecutive `task` calls (child agents, `concurrent = "agent"`), runs at once, up to `--parallel-calls` and
 `--parallel-agents`.

@@ -122,7 +122,7 @@ class Agent:
 
 def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Emit) -> Agent:
     """The agent `spec` names: its tool context (from `base`, the run's, or for a child the context of the call
-    that started it: its stop is that call's), its call hooks and guards, its model, its context manager and its
+    that started it: its stop is that call's), its call pipeline and guards, its model, its context manager and its
     loop's limits; its own plan, skill and (below the depth limit) delegation."""
     rec, settings = services.rec, spec.settings
     state = AgentState(tools=tuple(spec.registry.names))

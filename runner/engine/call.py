@@ -1,5 +1,5 @@
-"""One tool call through the hooks, in order: parse → policy decision → execute →
-result event → guards.
+"""One tool call through the call pipeline, in order: parse → policy decision (and the PreToolUse hooks) →
+execute → the PostToolUse hooks → guards → result event.
 
 Returns the `tool` message content for the model. Nothing here raises for a bad
 call: a malformed call, an unknown tool, a denial or a failing tool all become a

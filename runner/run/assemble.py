@@ -1,4 +1,4 @@
-"""`agent-run run`: task, policy, settings, model, call hooks, loop — inside a Recording."""
+"""`agent-run run`: task, policy, settings, model, call pipeline, loop — inside a Recording."""
 
 from __future__ import annotations
 
@@ -160,8 +160,8 @@ class Prepared:
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
             task_path: Path, given: Given = Given()) -> Prepared:
     """Everything between a run's settings and its loop, the one path for `run`, `resume`, `fork` and `replay`:
-    the run's services (budgets, call hooks with the policy and hard limits, the sandbox, MCP servers, subagents,
-    change tracking), then its agent (engine/build.py), `run_started`."""
+    the run's services (budgets, the call pipeline with the policy and hard limits, the lifecycle hooks, the
+    sandbox, MCP servers, subagents, change tracking), then its agent (engine/build.py), `run_started`."""
     rec.summary.policy = policy_ref(policy.path, rec.home or rec.workspace)
     rec.summary.model = settings.model
     rec.resume_with = tuple(resume_words(opts, rec.home or rec.workspace))
