@@ -21,6 +21,7 @@ from runner.workspace.skills import Restriction
 ERROR_TYPES = (
     "ToolNotAllowed", "ApprovalRequired", "PathTraversalBlocked", "FileTooLarge", "Timeout",
     "ExitNonZero", "IOError", "InvalidArguments", "UnknownTool", "McpError", "SubagentFailed", "ContextFull",
+    "WouldOverwrite",
 )
 
 
@@ -160,13 +161,17 @@ class Delegator(Protocol):
 @dataclass
 class AgentState:
     """What one agent's calls change for it, never shared with another agent: its plan (`todo`), the skill it loaded
-    (`skill`), its delegation (`task`). Tool instances are definitions, shared by the run's agent and every child (a
-    child's registry is its parent's, narrowed); runner/engine/build.py gives each agent a state of its own."""
+    (`skill`), its delegation (`task`), the files it has seen (`read`, `write`, `edit`: what `write` may replace).
+    Tool instances are definitions, shared by the run's agent and every child (a child's registry is its parent's,
+    narrowed); runner/engine/build.py gives each agent a state of its own."""
 
     plan: Plan = field(default_factory=Plan)
     skill: Restriction = field(default_factory=Restriction)  # the loaded skill's allowed-tools
     delegation: Delegator | None = None  # None: this agent cannot delegate (no `task`, or at the depth limit)
     tools: tuple[str, ...] = ()  # the names of the agent's tools (a task call's risk: can its child run commands)
+    # The resolved paths this agent has read, written or edited in this run: `write` replaces only these unless told
+    # to (issue 44). Its own, not a child's: a child's answer says what it chose to, not what the file holds.
+    seen: set[str] = field(default_factory=set)
 
 
 @dataclass

@@ -11,6 +11,8 @@ from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 MAX_DIFF_LINES = 80
 MAX_DIFF_LINE_CHARS = 500
 MAX_DIFF_INPUT_CHARS = 4 * 1024 * 1024  # beyond this difflib gets slow: the diff is left out
+NEAREST_INPUT_CHARS = 512 * 1024  # a larger file is not searched for the lines nearest a missing old_string
+NEAREST_LINES = 10
 
 
 class Edit(Tool):
@@ -52,7 +54,7 @@ class Edit(Tool):
             old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
         count = text.count(old)
         if count == 0:
-            raise ToolError("InvalidArguments", f"old_string not found in {shown}")
+            raise ToolError("InvalidArguments", f"old_string not found in {shown}{nearest_lines(text, old)}")
         if count > 1 and not args.get("replace_all"):
             raise ToolError("InvalidArguments",
                             f"old_string occurs {count} times in {shown}; add context or set replace_all")
@@ -61,9 +63,32 @@ class Edit(Tool):
             atomic_write(path, updated.encode("utf-8"))
         except OSError as exc:
             raise ToolError("IOError", f"cannot write {shown}: {exc.strerror or exc}") from None
+        ctx.state.seen.add(str(path))  # what it holds now is what the agent made it: `write` may replace it
         diff, diff_lines = render_diff(text, updated)
         return ToolOutput(f"edited {shown}: {count} replacement(s)\n{diff}",
                           {"replacements": count, "diff_lines": diff_lines})
+
+
+def nearest_lines(text: str, old: str) -> str:
+    """The lines of `text` most like `old`'s first line, as many as `old` has (at most NEAREST_LINES) and one either
+    side, numbered as `read` shows them: what a model that misremembered the file (whitespace, a changed line) copies
+    from; "" when there is nothing alike, or the file is too large to look through."""
+    if len(text) > NEAREST_INPUT_CHARS:
+        return ""
+    key = next((line.strip() for line in old.split("\n") if line.strip()), "")
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    best, at = 0.0, -1
+    matcher = difflib.SequenceMatcher(None, b=key, autojunk=False)
+    for i, line in enumerate(lines):
+        matcher.set_seq1(line.strip())
+        if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best and (ratio := matcher.ratio()) > best:
+            best, at = ratio, i
+    if best < 0.5:
+        return ""
+    span = min(old.strip("\n").count("\n") + 1, NEAREST_LINES)
+    start, end = max(0, at - 1), min(len(lines), at + span + 1)
+    shown = "\n".join(f"{n + 1}\t{lines[n][:MAX_DIFF_LINE_CHARS]}" for n in range(start, end))
+    return f"; the nearest lines (copy old_string from them exactly):\n{shown}"
 
 
 def _crlf_only(text: str) -> bool:

@@ -93,7 +93,7 @@ class Grep(Tool):
             self._scan(files, candidates, top, root, readable, search)
         except Cancelled as stopped:
             search.stop = stopped.why
-        text = "\n".join(search.hits) or "[no matches]"
+        text = "\n".join(search.hits) or _nothing(args, search.files + search.ruled_out, shown)
         if search.results > len(search.hits):
             more = "matches" if search.mode == "content" else "files"
             text += f"\n[{search.results - len(search.hits)} more {more} not shown; narrow the pattern or path]"
@@ -116,6 +116,7 @@ class Grep(Tool):
                 break
             # rg does not follow symlinks (one to / would have it search the machine): a linked file is searched.
             if candidates is not None and file not in candidates and not os.path.islink(file):
+                search.ruled_out += 1
                 continue
             real = readable.real(file)
             if real is None:
@@ -148,7 +149,8 @@ class Search:
         self.hits: list[str] = []
         self.total = 0  # matching lines
         self.matched = 0  # files with a match
-        self.files = 0
+        self.files = 0  # files read
+        self.ruled_out = 0  # files ripgrep showed cannot match: searched, not read
         self.bytes = 0
         self.skipped: Counter[str] = Counter()  # reason -> files not searched
         self.stop: str | None = None  # why the scan ended early
@@ -366,3 +368,10 @@ def _rg_candidates(top: str, rx: re.Pattern[str], ctx: ToolContext) -> set[str] 
     if proc.returncode not in (0, 1) or err.strip():
         return None
     return {os.fsdecode(p) for p in out.split(b"\0") if p}
+
+
+def _nothing(args: dict[str, Any], files: int, shown: str) -> str:
+    """An empty search says what it searched: a small model otherwise takes "no matches" for "no such thing"
+    without seeing that its path or include was wrong (issue 44)."""
+    include = f", include `{args['include']}`" if args.get("include") else ""
+    return f"[no matches for `{args['pattern']}` in {files} file{'' if files == 1 else 's'} under `{shown}`{include}]"

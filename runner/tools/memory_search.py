@@ -38,7 +38,7 @@ class MemorySearch(Tool):
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         "All words of query, any case, in this run's earlier tool outputs (even cleared or cut) and your messages; "
-        f"newest first, limit ≤{MAX_LIMIT} (default {DEFAULT_LIMIT})."
+        f"newest first, limit ≤{MAX_LIMIT}."
     )
     schema = {
         "type": "object",

@@ -86,6 +86,7 @@ class Read(Tool):
         details: dict[str, Any] = {"lines": total, "shown": [offset, last], "file_sha256": file_sha256}
         if not pages.complete:
             details["lines_counted"] = "partial"
+        ctx.state.seen.add(str(path))  # `write` may now replace it
         return ToolOutput(content, details)
 
 

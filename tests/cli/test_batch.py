@@ -38,7 +38,8 @@ def _tasks(workspace: Path, n: int) -> list[str]:
 
 
 def _writes_its_version(fake, i: int) -> None:
-    fake.route(f"version {i}", reply(calls=[("write", {"path": "shared.txt", "content": f"version {i}\n"})]),
+    fake.route(f"version {i}", reply(calls=[("read", {"path": "shared.txt"}),
+                                            ("write", {"path": "shared.txt", "content": f"version {i}\n"})]),
                reply(f"wrote version {i}"))
 
 

@@ -59,7 +59,9 @@ def env_for(gh: FakeGitHub, **more: str) -> dict[str, str]:
 
 
 def write(path: str, content: str, answer: str) -> list[Any]:
-    return [reply(calls=[("write", {"path": path, "content": content})]), reply(answer)]
+    """The agent reads the file (an IOError result when it is new), then writes it: `write` replaces only a file the
+    run has read (issue 44)."""
+    return [reply(calls=[("read", {"path": path}), ("write", {"path": path, "content": content})]), reply(answer)]
 
 
 def no_token_in(*roots: Path) -> None:

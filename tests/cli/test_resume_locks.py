@@ -51,7 +51,8 @@ def _edited(fake, workspace: Path, agent_run) -> Path:
     _git(workspace, "init", "-q")
     _git(workspace, "add", "notes.txt", "task.md")
     _git(workspace, "commit", "-qm", "base")
-    fake.add(reply(calls=[("write", {"path": "notes.txt", "content": "v2 by the agent\n"})]))
+    fake.add(reply(calls=[("read", {"path": "notes.txt"}),
+                          ("write", {"path": "notes.txt", "content": "v2 by the agent\n"})]))
     first = agent_run("--max-turns", "1", "task.md")
     assert first.code == 5 and "notes.txt" in (first.run_dir / "changes.patch").read_text()
     _git(workspace, "checkout", "-q", "notes.txt")  # a fresh checkout of the base

@@ -190,7 +190,8 @@ def _agent_edited_a_committed_file(fake, workspace: Path, agent_run):
     _git(workspace, "init", "-q")
     _git(workspace, "add", "notes.txt", "task.md")
     _git(workspace, "commit", "-qm", "base")
-    fake.add(reply(calls=[("write", {"path": "notes.txt", "content": "v2 by the agent\n"})]))
+    fake.add(reply(calls=[("read", {"path": "notes.txt"}),
+                          ("write", {"path": "notes.txt", "content": "v2 by the agent\n"})]))
     return agent_run("--max-turns", "1", "task.md")
 
 

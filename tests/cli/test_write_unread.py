@@ -19,7 +19,8 @@ def test_a_write_over_an_unread_file_is_refused_until_read_or_meant(fake, worksp
     (workspace / "conf.toml").write_text("version = '1'\n", encoding="utf-8")
     (workspace / "old.txt").write_text("old\n", encoding="utf-8")
     fake.add(reply(calls=[("write", {"path": "lib.py", "content": "f()\n"})]),
-             reply(calls=[("read", {"path": "conf.toml"}), ("write", {"path": "conf.toml", "content": "version = '2'\n"})]),
+             reply(calls=[("read", {"path": "conf.toml"}),
+                          ("write", {"path": "conf.toml", "content": "version = '2'\n"})]),
              reply(calls=[("write", {"path": "old.txt", "content": "new\n", "overwrite": True}),
                           ("write", {"path": "made.txt", "content": "1\n"}),
                           ("write", {"path": "made.txt", "content": "2\n"})]),
@@ -51,4 +52,4 @@ def test_edit_not_found_shows_the_nearest_lines_and_an_empty_grep_says_what_it_s
     assert "old_string not found in calc.py" in message
     assert "4\tdef add(a, b):" in message and "5\t    return a - b" in message  # numbered as `read` shows them
     assert "import os" not in message  # the nearest lines, not the file
-    assert "subtract" in grep["content"] and "*.py" in grep["content"] and "1 file" in grep["content"]
+    assert grep["content"] == "[no matches for `subtract` in 1 file under `.`, include `*.py`]"

@@ -25,7 +25,7 @@ def test_a_subfolder_workspace_names_its_files_from_itself(fake, workspace, agen
     _git(repo, "add", "ws/notes.txt", "ws/task.md", "outside.txt")
     _git(repo, "commit", "-qm", "base")
     (repo / "outside.txt").write_text("changed by someone else, outside the workspace\n")
-    fake.add(reply(calls=[("write", {"path": "notes.txt", "content": "v2\n"}),
+    fake.add(reply(calls=[("read", {"path": "notes.txt"}), ("write", {"path": "notes.txt", "content": "v2\n"}),
                           ("write", {"path": "new.txt", "content": "new\n"})]))
     first = agent_run("--max-turns", "1", "task.md")
     assert first.code == 5, first.stderr

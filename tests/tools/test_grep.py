@@ -67,7 +67,10 @@ def test_single_file_path(ctx, tree):
 
 
 def test_no_matches(ctx, tree):
-    assert Grep().run({"pattern": "haystack"}, ctx).content == "[no matches]"
+    # It says what it searched (issue 44): a small model takes a bare "no matches" for "no such thing".
+    assert Grep().run({"pattern": "haystack"}, ctx).content == "[no matches for `haystack` in 4 files under `.`]"
+    assert Grep().run({"pattern": "haystack", "path": "src", "include": "*.md"}, ctx).content == (
+        "[no matches for `haystack` in 1 file under `src`, include `*.md`]")
 
 
 def test_invalid_regex(ctx, tree):
@@ -129,7 +132,8 @@ def test_the_run_ending_stops_the_walk(ws, stop):
         ctx.cancel.stop()
     out = Grep().run({"pattern": "hit"}, ctx)
     why = "the run's time is up" if stop == "deadline" else "the run is stopping"
-    assert out.content == f"[no matches]\n[search stopped after 0 files: {why}; narrow path or include]"
+    assert out.content == (f"[no matches for `hit` in 0 files under `.`]\n"
+                           f"[search stopped after 0 files: {why}; narrow path or include]")
     assert out.details["stopped"] == why
 
 
@@ -177,7 +181,7 @@ def test_searching_the_whole_file_first_finds_what_each_line_would(ctx, ws, patt
         (ws / "f.txt").write_text(text, encoding="utf-8", newline="")
         expected = [f"f.txt:{n}: {line}" for n, line in enumerate(text.splitlines(), start=1) if rx.search(line)]
         out = Grep().run({"pattern": pattern}, ctx).content
-        assert out == ("\n".join(expected) or "[no matches]"), (case, text)
+        assert out == ("\n".join(expected) or f"[no matches for `{pattern}` in 1 file under `.`]"), (case, text)
 
 
 def test_ripgrep_only_narrows_what_is_searched(ctx, ws, engine):

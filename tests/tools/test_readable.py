@@ -139,8 +139,8 @@ def test_read_explain_and_shell_see_the_hard_link(ws, linked, policy):
 
 def test_grep_names_the_hard_link_reason(ws, linked, pctx):
     assert Grep().run({"pattern": "needle"}, pctx).content == (
-        "[no matches]\n[1 file skipped: hard-linked (its other names may be secrets); "
-        "the policy does not allow reading it]")
+        "[no matches for `needle` in 0 files under `.`]\n"
+        "[1 file skipped: hard-linked (its other names may be secrets); the policy does not allow reading it]")
 
 
 # --- case-insensitive filesystems (Linux: the flag on) ------------------------------------------------------------

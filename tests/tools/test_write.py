@@ -8,6 +8,7 @@ import pytest
 from runner.engine.cancel import RunCancel
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.edit import MAX_DIFF_LINES
+from runner.tools.read import Read
 from runner.tools.write import Write
 
 
@@ -19,8 +20,15 @@ def test_creates_parents(ctx, ws):
     assert out.details == {"bytes_written": 7, "created": True, "diff_lines": 2}
 
 
-def test_overwrites(ctx, ws):
+def test_overwrites_only_a_file_it_has_read_or_when_told(ctx, ws):
     (ws / "f.txt").write_text("old content")
+    with pytest.raises(ToolError) as info:  # not read in this run: it would destroy what the agent never saw
+        Write().run({"path": "f.txt", "content": "new"}, ctx)
+    assert info.value.type == "WouldOverwrite" and (ws / "f.txt").read_text() == "old content"
+    assert info.value.message == ("f.txt exists and you have not read it in this run: writing would replace all "
+                                  "of it. read it first and change it with edit, or set overwrite: true to "
+                                  "replace it whole")
+    Read().run({"path": "f.txt"}, ctx)
     out = Write().run({"path": "f.txt", "content": "new"}, ctx)
     assert (ws / "f.txt").read_text() == "new"
     assert out.content == ("overwrote f.txt (3 bytes)\n@@ -1 +1 @@\n-old content\n\\ No newline at end of file\n"
@@ -58,7 +66,7 @@ def test_keeps_permission_bits(ctx, ws):
     f = ws / "script.sh"
     f.write_text("echo 1\n")
     f.chmod(0o640)
-    Write().run({"path": "script.sh", "content": "echo 2\n"}, ctx)
+    Write().run({"path": "script.sh", "content": "echo 2\n", "overwrite": True}, ctx)
     assert f.read_text() == "echo 2\n"
     assert stat.S_IMODE(f.stat().st_mode) == 0o640
 
@@ -75,7 +83,7 @@ def test_new_file_gets_umask_mode(ctx, ws):
 def test_diff_shows_only_the_change_with_context(ctx, ws):
     (ws / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 21)))
     new = "".join(f"line {i}\n" if i != 10 else "LINE TEN\n" for i in range(1, 21))
-    out = Write().run({"path": "f.txt", "content": new}, ctx)
+    out = Write().run({"path": "f.txt", "content": new, "overwrite": True}, ctx)
     assert out.content.splitlines() == [
         f"overwrote f.txt ({len(new)} bytes)", "@@ -7,7 +7,7 @@",
         " line 7", " line 8", " line 9", "-line 10", "+LINE TEN", " line 11", " line 12", " line 13"]
@@ -93,7 +101,7 @@ def test_long_diff_is_capped_with_a_note(ctx, ws):
 
 def test_binary_previous_content_has_no_diff(ctx, ws):
     (ws / "b.bin").write_bytes(b"\x00\x01\x02")
-    out = Write().run({"path": "b.bin", "content": "text"}, ctx)
+    out = Write().run({"path": "b.bin", "content": "text", "overwrite": True}, ctx)
     assert out.content == "overwrote b.bin (4 bytes)\n[previous content was not UTF-8 text; no diff]"
     assert out.details["diff_lines"] is None
 
@@ -115,7 +123,7 @@ def test_read_only_file_is_refused_as_before(ctx, ws):
     f.write_text("original")
     f.chmod(0o444)
     with pytest.raises(ToolError) as info:
-        Write().run({"path": "ro.txt", "content": "x"}, ctx)
+        Write().run({"path": "ro.txt", "content": "x", "overwrite": True}, ctx)
     assert info.value.type == "IOError"
     assert f.read_text() == "original"
     assert sorted(p.name for p in ws.iterdir()) == ["ro.txt"]
@@ -124,6 +132,6 @@ def test_read_only_file_is_refused_as_before(ctx, ws):
 def test_writes_through_a_symlink_and_keeps_the_link(ctx, ws):
     (ws / "real.txt").write_text("a")
     os.symlink("real.txt", ws / "link.txt")
-    Write().run({"path": "link.txt", "content": "b"}, ctx)
+    Write().run({"path": "link.txt", "content": "b", "overwrite": True}, ctx)
     assert (ws / "link.txt").is_symlink()
     assert (ws / "real.txt").read_text() == "b"
