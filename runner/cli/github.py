@@ -44,7 +44,7 @@ def _say(line: str) -> None:
 @click.option("--review", is_flag=True,
               help="On a pull request, post the findings as one review: inline comments on the diff's lines "
                    "(suggestions as suggested changes), the others in its body. Implies --findings.")
-@named("respond", "--sarif-denials", "--tools", "--fork-review")
+@named("respond", "--sarif-denials", "--tools", "--preset", "--fork-review")
 def respond(trigger_phrase: str, allowed_actors: str | None, review: bool, **kw: Any) -> None:
     """Answer the event this GitHub Actions job runs for: a comment that mentions the trigger phrase, an
     opened issue or pull request. A writer's request runs as `agent-run run` would (policy, sandbox, budgets,

@@ -40,6 +40,7 @@ from runner.record.rundir import new_run_id, portable, runs_dir_for, write_atomi
 from runner.report.changes import ChangeTracker
 from runner.report.deltas import TextDeltas
 from runner.report.findings import keep_findings, record_findings
+from runner.run import preset
 from runner.run.budgets import budget_for
 from runner.run.changes import ChangeRecord
 from runner.run.check import run_check
@@ -111,6 +112,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     except InstructionsError as exc:
         raise UsageError(str(exc)) from None
     instructions.landing = landing_contract(opts.land or "none")  # the agent's and its children's: none commit
+    instructions.rule = preset.rule(opts)
     schema = OutputSchema.given(opts.output_schema, opts.findings)
     if schema is not None:  # --findings too: the section a subagent's prompt leaves out
         instructions.add_trusted("--output-schema", schema.instructions(),  # inside the workspace: relative to it
@@ -123,7 +125,8 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
                   started={"instructions": instructions.records or None})
     run = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md", given)
     system = with_session_start(rec, run.agent.env.hooks, instructions.system_prompt(), run.agent.env.ctx.cancel)
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": task.text}]
+    messages = [{"role": "system", "content": system},
+                {"role": "user", "content": preset.task_message(task.text, task.check, opts)}]
     return drive(rec, task, run, messages, schema=schema)
 
 
@@ -183,7 +186,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
             print(f"agent-run: warning: replay: {why}; the recorded replies may not fit this run", file=sys.stderr)
     tools = [*core_tools(search_url=files.environ().get("AGENT_RUN_SEARCH_URL") or None).tools,
              *start_mcp(rec, hooks, servers, files.environ(), settings)]
-    names = offered_names(opts.tools, given.tools)  # a continued run's are its recorded ones
+    names = offered_names(preset.tools(opts), given.tools)  # a continued run's are its recorded ones
     if opts.fork_review:  # the read tools alone, and its agent restricted to reading the checkout (review_only.py)
         names = review_tools(names)
     if given.skills is not None and offers(names, "skill"):

@@ -284,6 +284,14 @@ OPTIONS: tuple[Option, ...] = (
            on={"batch": "As `run --tools`, for every task.",
                "respond": "Offer only these tools, comma-separated (as for `run`; also AGENT_RUN_TOOLS). "
                           "[default: all]"}),
+    Option("--preset", "preset",
+           "Settings for a kind of model. small (a small local model): offer only read,list,grep,edit,bash (unless "
+           "--tools), add an act-don't-describe rule to the runner's contract, show the task's check: command to the "
+           "model (also AGENT_RUN_PRESET). [default: none]",
+           choice("small"), env="AGENT_RUN_PRESET", cli_env=True, rerun=Rerun.VALUE, batch=True, shared=False,
+           continued=False,
+           on={"batch": "As `run --preset`, for every task.",
+               "respond": "As `run --preset` (also AGENT_RUN_PRESET)."}),
     Option("--fork-review", "fork_review",
            "Review-only: read tools on the checkout alone, whatever the policy says (no bash, no MCP, no network, "
            "no subagents, no landing). Answers a fork's pull request (pull_request_target, a comment on it) on the "

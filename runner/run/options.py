@@ -55,6 +55,7 @@ class RunOptions:
     agents: list[str] = field(default_factory=list)  # --agents DIR: trusted subagent profiles, in order
     tools: str | None = None  # --tools LIST (runner/run/toolset.py); None: every tool the run has
     fork_review: bool = False  # github respond --fork-review: a review-only run (runner/run/review_only.py)
+    preset: str | None = None  # --preset NAME (runner/run/preset.py): small
     task_text: str | None = None  # with task "-": the text itself, untrusted as stdin is (github respond's task)
     land: str | None = None  # --land none|commit|branch|pr (runner/run/land.py)
     land_branch: str | None = None

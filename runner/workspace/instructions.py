@@ -44,6 +44,7 @@ class Instructions:
     records: list[dict[str, Any]] = field(default_factory=list)  # for run_started
     base: str | None = None  # --system-prompt: the text in place of agent-run's own
     landing: str | None = None  # the contract's part for --land (runner/workspace/prompt.py landing_contract)
+    rule: str | None = None  # the contract's part for --preset (runner/run/preset.py)
 
     def add_trusted(self, label: str, text: str, path: str | None = None, source: str | None = None,
                     raw: bytes | None = None) -> None:
@@ -55,7 +56,7 @@ class Instructions:
 
     def system_prompt(self, leave_out: tuple[str, ...] = ()) -> str:
         """`leave_out`: trusted parts (by label) a subagent does not get, such as `--output-schema`."""
-        parts = [base_prompt(self.base, self.landing)]
+        parts = [base_prompt(self.base, self.landing, self.rule)]
         for label, text in (t for t in self.trusted if t[0] not in leave_out):
             parts.append(f"\n# Instructions ({label})\n\n{text.strip()}\n")
         if self.repository:

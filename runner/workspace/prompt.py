@@ -25,6 +25,12 @@ When the task is done, reply without tool calls: say what you did and what remai
 
 SYSTEM_PROMPT = OWN_TEXT + CONTRACT
 
+# The contract's rule under `--preset small` (runner/run/preset.py): a small model's first text reply was a plan ("I
+# will rename…"), a claim of a change never made, or code for the user to apply (issue 44: 0 of 6 chores solved
+# without it). One short paragraph: every token of a small model's prompt counts.
+ACT_RULE = ("\nAct, don't describe: make the change with the tools, one call per reply, then check it. Never answer "
+            "with a plan, code for someone else to apply, or a change you have not made.\n")
+
 # What the runner does with the change once the run succeeded, by `--land` mode.
 _LANDS = {
     "commit": "commits the change on the current branch",
@@ -44,10 +50,11 @@ def landing_contract(mode: str) -> str | None:
             "leave the change in the working tree.\n")
 
 
-def base_prompt(replacement: str | None = None, landing: str | None = None) -> str:
+def base_prompt(replacement: str | None = None, landing: str | None = None, rule: str | None = None) -> str:
     """agent-run's own text, or the operator's `replacement` for it, then the runner's contract (`landing`: its
-    part for `--land`, landing_contract's; None leaves the prompt as it is without landing)."""
-    contract = CONTRACT + (landing or "")
+    part for `--land`, landing_contract's; None leaves the prompt as it is without landing; `rule`: a preset's,
+    ACT_RULE, before it)."""
+    contract = CONTRACT + (rule or "") + (landing or "")
     if replacement is None:
         return OWN_TEXT + contract
     return replacement.strip() + "\n" + contract

@@ -1,0 +1,49 @@
+"""`--preset NAME` (AGENT_RUN_PRESET): settings for a kind of model, named once. `small`, for a small model served
+locally (llama.cpp, Ollama, vLLM; docs/providers.md): the tools read, list, grep, edit and bash (unless --tools
+names others), a short "act, don't describe" rule in the runner's contract (runner/workspace/prompt.py ACT_RULE), and
+the task's `check:` command shown in the task, so the model knows what its work is judged by. Measured on a 1.5B
+model (issue 44): fewer tools, the rule and the check in the task solved 1 of 6 chores where the defaults solved none.
+
+Like --tools, it shapes the sealed prompt (the tools array, the system prompt, the task message): resume and fork
+keep the recorded ones and refuse it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runner.run.options import RunOptions
+from runner.workspace.prompt import ACT_RULE
+
+
+@dataclass(frozen=True)
+class Preset:
+    tools: str  # --tools LIST, unless --tools is given
+    rule: str  # added to the runner's contract
+    show_check: bool  # the task's check: command is named in the task message
+
+
+PRESETS = {"small": Preset(tools="read,list,grep,edit,bash", rule=ACT_RULE, show_check=True)}
+
+
+def preset_of(opts: RunOptions) -> Preset | None:
+    return PRESETS[opts.preset] if opts.preset else None
+
+
+def tools(opts: RunOptions) -> str | None:
+    """The run's --tools LIST: the one given, else the preset's, else None (every tool)."""
+    preset = preset_of(opts)
+    return opts.tools if opts.tools is not None or preset is None else preset.tools
+
+
+def rule(opts: RunOptions) -> str | None:
+    preset = preset_of(opts)
+    return preset.rule if preset else None
+
+
+def task_message(text: str, check: str | None, opts: RunOptions) -> str:
+    """The task as the model reads it: its text, and under a preset that shows it, the check that judges the work."""
+    preset = preset_of(opts)
+    if not (preset and preset.show_check and check):
+        return text
+    return (f"{text.rstrip()}\n\nWhen you answer, the runner runs `{check}` to check your work: the task is done only "
+            "when it passes.\n")
