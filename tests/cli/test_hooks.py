@@ -23,11 +23,11 @@ sys.exit(0)
 """
 
 
-def _policy(tmp_path: Path, hooks: dict, rules: list | None = None) -> str:
+def _policy(tmp_path: Path, hooks: dict, rules: list | None = None, **sections: dict) -> str:
     path = tmp_path / "policy.jsonc"
     path.write_text(json.dumps({"extends": "default", "permission": {"rules": rules or [
         {"domain": "bash", "pattern": "*", "decision": "allow"},
-        {"domain": "edit", "pattern": "**", "decision": "allow"}]}, "hooks": hooks}))
+        {"domain": "edit", "pattern": "**", "decision": "allow"}]}, "hooks": hooks, **sections}))
     return str(path)
 
 
@@ -270,3 +270,52 @@ def test_a_hook_program_in_the_workspace_and_its_directory_are_protected(fake, w
     denied = [d["call_id"] for d in r.summary["denials"]]
     assert denied == ["call_1_0", "call_1_1", "call_1_2"]
     assert "hard limit" in r.of_type("permission_decision")[0]["rule"]["file"]
+
+
+def test_a_subagent_stop_hook_refuses_a_childs_answer_and_names_the_child(fake, workspace, agent_run, tmp_path):
+    child = "CHILD-SUBTASK"
+    gate = ("python3 -c \"import json, sys; d = json.load(sys.stdin); a = d['last_assistant_message'];"
+            " sys.exit(0 if 'checked' in a else (print('say checked, ' + d['agent']['id'], file=sys.stderr) or 2))\"")
+    policy = _policy(tmp_path, {"SubagentStop": [{"hooks": [{"type": "command", "command": gate}]}]},
+                     rules=[{"domain": "task", "pattern": "agent:**", "decision": "allow"}],
+                     risk={"rules": [{"domain": "task", "pattern": "agent:**", "level": "medium"}]})
+    fake.add(reply(calls=[("task", {"description": "subtask", "prompt": f"{child}: look"})]), reply("parent done"))
+    fake.route(child, reply("looked"), reply("looked and checked"))
+    r = agent_run("--policy", policy, "task.md")
+    assert r.code == 0, r.stderr
+    told, = r.of_type("user_message")
+    assert told["agent"]["id"] == "a1" and told["reason"] == "stop_hook" and "say checked, a1" in told["content"]
+    assert _tool_messages(fake.requests[-1]) == ["looked and checked"]
+    assert [h["event"] for h in r.of_type("hook_finished")] == ["SubagentStop", "SubagentStop"]
+
+
+REACH = """\
+import json, sys, urllib.error, urllib.request
+def reach(url):
+    try:
+        urllib.request.urlopen(url, timeout=5)
+    except urllib.error.HTTPError as e:  # the scripted server answers a GET 501; the proxy refuses with another
+        return "reached" if e.code == 501 else "refused"
+    except OSError:
+        return "refused"
+    return "reached"
+print(json.dumps({"hookSpecificOutput": {"additionalContext": " ".join(reach(u) for u in sys.argv[1:])}}))
+"""
+
+
+@pytest.mark.usefixtures("sandbox_available")
+def test_a_hook_reaches_only_the_hosts_its_entry_names_and_the_policy_allows(fake, workspace, agent_run, tmp_path):
+    port = fake.base_url.split(":")[-1].split("/")[0]
+    probe = _script(workspace, "reach.py", REACH) + f" http://127.0.0.1:{port}/ http://localhost:{port}/"
+    policy = _policy(tmp_path, {"PostToolUse": [{"hooks": [{"type": "command", "command": probe,
+                                                            "network": ["127.0.0.1", "localhost"]}]}]},
+                     rules=[{"domain": "bash", "pattern": "*", "decision": "allow"},
+                            {"domain": "network", "pattern": f"net:127.0.0.1:{port}", "decision": "allow"}])
+    fake.add(reply(calls=[("bash", {"command": "echo x"})]), reply("done"))
+    r = agent_run("--sandbox", "required", "--policy", policy, "task.md")
+    assert r.code == 3, r.stderr  # a refused connection is a denial, as a command's is
+    assert [d["call_id"] for d in r.summary["denials"]] == ["hook"]
+    message, = _tool_messages(fake.requests[1])
+    assert message.endswith("reached refused")  # named by the hook and allowed; named, and the policy refuses
+    assert [(n["host"], n["decision"]) for n in r.of_type("network_request")] == [("127.0.0.1", "allow"),
+                                                                                 ("localhost", "deny")]
