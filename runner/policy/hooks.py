@@ -31,6 +31,7 @@ class HookCommand:
     timeout_s: float = DEFAULT_TIMEOUT_S
     on_error: str = "ignore"  # ignore | deny
     writes: bool = False  # the workspace writable (a PostToolUse hook may write its call's edits anyway)
+    network: tuple[str, ...] = ()  # hosts it may reach (HOST, HOST:PORT, globs), the policy's network rules too
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def hook_entries(sections: dict[str, Any]) -> tuple[HookEntry, ...]:
     for event in EVENTS:
         for i, raw in enumerate(section.get(event) or ()):
             commands = tuple(HookCommand(h["command"], float(h.get("timeout", DEFAULT_TIMEOUT_S)),
-                                         h.get("onError", "ignore"), bool(h.get("writes", False)))
+                                         h.get("onError", "ignore"), bool(h.get("writes", False)),
+                                         tuple(h.get("network") or ()))
                              for h in raw.get("hooks", ()))
             out.append(HookEntry(event, i, str(raw.get("matcher", "")), commands,
                                  int(raw.get("maxBlocks", DEFAULT_MAX_BLOCKS))))

@@ -206,7 +206,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     assert isinstance(denials, DenialGuard)
     services = Services(rec, budget, denials, rerun, edits=tracker,
                         delegations=offered.shared if offered is not None else None,
-                        hooks=workflow_hooks(rec, policy))
+                        hooks=workflow_hooks(rec, policy, hooks))
     if given.structured:
         services.structured.set()
     checks = (budget.before_request, *((offered.turns,) if offered is not None else ()))

@@ -9,6 +9,7 @@ their JSON input on stdin, killed at their timeout (within the run's clock) or w
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import shutil
 import signal
@@ -19,11 +20,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from runner.core.events import NetworkRequest
 from runner.core.outcome import Failed
+from runner.engine.call import CallEnv, net_decider
 from runner.engine.recorder import Recording
 from runner.engine.workflow_hooks import HookRun, WorkflowHooks
+from runner.policy.egress import Verdict
 from runner.policy.hooks import HookCommand, hook_entries
 from runner.policy.model import Policy
+from runner.sandbox.proxy import Decide, EgressProxy
 from runner.sandbox.runtime import Sandbox
 from runner.tools.base import Cancel
 from runner.tools.env import scrubbed_env
@@ -31,13 +36,15 @@ from runner.tools.env import scrubbed_env
 OUTPUT_CAP = 1 << 20  # what is read of a hook's stdout, and of its stderr (their last bytes)
 
 
-def workflow_hooks(rec: Recording, policy: Policy) -> WorkflowHooks | None:
+def workflow_hooks(rec: Recording, policy: Policy, env: CallEnv) -> WorkflowHooks | None:
     """The hooks of `policy` (None: it has none). `policy` is the trusted one: a task's own policy only narrows the
-    rules (runner/policy/model.py narrowed), its sections, hooks included, are never read."""
+    rules (runner/policy/model.py narrowed), its sections, hooks included, are never read. `env`: the run's decisions
+    outside any agent's calls (runner/run/assemble.py call_env), for a hook's connections."""
     entries = hook_entries(policy.sections)
     if not entries:
         return None
-    return WorkflowHooks(entries, HookProcessRunner(rec), rec.run_id, rec.run_dir / "events.jsonl", rec.workspace)
+    return WorkflowHooks(entries, HookProcessRunner(rec, env), rec.run_id, rec.run_dir / "events.jsonl",
+                         rec.workspace)
 
 
 SESSION_START_HEADING = "# Context from the workflow's SessionStart hooks"
@@ -58,7 +65,9 @@ def with_session_start(rec: Recording, hooks: WorkflowHooks | None, system: str,
 class HookProcessRunner:
     """Runs hook programs for one run (runner/engine/workflow_hooks.py HookProcess)."""
 
-    def __init__(self, rec: Recording) -> None:
+    def __init__(self, rec: Recording, env: CallEnv) -> None:
+        self.rec, self.env = rec, env
+        self.proxies: dict[HookCommand, EgressProxy | None] = {}
         self.workspace = rec.workspace
         box = rec.ctx.sandbox
         self.box = box if isinstance(box, Sandbox) and box.active else None
@@ -80,12 +89,37 @@ class HookProcessRunner:
         argv = ["bash", "-c", command.command]
         if self.box is not None:
             layout = self.box.principal_layout(self.scratch, list(writable), command.writes)
-            argv, env = self.box.wrap(argv, env, layout=layout, share_net=False, proxy=None)
+            proxy = self._proxy(command) if command.network else None
+            argv, env = self.box.wrap(argv, env, layout=layout, share_net=False, proxy=proxy)
         with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             stdin.write(payload.encode("utf-8"))
             stdin.seek(0)
             code, failure = _run(argv, env, self.workspace, timeout, cancel, stdin, out, err)
             return HookRun(code, _read(out), _read(err), time.monotonic() - started, failure)
+
+
+    def _proxy(self, command: HookCommand) -> EgressProxy | None:
+        """The hook's own egress proxy (one per hook program, closed with the sandbox): a connection goes out when
+        the hook's `network` names its host and the policy's network rules allow it, decided and recorded as the
+        run's own (a permission_decision and a network_request under the call id `hook`)."""
+        if command not in self.proxies:
+            assert self.box is not None
+            self.proxies[command] = self.box.own_proxy(f"hook{len(self.proxies)}", self._decider(command.network))
+        return self.proxies[command]
+
+    def _decider(self, named: tuple[str, ...]) -> Decide:
+        policy = net_decider(self.env, self.rec.emit, HOOK_CALL_ID, "hook")
+
+        def decide(host: str, port: int) -> Verdict:
+            if not any(fnmatch.fnmatchcase(host, h) or fnmatch.fnmatchcase(f"{host}:{port}", h) for h in named):
+                self.rec.emit(NetworkRequest(call_id=HOOK_CALL_ID, host=host, port=port, decision="deny", rule=None))
+                return Verdict(False, False, "the hook's network does not name this host")
+            return policy(host, port)
+
+        return decide
+
+
+HOOK_CALL_ID = "hook"
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float, cancel: Cancel, stdin: IO[bytes],
