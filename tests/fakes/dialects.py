@@ -16,7 +16,8 @@ server sends them. Where the rules come from is said per dialect; docs/providers
   text, as its RouteErrorHandler answers. Streamed replies carry no usage. With chatml-function-calling
   a streamed `tool_choice: "auto"` reply that calls a tool raises "Automatic streaming tool choice is not
   supported" after the 200 headers were sent: the client sees the stream cut before its first chunk
-  (the message is only in the server's log). That format never renders `tool` messages: the model
+  (the message is only in the server's log); `tool_choice: "required"` fails its assert (HTTP 500, an empty
+  message). That format never renders `tool` messages: the model
   never sees a tool's result (`prompts` keeps each rendered prompt to show it).
 - "vllm": from vLLM's source (entrypoints/openai/protocol.py ChatCompletionRequest validators,
   chat_utils._postprocess_messages, serving_chat): `stream_options` only with `stream`, `tool_choice`
@@ -172,6 +173,10 @@ class LlamaCppPython(Dialect):
                 e["loc"] = ("body", "messages", *e["loc"])
             return self._fails(f"{len(errors)} validation errors:\n" + "".join(f"  {e!r}\n" for e in errors)
                                + "\n  Endpoint: POST /v1/chat/completions")
+        if self.chat_format == "chatml-function-calling" and body.get("tools") and body.get("tool_choice") == "required":
+            # chatml_function_calling: `assert isinstance(tool_choice, str) and tool_choice == "auto"` after the
+            # none and named cases; an AssertionError's text is empty
+            return self._fails("")
         try:
             self.prompts.append(self._render(body))
         except Exception as exc:  # the template's own failure (TypeError, UndefinedError, ValueError)
