@@ -75,7 +75,7 @@ def test_what_a_stopped_or_failed_run_prints_next(fake, workspace, agent_run):
     assert stopped.stderr.splitlines()[-1].startswith(f"agent-run: next: {stopped.summary['resume']}  # continue")
 
     (workspace / "check.md").write_text("---\ncheck: test -f done.txt\n---\nCreate done.txt\n")
-    fake.add(reply("done (not really)"))
+    fake.add(*[reply("done (not really)")] * 3)  # the check's 3 attempts (--check-attempts), each after an answer
     failed = agent_run("--approve", "bash:shell:test -f done.txt", "check.md")
     assert failed.code == 1 and failed.summary["check"]["ok"] is False, failed.stderr
     last = failed.stderr.splitlines()[-1]

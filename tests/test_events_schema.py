@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 
 from runner.core import events as events_module
 from runner.core.events import (
+    AnswerRefused,
     CheckFinished,
     CheckStarted,
     Compaction,
@@ -76,7 +77,7 @@ def test_schema_is_valid_draft_2020_12():
 
 def test_every_event_type_is_dispatched():
     types_ = {cls.type for cls in EVENTS}
-    assert len(types_) == len(EVENTS) == 24
+    assert len(types_) == len(EVENTS) == 25
     assert set(SCHEMA["properties"]["type"]["enum"]) == types_
     dispatched = {branch["if"]["properties"]["type"]["const"]: branch["then"]["$ref"] for branch in SCHEMA["allOf"]}
     assert dispatched == {t: f"#/$defs/{t}" for t in types_}
@@ -202,6 +203,9 @@ def examples(run_id: str) -> list[Event]:
                      duration_s=0.1, decision="block", reason="use trash", error=None, output_tail="use trash"),
         HookFinished(event="Stop", matcher="", command="make -q", call_id=None, exit_code=None, duration_s=60.0,
                      decision=None, reason=None, error="killed at its timeout (60s)", output_tail=None),
+        CheckStarted(call_id="check", command="pytest -q", attempt=2),
+        AnswerRefused(turn=2, reason="claimed_change"),
+        UserMessage(turn=2, reason="check_failed", content="[agent-run: the check `pytest -q` failed …]"),
         ModelFallback(turn=3, from_model="gpt-4o", to_model="gpt-4o-mini", reason="HTTP 503 after 3 retries"),
         Land(mode="pr", branch="agent-run/task", commit="c" * 40, remote="https://github.com/octo/hello",
              pull_request={"number": 12, "url": "https://github.com/octo/hello/pull/12"}, refused=None, reason=None),

@@ -210,9 +210,21 @@ class UserMessage(Event):
     type: ClassVar[str] = "user_message"
     content_field: ClassVar[str | None] = "content"
     turn: int
-    reason: str  # resume | fork | empty_answer | text_tool_call | recitation | output_schema | stop_hook
+    # resume | fork | empty_answer | text_tool_call | recitation | output_schema | stop_hook | answer_refused |
+    # check_failed
+    reason: str
     content: str
     redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
+
+
+@dataclass(frozen=True)
+class AnswerRefused(Event):
+    """A final answer the answer rules refused (runner/guards/answers.py): the model is told what was seen (the
+    user_message after it) and asked for an action."""
+
+    type: ClassVar[str] = "answer_refused"
+    turn: int
+    reason: str  # claimed_change | handed_over | announced | text_calls | tool_error
 
 
 @dataclass(frozen=True)
@@ -309,6 +321,7 @@ class CheckStarted(Event):
     type: ClassVar[str] = "check_started"
     call_id: str
     command: str
+    attempt: int = 1  # the check runs again after each answer while it fails, up to --check-attempts
 
 
 @dataclass(frozen=True)
@@ -324,6 +337,7 @@ class CheckFinished(Event):
     duration_s: float
     output_tail: str | None  # a failed check's last lines (masked like every event)
     output_path: str | None  # a failed check's whole output, spilled (run-dir relative)
+    attempt: int = 1
 
 
 @dataclass(frozen=True)

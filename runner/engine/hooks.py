@@ -6,7 +6,8 @@
   a subagent profile's tools: `CallEnv.restrict`).
 - `after_call`: a call's result as the model will see it, admitted into the context (`CallEnv.admit`).
 - `before_answer`: a final answer before the run accepts it: what to tell the model instead and why (a `Refusal`),
-  or None (`run_loop(check_answer=...)`: the output schema's repair, then the policy's Stop hooks; `first_refusal`).
+  or None (`run_loop(check_answer=...)`: the output schema's repair, then the policy's Stop hooks, then the answer
+  rules, runner/guards/answers.py; `first_refusal`).
 - `child_answer`: a subagent's answer before its parent sees it (the task tool's result).
 """
 
@@ -37,8 +38,10 @@ class AfterCall(Protocol):
 class Refusal:
     """What the model is told instead of its answer being accepted, and why (the `user_message` reason)."""
 
-    reason: str  # output_schema | stop_hook
+    reason: str  # output_schema | stop_hook | answer_refused
     content: str
+    act: bool = False  # the next request asks for a tool call (tool_choice "required")
+    kind: str | None = None  # the answer rule that refused it (an answer_refused event)
 
 
 class BeforeAnswer(Protocol):

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from runner.context.manager import ContextManager
 from runner.context.prune import CLEARED_MARKER
-from runner.core.events import Emit, ModelRequest, ModelResponse, RunWarning, UserMessage
+from runner.core.events import AnswerRefused, Emit, ModelRequest, ModelResponse, RunWarning, UserMessage
 from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Failed, Interrupted, Stopped
 from runner.engine.batch import Parallel, run_calls
@@ -47,6 +47,7 @@ class Limits:
 class LoopResult:
     answer: str
     turns: int
+    prompt: list[dict[str, Any]] | None = None  # the messages of the last request (a continuation extends them)
 
 
 def serialize_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
@@ -81,10 +82,13 @@ class Runnable(Protocol):
 @dataclass(frozen=True)
 class Start:
     """Where a conversation starts: a new one at turn 1; a continued one at its next turn, its `previous` prompt
-    (which its first request must extend)."""
+    (which its first request must extend). `last`: the last turn it may take (default: `max_turns` from `turn`);
+    `act`: its first request asks for a tool call (the check failed: runner/run/check.py)."""
 
     turn: int = 1
     previous: list[dict[str, Any]] | None = None
+    last: int | None = None
+    act: bool = False
 
 
 def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start: Start = Start(),
@@ -95,7 +99,9 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
     snapshot of the messages as sent whenever they do not simply extend this loop's previous request
     (runner/record/conversation.py rebuilds from them); the agent's plan is recited before a request after a
     compaction or a long stretch. `check_answer` returns what to tell the model, and why, when a final answer is not
-    acceptable (--output-schema, the Stop hooks), None when it is; it raises to end the run."""
+    acceptable (--output-schema, the Stop hooks, the answer rules), None when it is; it raises to end the run. A
+    refusal that asks for an action (the answer rules: runner/guards/answers.py) makes the next request ask for a tool
+    call (`tool_choice: "required"`), as `start.act` does for the first."""
     model, env, limits, context, tools = agent.model, agent.env, agent.limits, agent.context, agent.tools
     assert model is not None, "an agent built without a model (a replay that only executes calls) is not looped"
     snapshot, recite, first_turn, previous = context.snapshot, agent.recite, start.turn, start.previous
@@ -105,7 +111,9 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
         heard.add(m.get("content") for m in messages if m.get("role") == "tool")
     sent: list[dict[str, Any]] | None = None  # this loop's previous request
     told: str | None = None  # what the previous final answer lacked, once the model has been told
-    for turn in range(first_turn, first_turn + limits.max_turns):
+    act = start.act  # the next request asks for a tool call
+    last = start.last if start.last is not None else first_turn + limits.max_turns - 1
+    for turn in range(first_turn, last + 1):
         remaining = _remaining(limits, env)
         compactions = _compactions(context)
         if context is not None:
@@ -130,7 +138,9 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
                           extends_previous=extends, snapshot=snapshot(messages) if fresh else None))
         sent = list(messages)
         started = time.monotonic()
-        reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=remaining)
+        reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=remaining,
+                               tool_choice="required" if act else None)
+        act = False
         emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage, finish_reason=reply.finish_reason,
                            duration_s=round(time.monotonic() - started, 4)))
         for observe in limits.replies:
@@ -140,22 +150,12 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
         messages.append(message)
         calls = message.get("tool_calls") or []
         if not calls:
-            if reply.finish_reason in _CUT_OFF:
-                raise Failed(f"the model's final answer was cut off (finish_reason={reply.finish_reason})")
-            lacking = unusable_answer(message.get("content"), found)
-            if lacking is None:
-                answer = message.get("content") or ""
-                refusal = check_answer(answer) if check_answer is not None else None
-                if refusal is None:
-                    return LoopResult(answer=answer, turns=turn)
-                emit(UserMessage(turn=turn, reason=refusal.reason, content=refusal.content))
-                messages.append({"role": "user", "content": refusal.content})  # appended: the prefix stays as it was
-                continue
-            if told is not None:
-                raise Failed(f"the model's final answer {lacking[0]}, again after being told")
-            told = lacking[0]
-            emit(UserMessage(turn=turn, reason=lacking[2], content=lacking[1]))
-            messages.append({"role": "user", "content": lacking[1]})  # appended: the prefix stays as it was
+            refused = _refused(message, reply.finish_reason, found, told, turn, emit, check_answer)
+            if refused is None:
+                return LoopResult(answer=message.get("content") or "", turns=turn, prompt=sent)
+            told, act = refused.lacking or told, refused.act
+            emit(UserMessage(turn=turn, reason=refused.reason, content=refused.content))
+            messages.append({"role": "user", "content": refused.content})  # appended: the prefix stays as it was
             continue
         told = None
         contents = run_calls(calls, env, turn, emit, source=source, parallel=limits.parallel,
@@ -169,6 +169,36 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
 
 
 _CUT_OFF = frozenset({"length", "content_filter"})
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A final reply the run does not end on: the user message sent instead (its `reason`), whether the next request
+    asks for a tool call, and what an unusable answer lacked (a second one ends the run)."""
+
+    reason: str
+    content: str
+    act: bool = False
+    lacking: str | None = None
+
+
+def _refused(message: dict[str, Any], finish_reason: str | None, found: TextCall | Unusable | None,
+             told: str | None, turn: int, emit: Emit, check_answer: BeforeAnswer | None) -> _Refused | None:
+    """None when the reply without tool calls is the answer; raises when it ends the run (cut off, unusable again)."""
+    if finish_reason in _CUT_OFF:
+        raise Failed(f"the model's final answer was cut off (finish_reason={finish_reason})")
+    lacking = unusable_answer(message.get("content"), found)
+    if lacking is not None:
+        if told is not None:
+            raise Failed(f"the model's final answer {lacking[0]}, again after being told")
+        return _Refused(lacking[2], lacking[1], lacking=lacking[0])
+    answer = message.get("content") or ""
+    refusal = check_answer(answer) if check_answer is not None else None
+    if refusal is None:
+        return None
+    if refusal.kind is not None:
+        emit(AnswerRefused(turn=turn, reason=refusal.kind))
+    return _Refused(refusal.reason, refusal.content, act=refusal.act)
 
 
 def _compactions(context: ContextManager | None) -> int:

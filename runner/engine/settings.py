@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     # user: each tool result is sent as a user message, for a server whose chat format drops `tool` messages
     # (llama-cpp-python's chatml-function-calling: the model never sees a result and repeats its call)
     tool_results: Literal["tool", "user"] = "tool"
+    # The task's check drives the loop (runner/run/check.py): a failed check goes back to the model up to N attempts
+    # in all (1: the first verdict stands); a task's front matter may only lower it
+    check_attempts: int = Field(3, ge=1, description="the task's check, run after each answer, at most N times")
+    # A final answer the answer rules refuse (runner/guards/answers.py) is sent back, at most N times a run (0: never)
+    answer_nudges: int = Field(2, ge=0, description="non-answers sent back to the model, per run")
     # Calls of one reply that run at once (runner/engine/batch.py): read-only calls, and `task` children. 1: in turn.
     parallel_calls: int = Field(4, ge=1, le=64, description="read-only calls of one reply at once")
     parallel_agents: int = Field(4, ge=1, le=64, description="task children of one reply at once")

@@ -93,6 +93,9 @@ class OpenAIChat:
         self.deadline = deadline
         self.max_retry_wait_s = max_retry_wait_s  # a longer Retry-After ends the run (exit 6): CI jobs are not parked
         self._refused: set[str] = set()  # optional parameters this server rejected: not sent again this run
+        # The server refused tool_choice "required" (llama-cpp-python's chatml-function-calling asserts "auto"):
+        # a request that asks for a tool call is sent with "auto" from then on, its instruction alone asking.
+        self._no_required = False
         self._sent: set[str] = set()  # the optional parameters of the latest request
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
                                      timeout=request_timeout_s, http_client=bounded_http_client(max_response_bytes))
@@ -111,6 +114,8 @@ class OpenAIChat:
         """One reply, retried as needed. Every message it ends the run with, and every event it emits, has the
         base URL's credentials replaced."""
         self._deltas = None
+        if tool_choice == "required" and self._no_required:
+            tool_choice = None
 
         def scrubbed(event: Event) -> None:
             if isinstance(event, ModelRetry):
@@ -121,7 +126,7 @@ class OpenAIChat:
 
         try:
             reply = self._complete(messages, tools, turn=turn, emit=scrubbed, timeout=timeout, tool_choice=tool_choice)
-            named = bare_function(reply, tools) if tool_choice in (None, "auto") else None
+            named = bare_function(reply, tools) if tool_choice in (None, "auto", "required") else None
             if named is None:
                 return reply
             # llama-cpp-python's chatml-function-calling, tool_choice auto: the model picked a tool, and the
@@ -143,12 +148,13 @@ class OpenAIChat:
                   emit: Callable[[Event], None], timeout: float | None,
                   tool_choice: str | dict[str, Any] | None) -> ModelReply:
         attempt = 0
+        asked = [tool_choice]  # "required" refused: asked again with "auto" (REQUIRED_REFUSED)
         while True:
             attempt += 1
             where = ""  # for a connection error: the URL that could not be reached
             said = ""  # for an HTTP error: what the server said
             try:
-                reply = self._within_deadline(lambda: self._once(messages, tools, turn, timeout, tool_choice))
+                reply = self._within_deadline(lambda: self._once(messages, tools, turn, timeout, asked[0]))
                 if reply.replaced:
                     emit(RunWarning(code="lone_surrogate", message=_halves(turn, reply.replaced)))
                 return reply
@@ -157,6 +163,15 @@ class OpenAIChat:
                     raise ModelError(f"model endpoint refused credentials (HTTP {exc.status_code}): "
                                      f"{_brief(exc)}") from None
                 _no_streamed_tools(f"{exc.message} {exc.body}")
+                if asked[0] == "required" and tools and exc.status_code in REQUIRED_REFUSED:
+                    self._no_required, asked[0] = True, None
+                    emit(RunWarning(code="model_param_dropped",
+                                    message=f'the model endpoint does not take tool_choice "required" (HTTP '
+                                            f'{exc.status_code}: {_brief(exc)}); a request that asks for a tool call '
+                                            'is sent with "auto" for the rest of the run, its instruction alone '
+                                            'asking'))
+                    attempt -= 1
+                    continue
                 refused = refused_parameter(exc.status_code, f"{exc.message} {exc.body}", self._sent - self._refused)
                 if refused is not None:
                     self._refused.add(refused)  # e.g. stream_options on older servers: ask again without it
@@ -357,6 +372,10 @@ def _add_piece(calls: dict[int, dict[str, Any]], position: int, tc: Any) -> None
     if arguments:
         slot["arguments"].append(arguments_text(arguments))
 
+
+# A request asking for a tool call refused with one of these is asked again with "auto": a 400/422 naming it, or
+# llama-cpp-python's chatml-function-calling, whose assert on "auto" is an HTTP 500 with an empty message.
+REQUIRED_REFUSED = frozenset({400, 422, 500})
 
 # llama-cpp-python's function-calling chat format cannot stream a tool call (its server's words below).
 ABORT_POLL_S = 0.2  # how often a child's wait for a response looks at its stop

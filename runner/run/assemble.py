@@ -13,7 +13,7 @@ import pydantic
 
 from runner import __version__
 from runner.context.manager import ContextManager
-from runner.core.events import ModelRequest, RunStarted, RunWarning
+from runner.core.events import ModelRequest, RunStarted, RunWarning, UserMessage
 from runner.core.inputfile import TASK_CAP, read_input_text
 from runner.core.jsonutil import file_sha256, sha256_text
 from runner.core.outcome import Status, UsageError
@@ -41,9 +41,10 @@ from runner.report.changes import ChangeTracker
 from runner.report.deltas import TextDeltas
 from runner.report.findings import keep_findings, record_findings
 from runner.run import preset
+from runner.run.answers import answer_rules
 from runner.run.budgets import budget_for
 from runner.run.changes import ChangeRecord
-from runner.run.check import run_check
+from runner.run.check import Attempts, run_checks
 from runner.run.hooks import with_session_start, workflow_hooks
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
@@ -158,6 +159,15 @@ class Prepared:
     agent: Agent
     changes: ChangeRecord
     landing: Landing | None = None  # --land: done by `finish` once the run's ending is known
+    settings: Settings | None = None  # the run's (--check-attempts, --answer-nudges)
+
+    @property
+    def offered(self) -> tuple[str, ...]:
+        return tuple(t["function"]["name"] for t in self.agent.tools)
+
+    @property
+    def tracker(self) -> ChangeTracker:
+        return self.changes.tracker
 
 
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
@@ -230,7 +240,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     plan = agent.state.plan  # for the people reading the run (summary.json, step summary)
     rec.lifecycle.on_summary(lambda data: data.update(todos=plan.items) if plan.items else None)
     _metrics(rec, agent.context)
-    return Prepared(agent, changes, landing)
+    return Prepared(agent, changes, landing, settings)
 
 
 def load_skills(rec: Recording, opts: RunOptions, instructions: Instructions) -> list[Skill]:
@@ -250,27 +260,46 @@ def drive(rec: Recording, task: Task, run: Prepared, messages: list[dict[str, An
           schema: OutputSchema | None = None) -> tuple[Status, str | None]:
     """The loop from `messages` (a continued run: from its recorded conversation, at `turn`, its last prompt's
     hash `previous`), then `finish`: the same for every kind of run."""
-    agent = run.agent
+    agent, settings = run.agent, run.settings
     assert agent.model is not None, "prepare(needs_model=False) builds an agent that cannot be driven"
+    assert settings is not None, "prepare gives a driven run its settings"
     judges = (*((refusing("output_schema", schema.check),) if schema else ()),
               *((agent.env.hooks.answer_judge("Stop", None, rec.emit, agent.env.ctx.cancel),)
-                if agent.env.hooks is not None and agent.env.hooks.any("Stop") else ()))
-    result = run_loop(agent, messages, rec.emit, Start(turn, previous), check_answer=first_refusal(*judges))
-    return finish(rec, task, run, result, schema)
+                if agent.env.hooks is not None and agent.env.hooks.any("Stop") else ()),
+              *((answer_rules(rec.workspace, run, settings),) if schema is None and agent.tools else ()))
+    check_answer = first_refusal(*judges)  # an answer under a schema is judged by its schema
+    last = turn + agent.limits.max_turns - 1
+    result = run_loop(agent, messages, rec.emit, Start(turn, previous, last), check_answer)
+
+    def go_on(told: str, at: int) -> int | None:
+        """The check failed: the model is told, and the loop goes on at turn `at`, asked for a tool call."""
+        nonlocal result
+        if at > last:
+            return None
+        rec.emit(UserMessage(turn=at - 1, reason="check_failed", content=told))
+        messages.append({"role": "user", "content": told})  # appended: the prefix stays as it was
+        result = run_loop(agent, messages, rec.emit, Start(at, result.prompt, last, act=True), check_answer)
+        rec.answer = result.answer
+        if schema is not None:
+            schema.keep(rec)
+        return result.turns
+
+    attempts = Attempts(task.attempts(settings.check_attempts), go_on, result.turns)
+    return finish(rec, task, run, result, schema, attempts)
 
 
 def finish(rec: Recording, task: Task, run: Prepared, result: LoopResult | None,
-           schema: OutputSchema | None = None) -> tuple[Status, str | None]:
+           schema: OutputSchema | None = None, attempts: Attempts | None = None) -> tuple[Status, str | None]:
     """How every run ends once its work is done: the output schema's answer kept, the task's check run on
     the answer, and the status (denied when anything was denied); then, with --land, the change landed
     (runner/run/land.py: `land_failed` when it cannot be). `result` None: a replay that executed approved calls
     and asked no model (no answer, nothing to check)."""
-    ending = _ending(rec, task, run, result, schema)
+    ending = _ending(rec, task, run, result, schema, attempts)
     return run.landing.land(rec, task, run.changes, ending) if run.landing is not None else ending
 
 
 def _ending(rec: Recording, task: Task, run: Prepared, result: LoopResult | None,
-            schema: OutputSchema | None) -> tuple[Status, str | None]:
+            schema: OutputSchema | None, attempts: Attempts | None) -> tuple[Status, str | None]:
     if schema is not None:
         schema.keep(rec)
         record_findings(rec, schema)
@@ -278,8 +307,14 @@ def _ending(rec: Recording, task: Task, run: Prepared, result: LoopResult | None
         return rec.finished_status()
     rec.answer = result.answer
     if task.check:
-        run.changes.take()
-        failed = run_check(task.check, run.agent.env, rec)
+        taken: list[bool] = []
+
+        def take() -> None:  # before each check: a later one's after the agent went on
+            run.changes.take(again=bool(taken))
+            taken.append(True)
+
+        failed = run_checks(task.check, run.agent.env, rec, attempts or Attempts(1, lambda _t, _a: None, result.turns),
+                            take)
         if failed is not None:
             return failed
     return rec.finished_status()

@@ -1,10 +1,11 @@
 """The record of what the agent changed: summary `changed_files` / `ignored_new_files`, `changes.patch`,
 `ignored.patch` and `workspace.json`.
 
-Taken once: before the task's check when it has one (runner/run/assemble.py `finish`), else when the run's
-summary is written. The check is the runner's command, not the agent's work: what it writes (`__pycache__/`
-from `python -m pytest`, coverage files, reports) is not the agent's change, and a file it rewrites is
-recorded as the agent left it.
+Taken before the task's check when it has one (runner/run/assemble.py `finish`; again before each later
+attempt: runner/run/check.py), else when the run's summary is written. The check is the runner's command, not the
+agent's work: what it writes (`__pycache__/` from `python -m pytest`, coverage files, reports) is not the agent's
+change, and a file it rewrites is recorded as the agent left it (what a failed attempt's check wrote before the
+agent went on is in a later record).
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ class ChangeRecord:
         self.changed: list[str] | None = None
         self.error: str | None = None
 
-    def take(self) -> None:
-        """Take the record now: its files are written, its summary fields kept for the end."""
-        if self._fields is not None:
+    def take(self, again: bool = False) -> None:
+        """Take the record now: its files are written, its summary fields kept for the end. `again`: taken anew
+        (the check failed and the agent went on; what that check wrote is in it)."""
+        if self._fields is not None and not again:
             return
         tracker = self.tracker
         try:
@@ -50,6 +52,8 @@ class ChangeRecord:
         for name, text in (("changes.patch", patch), ("ignored.patch", ignored.patch if ignored else "")):
             if text:
                 write_atomic(self.run_dir / name, masker.mask(text)[0] if masker is not None else text)
+            elif again:
+                (self.run_dir / name).unlink(missing_ok=True)
         # The state the run left the workspace in (sealed): a resume checks it before going on.
         write_json(self.run_dir / "workspace.json", state)
 

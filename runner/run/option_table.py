@@ -193,6 +193,18 @@ OPTIONS: tuple[Option, ...] = (
            "output showed the model; on: every form, a fenced call after prose too (a server that only writes calls "
            "as text); off: such text is an answer. [default: auto]",
            choice("auto", "on", "off"), goes=Goes.SETTINGS, env="AGENT_RUN_TEXT_TOOL_CALLS", rerun=Rerun.SETTING),
+    Option("--check-attempts", "check_attempts",
+           "When the task's check fails after the model's answer, its output goes back to the model and the run goes "
+           "on, up to N checks in all, within every budget; 1: the first check decides (the task's front matter "
+           "`check_attempts` may only lower it). Also AGENT_RUN_CHECK_ATTEMPTS. [default: 3]", integer(1),
+           metavar="N", goes=Goes.SETTINGS, env="AGENT_RUN_CHECK_ATTEMPTS", rerun=Rerun.SETTING, batch=True,
+           on={"batch": "As `run --check-attempts`."}),
+    Option("--answer-nudges", "answer_nudges",
+           "A final answer that claims a change no file shows, hands the user the work, or only announces what it "
+           "will do is sent back once per kind, asking for a tool call, at most N times a run (docs/guards.md); 0: "
+           "never. Also AGENT_RUN_ANSWER_NUDGES. [default: 2]", integer(0), metavar="N", goes=Goes.SETTINGS,
+           env="AGENT_RUN_ANSWER_NUDGES", rerun=Rerun.SETTING, batch=True,
+           on={"batch": "As `run --answer-nudges`."}),
     Option("--parallel-calls", "parallel_calls",
            "Read-only calls of one model reply (read, grep, glob, list, memory_search, web_fetch, skill, MCP tools "
            "the MCP config marks readOnlyTools) run N at once; 1: one by one. Also AGENT_RUN_PARALLEL_CALLS. "

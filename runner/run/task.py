@@ -7,11 +7,13 @@
     max_turns: 20
     timeout: 600
     policy: ci
+    check_attempts: 2
     ---
     The task text for the model…
 
 `check` runs in the workspace after the agent finishes, under the same policy, and
-decides pass/fail (runner/run/check.py: the runner's call, outside the guards). A broken
+decides pass/fail (runner/run/check.py: the runner's call, outside the guards); a failed check goes back to the
+model up to `check_attempts` times in all, which may only lower --check-attempts. A broken
 front matter is a usage error `file:line: message`.
 """
 
@@ -41,6 +43,7 @@ class FrontMatter(pydantic.BaseModel):
     max_output_tokens: int | None = pydantic.Field(None, ge=1)
     seed: int | None = None
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    check_attempts: int | None = pydantic.Field(None, ge=1)
 
 
 @dataclass
@@ -50,6 +53,11 @@ class Task:
     check: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)  # settings: model, max_turns, timeout
     policy: str | None = None
+    check_attempts: int | None = None  # may only lower --check-attempts (trusted or not): `attempts`
+
+    def attempts(self, setting: int) -> int:
+        """How many times the check may run: the setting, lowered by the front matter's `check_attempts`."""
+        return min(setting, self.check_attempts) if self.check_attempts is not None else setting
 
 
 def parse_task(raw: str, file: str, default_title: str) -> Task:
@@ -83,7 +91,8 @@ def parse_task(raw: str, file: str, default_title: str) -> Task:
         raise UsageError(f"{file}:{end + 1}: the task has front matter but no text")
     keys = ("model", "max_turns", "timeout", "temperature", "top_p", "max_output_tokens", "seed", "reasoning_effort")
     overrides = {k: getattr(meta, k) for k in keys if getattr(meta, k) is not None}
-    return Task(body, meta.title or _title_of(body, default_title), meta.check, overrides, meta.policy)
+    return Task(body, meta.title or _title_of(body, default_title), meta.check, overrides, meta.policy,
+                meta.check_attempts)
 
 
 def unknown_key(key: str) -> str:

@@ -240,7 +240,7 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
         if checks:
             print(f"agent-run replay: running the check: {checks[0]}", file=sys.stderr, flush=True)
             prepared.changes.take()
-            checked = run_check(checks[0], prepared.agent.env, rec)
+            checked, _ = run_check(checks[0], prepared.agent.env, rec)
             if checked is not None:
                 return checked
         return finish(rec, task, prepared, None)

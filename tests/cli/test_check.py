@@ -20,17 +20,20 @@ def _git(workspace, *args):
 
 def test_a_check_failing_like_the_agents_own_calls_ends_failed_not_doom_loop(fake, workspace, agent_run):
     # The model ran the check's command twice with the same failure: the check failing the same way once more
-    # was the loop guard's third identical failure (exit 4, no check record).
+    # was the loop guard's third identical failure (exit 4, no check record). Each of its 3 attempts (the default
+    # --check-attempts) fails the same way again, and the model's answers after them do not change that.
     (workspace / "check.sh").write_text("i=0; while [ $i -lt 80 ]; do echo line $i; i=$((i+1)); done\n"
                                         "echo 'FAILED test_x'; exit 1\n")
     (workspace / "t.md").write_text(f"---\ncheck: {FAILING}\n---\nMake the check pass.\n")
     again = reply(calls=[("bash", {"command": FAILING})])
-    fake.add(again, again, reply("I could not fix it"))
+    fake.add(again, again, *[reply("I could not fix it")] * 3)
     r = agent_run("--approve", f"bash:shell:{FAILING}", "t.md")
     assert r.code == 1, r.stderr
     s = r.summary
-    assert s["status"] == "failed" and f"the check `{FAILING}` failed" in s["reason"]
-    check = s["check"]
+    assert s["status"] == "failed"
+    assert s["reason"] == f"the check `{FAILING}` failed (ExitNonZero, exit code 1) after 3 attempts"
+    check = {k: v for k, v in s["check"].items() if k != "attempts"}  # the last attempt's
+    assert [a["attempt"] for a in s["check"]["attempts"]] == [1, 2, 3]
     assert (check["command"], check["ok"], check["error_type"], check["exit_code"]) == (FAILING, False,
                                                                                           "ExitNonZero", 1)
     assert isinstance(check["duration_s"], float) and check["duration_s"] >= 0
@@ -40,9 +43,9 @@ def test_a_check_failing_like_the_agents_own_calls_ends_failed_not_doom_loop(fak
     assert s["tool_calls"] == 2
     assert [e["call_id"] for e in r.of_type("tool_call")] == ["call_1_0", "call_2_0"]
     assert not [e for e in r.of_type("tool_result") if e["call_id"] == "check"]
-    started, = r.of_type("check_started")
-    finished, = r.of_type("check_finished")
-    assert (started["call_id"], started["command"]) == ("check", FAILING)
+    started = r.of_type("check_started")
+    *_, finished = r.of_type("check_finished")
+    assert [(e["call_id"], e["command"], e["attempt"]) for e in started] == [("check", FAILING, i) for i in (1, 2, 3)]
     assert {k: finished[k] for k in check} == check
     types = [e["type"] for e in r.events]
     assert types.index("check_started") < types.index("check_finished") < types.index("run_finished")

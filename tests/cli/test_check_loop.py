@@ -4,6 +4,8 @@ front matter may only lower it), each attempt a turn; exit 1 only when the attem
 
 from __future__ import annotations
 
+import re
+
 from tests.fakes.dialects import use
 from tests.fakes.openai_server import reply
 
@@ -24,7 +26,9 @@ def test_a_failing_checks_output_reaches_the_model_and_a_second_attempt_passes(f
     assert r.code == 0, r.stderr
     told = fake.requests[1]["messages"][-1]
     assert told["role"] == "user" and told["content"].startswith(f"[agent-run: the check `{CHECK}` failed")
-    assert "FAILED: fixed.txt is missing" in told["content"] and "continue with a tool call" in told["content"]
+    assert "continue with a tool call" in told["content"]
+    # the output is data inside a frame its text cannot end (a nonce drawn for the run)
+    assert re.search(r"<(check-output-[0-9a-f]{16})>\nFAILED: fixed.txt is missing\n</\1>", told["content"])
     assert [q.get("tool_choice") for q in fake.requests] == ["auto", "required", "auto"]
     assert [(e["attempt"], e["ok"]) for e in r.of_type("check_finished")] == [(1, False), (2, True)]
     assert [e["attempt"] for e in r.of_type("check_started")] == [1, 2]

@@ -166,7 +166,7 @@ def test_nothing_lands_unless_the_run_succeeded_with_a_change_it_may_publish(fak
     r = agent_run(*run, "--policy", "strict", "task.md", env=env_for(gh))
     assert r.code == 3 and r.summary["land"]["reason"] == "nothing landed: the run ended denied"
     # a run whose check fails lands nothing
-    (workspace.parent / "checked.md").write_text("---\ncheck: \"false\"\n---\nChange app.py.\n")
+    (workspace.parent / "checked.md").write_text("---\ncheck: \"false\"\ncheck_attempts: 1\n---\nChange app.py.\n")
     fake.restart().add(*write("app.py", "print(0)\n", "Changed."))
     r = agent_run(*run, "--approve", "bash:shell:false", str(workspace.parent / "checked.md"), env=env_for(gh))
     assert r.code == 1 and r.summary["land"]["reason"] == "nothing landed: the run ended failed", r.stderr

@@ -137,9 +137,11 @@ def test_malformed_tool_calls_become_errors_the_model_can_act_on(fake, workspace
     fake.add(
         reply(calls=[("read", '{"path": "a.txt"'), ("nope", {}), ("read", {"path": 3}), ("read", "[1]")]),
         reply("fixed"),
+        reply("fixed"),  # "fixed" with no file changed is refused once (--answer-nudges); said again, it stands
     )
     r = agent_run("task.md")
     assert r.code == 0, r.stderr
+    assert [e["reason"] for e in r.of_type("answer_refused")] == ["claimed_change"]
     errors = [json.loads(m["content"])["error"] for m in fake.requests[1]["messages"][-4:]]
     assert [e["type"] for e in errors] == ["InvalidArguments", "UnknownTool", "InvalidArguments",
                                            "InvalidArguments"]

@@ -107,7 +107,7 @@ def test_model_error_denied_and_failed_check_runs_resume(fake, workspace, agent_
                   note="calls the policy denied")
 
     (workspace / "check.md").write_text("---\ncheck: test -f done.txt\n---\nCreate done.txt\n")
-    fake.add(reply("done (not really)"))
+    fake.add(*[reply("done (not really)")] * 3)  # the check's 3 attempts: its failures are in the conversation
     approve = ("--approve", "bash:shell:test -f done.txt")
     failed = agent_run(*approve, "check.md")
     assert failed.code == 1 and failed.summary["check"]["ok"] is False

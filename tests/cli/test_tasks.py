@@ -48,7 +48,7 @@ def test_unknown_front_matter_key_says_what_was_meant(fake, workspace, agent_run
     r = agent_run(_task(workspace, "---\nowner: me\n---\nbody\n"))
     assert r.code == 2 and r.summary["reason"] == (
         "t.md:2: front matter: unknown key 'owner' (known keys: title, check, model, max_turns, timeout, policy, "
-        "temperature, top_p, max_output_tokens, seed, reasoning_effort)")
+        "temperature, top_p, max_output_tokens, seed, reasoning_effort, check_attempts)")
     assert fake.requests == []
 
 
@@ -61,11 +61,11 @@ def test_check_passes_and_fails(fake, workspace, agent_run):
     assert check.pop("duration_s") >= 0
     assert check == {"command": "test -f done.txt", "ok": True, "error_type": None, "exit_code": 0}
     (workspace / "done.txt").unlink()
-    fake.add(reply("I did nothing"))
+    fake.add(*[reply("I did nothing")] * 3)  # the check's output goes back twice: 3 attempts (--check-attempts)
     r = agent_run("--approve", "bash:shell:test *", t)
     assert r.code == 1 and r.summary["status"] == "failed"
-    assert "the check `test -f done.txt` failed" in r.summary["reason"]
-    assert r.summary["check"]["exit_code"] == 1
+    assert r.summary["reason"] == "the check `test -f done.txt` failed (ExitNonZero, exit code 1) after 3 attempts"
+    assert r.summary["check"]["exit_code"] == 1 and len(r.summary["check"]["attempts"]) == 3
 
 
 def test_check_is_decided_by_the_policy(fake, workspace, agent_run):

@@ -33,10 +33,12 @@ TAGGED_WRITE = f"<tool_call>\n{json.dumps(WRITE)}\n</tool_call>"
 def test_a_call_written_as_text_is_run_in_each_format(fake, workspace, agent_run):
     for _, path in FORMATS:
         (workspace / path).write_text(f"print('{path}')\n", encoding="utf-8")
-    # The last reply quotes a call after a sentence, in a fence: under `auto` that is an answer, not a call.
-    fake.add(*(reply(text) for text, _ in FORMATS), reply(AFTER_PROSE))
+    # The last reply quotes a call after a sentence, in a fence: under `auto` that is an answer, not a call — one
+    # whose last sentence announces what the model will do, sent back once (--answer-nudges); said again, it stands.
+    fake.add(*(reply(text) for text, _ in FORMATS), reply(AFTER_PROSE), reply(AFTER_PROSE))
     r = agent_run("--text-tool-calls", "auto", "task.md")
     s = ended_with(r, 0, "success")
+    assert [e["reason"] for e in r.of_type("answer_refused")] == ["announced"]
     assert r.stdout.strip() == AFTER_PROSE.strip()
     calls = r.of_type("tool_call")
     assert [(c["tool"], json.loads(c["arguments"])["path"], c["source"]) for c in calls] == \

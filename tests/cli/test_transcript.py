@@ -18,7 +18,7 @@ def test_a_failed_checks_output_is_everywhere_a_person_looks(fake, workspace, ag
              reply("all done"))
     step_summary = tmp_path / "step-summary.md"
     result = agent_run("check.md", "--approve", "bash:shell:python3 *", "--approve", "bash:shell:seq *",
-                       "--sandbox", "off", "--junit", "out.xml",
+                       "--sandbox", "off", "--junit", "out.xml", "--check-attempts", "1",  # one check: its report
                        env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step_summary)})
     assert result.code == 1, result.stderr
     check = result.summary["check"]

@@ -173,7 +173,8 @@ class LlamaCppPython(Dialect):
                 e["loc"] = ("body", "messages", *e["loc"])
             return self._fails(f"{len(errors)} validation errors:\n" + "".join(f"  {e!r}\n" for e in errors)
                                + "\n  Endpoint: POST /v1/chat/completions")
-        if self.chat_format == "chatml-function-calling" and body.get("tools") and body.get("tool_choice") == "required":
+        required = body.get("tools") and body.get("tool_choice") == "required"
+        if self.chat_format == "chatml-function-calling" and required:
             # chatml_function_calling: `assert isinstance(tool_choice, str) and tool_choice == "auto"` after the
             # none and named cases; an AssertionError's text is empty
             return self._fails("")

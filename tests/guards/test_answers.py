@@ -31,6 +31,8 @@ def kinds(text: str, f: Facts | None = None) -> list[str]:
     ("Replace the function in `app.py` with:\n\n```python\ndef f():\n    return 2\n```", ["handed_over"]),
     ("Here is an example:\n\n```python\ndef f():\n    return 2\n```", []),
     ("Put this in `new_module.py`:\n\n```python\nx = 1\n```", []),  # no such file: an answer may show code
+    ("```python\n# app.py\nx = 2\n```", ["handed_over"]),
+    ("It reads:\n```json\n{\"path\": \"app.py\"}\n```", []),  # code that mentions a file is not for it
     ("I read the file. I will now rename the function.", ["announced"]),
     ("Let me check the tests:", ["announced"]),
     ("Next, I update the call sites.", ["announced"]),

@@ -255,7 +255,9 @@ def test_interrupt_kills_a_setsid_grandchild_and_exits_143_fast(fake, workspace)
 
 def test_a_tasks_check_runs_in_the_sandbox_too(fake, workspace, agent_run, home):
     secret = home / ".ssh" / "id_ed25519"
-    (workspace / "t.md").write_text(f"---\ncheck: test ! -e {secret} && test -w .\n---\nNothing to do.\n")
+    # check_attempts 1: the check's first verdict decides (the control's failure goes back to no model)
+    (workspace / "t.md").write_text(f"---\ncheck: test ! -e {secret} && test -w .\ncheck_attempts: 1\n---\nNothing to "
+                                    "do.\n")
     fake.add(reply("nothing to do"), reply("nothing to do"))
     r = agent_run("--approve", "bash:shell:test *", "--sandbox", "required", "t.md", env={"HOME": str(home)})
     assert r.code == 0 and r.summary["check"]["ok"] is True, r.summary

@@ -1,0 +1,193 @@
+"""A non-answer is not an answer: deterministic text rules over a final reply (one without tool calls), and the guard
+that sends such a reply back, once per kind, at most --answer-nudges times a run. No model judges the model.
+
+The rules (docs/guards.md lists them with examples):
+- `claimed_change`: a sentence claims a change ("fixed", "updated", "bumped", "added", "renamed", …, not negated,
+  not a plan) while no file changed in the run;
+- `handed_over`: the reply hands the user the work ("you need to …", "you can run …", or a code block for a file
+  that exists in the workspace) while `edit`, `write` or `bash` were offered;
+- `announced`: its last sentence announces what the model will do ("I will …", "Let me …", "Next, I …");
+- `text_calls`: it is call-shaped text that cannot be run (several calls written as text, say) — never an answer;
+- `tool_error`: it is a tool's error echoed back (`{"error": {…}}`) — never an answer.
+
+Sent back once per kind: a second reply of a kind already refused stands (the check decides), except the two that are
+never an answer, which end the run (exit 1) as an unusable answer does (runner/engine/loop.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.core.jsonutil import short
+from runner.core.outcome import Failed
+from runner.model.text_calls import Unusable, parse_text_call
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the rules know besides the text: whether the run changed a file (asked only for a claim), whether a tool
+    that changes files was offered, whether a workspace-relative path is a file, the offered tools' names, and
+    whether text may hold calls at all (--text-tool-calls off: such text is an answer)."""
+
+    changed: Callable[[], bool]
+    can_change: bool
+    exists: Callable[[str], bool]
+    tools: tuple[str, ...] = ()
+    text_calls: bool = True
+
+
+@dataclass(frozen=True)
+class Seen:
+    kind: str
+    what: str  # the words seen, as the model is told them
+
+
+@dataclass(frozen=True)
+class Nudge:
+    reason: str  # the kind
+    message: str  # what the model is told
+
+
+NEVER_ANSWERS = {"text_calls": "call-shaped text that could not be run", "tool_error": "a tool's error, echoed"}
+
+_FENCE = re.compile(r"^[ \t]*```([^\n`]*)\n(.*?)(?:\n[ \t]*```|\Z)", re.S | re.M)
+_INLINE = re.compile(r"`[^`\n]*`")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+_VERBS = (r"(fixed|updated|bumped|added|renamed|changed|modified|replaced|removed|deleted|created|wrote|written|"
+          r"implemented|corrected|applied|edited|refactored|moved|patched|inserted|resolved)")
+# A change said as done: the sentence starts with it ("Fixed: …", "I've renamed …"), a person did it ("I updated"),
+# or it is said of a thing ("has been bumped", "is now fixed") — not a word used as an adjective ("the removed module").
+_CHANGED = re.compile(rf"^\W*(?:(?:i|we)(?:'ve| have)?\s+)?(?:\w+ly\s+)?{_VERBS}\b|"
+                      rf"\b(?:i|we)(?:'ve| have)?\s+(?:\w+ly\s+|also\s+|now\s+)*{_VERBS}\b|"
+                      rf"\b(?:has|have|had|was|were|is|are)\s+(?:now\s+|been\s+|also\s+|\w+ly\s+)*{_VERBS}\b", re.I)
+_NOT_DONE = re.compile(r"\b(not|no|never|nothing|none|without|already|cannot|unable|if|should|would|could|will|"
+                       r"need|needs|must|can|may|might|\w+n't)\b", re.I)
+_HANDED = re.compile(r"\byou(?:'ll| will)? (?:need to|have to|must|can run|should run|could run|can now run)\b",
+                     re.I)
+_ANNOUNCED = re.compile(r"^(?:(?:now|next|first|then|so|ok|okay|alright|great)[,:]?\s+)*(?:i will|i'll|i am going to|"
+                        r"i'm going to|i shall|let me|let's|i need to|next,? i)\b(?! know\b)", re.I)
+_COMMENT = re.compile(r"\s*(?:#|//|/\*|<!--|--|;)")
+_PATH = re.compile(r"[\w.\-/]*\w\.\w{1,10}\b")
+
+
+def seen_in(text: str, facts: Facts) -> list[Seen]:
+    """Every rule the reply breaks, in the order above."""
+    prose = _INLINE.sub("`…`", _FENCE.sub("", _plain(text)))
+    out: list[Seen] = []
+    if (claim := _claim(prose)) is not None and not facts.changed():
+        out.append(Seen("claimed_change", claim))
+    if facts.can_change and (handed := _handed(text, prose, facts.exists)) is not None:
+        out.append(Seen("handed_over", handed))
+    if (announced := _announced(prose)) is not None:
+        out.append(Seen("announced", announced))
+    if facts.text_calls and isinstance(found := parse_text_call(text, facts.tools), Unusable):
+        out.append(Seen("text_calls", found.what))
+    if _tool_error(text):
+        out.append(Seen("tool_error", short(text.strip(), 80)))
+    return out
+
+
+def _plain(text: str) -> str:
+    return text.replace("\u2019", "'")
+
+
+def _claim(prose: str) -> str | None:
+    for sentence in _SENTENCES.split(prose):
+        if _CHANGED.search(sentence.strip()) and not _NOT_DONE.search(sentence) and not sentence.rstrip().endswith("?"):
+            return short(sentence.strip(), 80)
+    return None
+
+
+def _handed(text: str, prose: str, exists: Callable[[str], bool]) -> str | None:
+    if (phrase := _HANDED.search(prose)) is not None:
+        return f'"{phrase.group(0)} …"'
+    plain = _plain(text)
+    for block in _FENCE.finditer(plain):
+        before = plain[:block.start()].rstrip().rsplit("\n", 1)[-1]
+        first = block.group(2).split("\n", 1)[0]
+        first = first if _COMMENT.match(first) else ""  # `# app.py` names the file; code that mentions one does not
+        for where in (block.group(1), first, before):
+            for path in _PATH.findall(where):
+                if exists(path.strip("./") if path.startswith("./") else path):
+                    return f"a code block for `{path}`"
+    return None
+
+
+def _announced(prose: str) -> str | None:
+    sentences = [s.strip() for s in _SENTENCES.split(prose.strip()) if s.strip()]
+    if sentences and _ANNOUNCED.match(sentences[-1]):
+        return short(sentences[-1], 80)
+    return None
+
+
+def _tool_error(text: str) -> bool:
+    body = text.strip()
+    fenced = _FENCE.fullmatch(body)
+    try:
+        value = json.loads(fenced.group(2) if fenced else body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and isinstance(value.get("error"), dict) and \
+        bool({"type", "message"} & set(value["error"]))
+
+
+def told(seen: Seen) -> str:
+    """What the model is told for a refused reply."""
+    match seen.kind:
+        case "claimed_change":
+            return (f'[agent-run: your reply says "{seen.what}". No file changed in this run; make the change with '
+                    "the tools, then answer.]")
+        case "handed_over":
+            return (f"[agent-run: your reply hands the work to the user ({seen.what}). Do it yourself with the tools "
+                    "(edit, write, bash), then answer.]")
+        case "announced":
+            return (f'[agent-run: your reply ends by announcing what you will do ("{seen.what}"), and nothing was '
+                    "done. Do it now: call a tool.]")
+        case "text_calls":
+            return (f"[agent-run: your reply is tool calls written as text ({seen.what}). Call one tool at a time "
+                    "through the tool_calls field of your reply.]")
+    return ("[agent-run: your reply repeats a tool's error; it is not an answer. Read the error, fix the call and go "
+            "on with a tool call.]")
+
+
+@dataclass
+class AnswerGuard:
+    """The run's answer rules: each kind refused once, at most `budget` refusals a run (0: none, today's behaviour).
+    Called with a final answer: the nudge, or None when it stands; raises Failed for a reply that is never an answer
+    and was refused before (or can no longer be)."""
+
+    budget: int
+    facts: Facts
+    refused: set[str] = field(default_factory=set)
+
+    def __call__(self, answer: str, /) -> Nudge | None:
+        if self.budget <= 0 and not self.refused:
+            return None
+        seen = seen_in(answer, self.facts)
+        fresh = [s for s in seen if s.kind not in self.refused]
+        if fresh and len(self.refused) < self.budget:
+            self.refused.add(fresh[0].kind)
+            return Nudge(fresh[0].kind, told(fresh[0]))
+        never = next((s for s in seen if s.kind in NEVER_ANSWERS), None)
+        if never is not None:
+            raise Failed(f"the model's final answer was {NEVER_ANSWERS[never.kind]} ({never.what}), again after "
+                         "being told")
+        return None
+
+
+def workspace_files(root: Path) -> Callable[[str], bool]:
+    """Whether a path the model named is a file inside the workspace (never outside it, whatever it names)."""
+    base = root.resolve()
+
+    def exists(name: str) -> bool:
+        try:
+            path = (base / name).resolve()
+            return path.is_relative_to(base) and path.is_file()
+        except (OSError, ValueError):
+            return False
+
+    return exists
