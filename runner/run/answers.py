@@ -1,13 +1,17 @@
 """The run's answer rules (runner/guards/answers.py) as a judge of its agent's final answers: over the tools the run
-offers, the files its workspace holds and what its change tracker saw; a refusal asks the next request for a tool
-call and is recorded as `answer_refused`."""
+offers, the files its workspace holds and what changed in it; a refusal asks the next request for a tool call and is
+recorded as `answer_refused`.
+
+A change is what the change tracker sees, or a call of an edit-domain tool (write, edit, delete, move) that succeeded
+in the run, any agent's: a write that left a file as it was is still the change the model made (a rerun of a task)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
+from runner.core.events import Event, ToolResult
 from runner.engine.hooks import BeforeAnswer, Refusal
+from runner.engine.recorder import Recording
 from runner.engine.settings import Settings
 from runner.guards.answers import AnswerGuard, Facts, workspace_files
 from runner.report.changes import ChangeTracker
@@ -22,12 +26,21 @@ class Driven(Protocol):
     @property
     def tracker(self) -> ChangeTracker: ...
 
+    @property
+    def edits(self) -> frozenset[str]: ...  # the offered tools of the edit domain
 
-def answer_rules(workspace: Path, run: Driven, settings: Settings) -> BeforeAnswer:
+
+def answer_rules(rec: Recording, run: Driven, settings: Settings) -> BeforeAnswer:
     """The judge: None when the answer stands, else what the model is told (--answer-nudges, once per kind)."""
-    names = run.offered
-    facts = Facts(changed=lambda: bool(run.tracker.patch()[1]),
-                  can_change=bool({"edit", "write", "bash"} & set(names)), exists=workspace_files(workspace),
+    names, edits, edited = run.offered, run.edits, [False]
+
+    def seen(event: Event) -> None:
+        if isinstance(event, ToolResult) and event.ok and event.tool in edits:
+            edited[0] = True
+
+    rec.lifecycle.on_event(seen)
+    facts = Facts(changed=lambda: edited[0] or bool(run.tracker.patch()[1]),
+                  can_change=bool({"edit", "write", "bash"} & set(names)), exists=workspace_files(rec.workspace),
                   tools=names, text_calls=settings.text_tool_calls != "off")
     guard = AnswerGuard(settings.answer_nudges, facts)
 

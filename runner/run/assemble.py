@@ -169,6 +169,11 @@ class Prepared:
     def tracker(self) -> ChangeTracker:
         return self.changes.tracker
 
+    @property
+    def edits(self) -> frozenset[str]:
+        registry = self.agent.env.registry
+        return frozenset(n for n in self.offered if (tool := registry.get(n)) is not None and tool.domain == "edit")
+
 
 def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, policy: Policy, settings: Settings,
             task_path: Path, given: Given = Given()) -> Prepared:
@@ -266,7 +271,7 @@ def drive(rec: Recording, task: Task, run: Prepared, messages: list[dict[str, An
     judges = (*((refusing("output_schema", schema.check),) if schema else ()),
               *((agent.env.hooks.answer_judge("Stop", None, rec.emit, agent.env.ctx.cancel),)
                 if agent.env.hooks is not None and agent.env.hooks.any("Stop") else ()),
-              *((answer_rules(rec.workspace, run, settings),) if schema is None and agent.tools else ()))
+              *((answer_rules(rec, run, settings),) if schema is None and agent.tools else ()))
     check_answer = first_refusal(*judges)  # an answer under a schema is judged by its schema
     last = turn + agent.limits.max_turns - 1
     result = run_loop(agent, messages, rec.emit, Start(turn, previous, last), check_answer)
