@@ -66,3 +66,13 @@ def test_check_attempts_1_and_answer_nudges_0_are_todays_behaviour(fake, workspa
     s = r.summary
     assert s["reason"] == f"the check `{CHECK}` failed (ExitNonZero, exit code 1)" and "attempts" not in s["check"]
     assert {k: finished[k] for k in s["check"]} == s["check"] and s["turns"] == 1
+
+
+def test_a_failed_check_that_leaves_the_model_no_turn_is_the_last(fake, workspace, agent_run):
+    _task(workspace)
+    fake.add(reply("The task is complete."))
+    r = agent_run("--approve", f"bash:shell:{CHECK}", "--max-turns", "2", "t.md")  # the answer 1, the check 2
+    assert r.code == 1, r.stderr
+    assert len(fake.requests) == 1 and len(r.of_type("check_finished")) == 1
+    reason = f"the check `{CHECK}` failed (ExitNonZero, exit code 1) after 1 attempt (no turn left)"
+    assert r.summary["reason"] == reason
