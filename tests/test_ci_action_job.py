@@ -12,7 +12,6 @@ import contextlib
 import os
 import shutil
 import signal
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,8 +45,7 @@ def servers(tmp_path) -> Iterator[Path]:
 def venv(root: Path, zygote: Zygote | None) -> Path:
     """agent-run's venv as the action's cache would restore it: its agent-run (forked from the zygote) and python."""
     bin_dir = root / "agent-run-venv" / "bin"
-    install(zygote, bin_dir, agent_run_argv()[0])
-    (bin_dir / "python").symlink_to(sys.executable)
+    install(zygote, bin_dir, agent_run_argv()[0])  # bin/python beside it
     return bin_dir.parent
 
 

@@ -164,8 +164,11 @@ class ZygotePopen(subprocess.Popen):  # type: ignore[type-arg]
     """A Popen whose child is forked by a zygote rather than fork+exec'd here. `pid` is the child's
     real pid (signals go straight to it); its exit status comes from the zygote, which is its parent."""
 
-    def __init__(self, zygote: Zygote, args: Any, **kwargs: Any) -> None:
+    def __init__(self, zygote: Zygote, args: Any, *, interpreter: str | None = None, **kwargs: Any) -> None:
+        """`interpreter`: the child's sys.executable, as a script whose `#!` names that path (a link to the
+        zygote's interpreter, e.g. a venv's bin/python) would have it; else the zygote's own."""
         self._zygote = zygote
+        self._interpreter = interpreter
         self._zygote_conn: socket.socket | None = None
         self._zygote_status: int | None = None
         super().__init__(args, **kwargs)
@@ -183,6 +186,8 @@ class ZygotePopen(subprocess.Popen):  # type: ignore[type-arg]
             "env": {os.fsdecode(k): os.fsdecode(v) for k, v in (os.environ if env is None else env).items()},
             "cwd": os.path.abspath(os.fsdecode(cwd)) if cwd is not None else os.getcwd(),
         }
+        if self._interpreter is not None:
+            request["executable"] = self._interpreter
         sys.audit("subprocess.Popen", argv[0], argv, cwd, env)
         fds = [p2cread if p2cread != -1 else 0, c2pwrite if c2pwrite != -1 else 1, errwrite if errwrite != -1 else 2]
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)

@@ -36,9 +36,10 @@ def _open_fds() -> list[int]:
 class _Job:
     """What a forked child runs once it has become the invocation."""
 
-    def __init__(self, script: str, argv: list[str]) -> None:
+    def __init__(self, script: str, argv: list[str], executable: str | None) -> None:
         self.script = script
         self.argv = argv
+        self.executable = executable  # the interpreter the script's `#!` names, when not the zygote's own
 
 
 class _RecordingEnviron(type(os.environ)):  # type: ignore[misc]
@@ -239,7 +240,7 @@ class _Server:
                     os.close(fd)
             self._fresh_stdio(env)
             self._fresh_state(request["cwd"])
-            return _Job(self.script, request["argv"])
+            return _Job(self.script, request["argv"], request.get("executable"))
         except BaseException:
             import traceback
 
@@ -292,6 +293,8 @@ def _run_child(job: _Job, code: Any) -> None:
     import importlib.machinery
     import types
 
+    if job.executable is not None:  # a link to this interpreter elsewhere: as `#!DIR/python` sets it
+        sys.executable = job.executable
     sys.argv = list(job.argv)
     sys.orig_argv = [sys.executable, *job.argv]
     main = types.ModuleType("__main__")

@@ -3,8 +3,11 @@ forked from the pytest worker's zygote (tests/fakes/zygote.py) when it can be, a
 else the real console script is exec'd. A step's script, the action's `exec agent-run`, `$VENV/bin/agent-run
 sandbox check`: the real CLI with the real argv, environment, cwd and stdio, without a second of imports each.
 
-`install(zygote, directory)` writes it as `directory/agent-run`. The stand-in process waits for the forked child,
-passes SIGINT and SIGTERM on to it, and exits with its status (128 + N for a signal N), as the real one would.
+`install(zygote, directory)` writes it as `directory/agent-run`, with `directory/python` beside it (a link to this
+interpreter), as a venv's console script has: the forked child's sys.executable is that `python`, so what agent-run
+starts of itself (a batch's tasks: `Path(sys.executable).parent / "agent-run"`) is this stand-in again, as it would
+be the installed agent-run. The stand-in process waits for the forked child, passes SIGINT and SIGTERM on to it, and
+exits with its status (128 + N for a signal N), as the real one would.
 """
 
 from __future__ import annotations
@@ -30,10 +33,14 @@ main({config!r})
 def install(zygote: Zygote | None, directory: Path, script: str) -> Path:
     """`directory/agent-run`, forking from `zygote` (None: always the real `script`)."""
     directory.mkdir(parents=True, exist_ok=True)
+    python = directory / "python"
+    if not python.exists():
+        python.symlink_to(sys.executable)
     config = directory / "agent-run.zygote.json"
     config.write_text(json.dumps({
         "script": script, "socket": zygote.socket_path if zygote else None, "tmpdir": zygote.tmpdir if zygote else None,
-        "env": zygote.env if zygote else {}, "import_env_keys": zygote.import_env_keys if zygote else []}))
+        "env": zygote.env if zygote else {}, "import_env_keys": zygote.import_env_keys if zygote else [],
+        "executable": str(python)}))
     shim = directory / "agent-run"
     shim.write_text(SHIM.format(python=sys.executable, root=str(ROOT), config=str(config)))
     shim.chmod(0o755)
@@ -50,7 +57,7 @@ def main(config_path: str) -> None:
     if (not config["socket"] or not os.path.exists(config["socket"]) or sys.argv[1:] == ["--version"]
             or not zygote.serves(argv, os.environ)):
         os.execv(config["script"], argv)
-    child = ZygotePopen(zygote, argv)
+    child = ZygotePopen(zygote, argv, interpreter=config["executable"])
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda n, _: child.send_signal(n))
     code = child.wait()
