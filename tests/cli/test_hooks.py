@@ -113,6 +113,7 @@ def test_a_hook_that_hangs_is_killed_at_its_timeout_and_the_call_goes_on(fake, w
     assert r.code == 0, r.stderr
     failed, = [w for w in r.of_type("warning") if w["code"] == "hook_failed"]
     assert "killed at its timeout (1s)" in failed["message"]
+    assert "  hook PreToolUse sleep 60 -> failed (killed at its timeout (1s)): going on (" in r.stderr
     finished, = r.of_type("hook_finished")
     assert finished["exit_code"] is None and finished["duration_s"] < 30
     assert _tool_messages(fake.requests[1])[0].startswith("ran")
@@ -208,6 +209,7 @@ def test_a_stop_hook_never_satisfied_ends_the_run_exit_1_after_3_blocks(fake, wo
     reason = r.summary["reason"]
     assert "Stop[0] hook `echo 'tests fail' >&2; exit 2` refused the answer 4 times (maxBlocks 3)" in reason
     assert len(r.of_type("user_message")) == 3 and len(fake.requests) == 4
+    assert r.stderr.count("  hook Stop echo 'tests fail' >&2; exit 2 -> block (") == 4
 
 
 def test_session_start_context_is_in_the_first_prompt_and_a_resume_replays_it_without_running_it(
