@@ -10,6 +10,7 @@ from runner.core.events import (
     CheckFinished,
     CheckStarted,
     Event,
+    HookFinished,
     ModelFallback,
     ModelRequest,
     ModelResponse,
@@ -78,6 +79,11 @@ class Progress:
             head = self._pending.pop((agent_id(event), event.call_id), event.tool)
             outcome = "ok" if event.ok else event.error_type
             return f"  {head} -> {outcome} ({event.bytes} bytes, {event.duration_s:.2f}s)"
+        if isinstance(event, HookFinished) and (event.error or event.decision not in (None, "allow")):
+            # A hook that refused or failed: what a person reading the job's log needs to see (the rest is recorded).
+            said = event.decision if not event.error else \
+                f"failed ({event.error}): " + ("refused (onError deny)" if event.decision == "deny" else "going on")
+            return f"  hook {event.event} {short(self._mask(event.command))} -> {said} ({event.duration_s:.2f}s)"
         if isinstance(event, SubagentStarted):
             return f"started: {short(event.description)} ({event.model}, mode {event.mode})"
         if isinstance(event, SubagentFinished):
