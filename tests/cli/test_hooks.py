@@ -151,7 +151,7 @@ def test_policy_check_locates_each_problem_of_the_hooks_section(tmp_path):
     from runner.cli.group import cli
 
     text = ('{\n  "hooks": {\n'
-            '    "PreToolUse": [{"matcher": "(bash", "hooks": [{"type": "command", "command": "ok"}]}],\n'
+            '    "PreToolUse": [{"matcher": "(bash", "hooks": [{"type": "command", "command": "/no/such/guard"}]}],\n'
             '    "Stop": [{"hooks": [{"type": "command", "command": "make test"}]}],\n'
             '    "OnAnswer": []\n  }\n}\n')
     path = tmp_path / "p.jsonc"
@@ -160,11 +160,12 @@ def test_policy_check_locates_each_problem_of_the_hooks_section(tmp_path):
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     rows = text.splitlines()
-    at = [[str(n), str(rows[n - 1].index(needle) + 1)] for n, needle in ((3, '"(bash"'), (4, '"make test"'),
-                                                                         (5, '"OnAnswer"'))]
+    at = [[str(n), str(rows[n - 1].index(needle) + 1)] for n, needle in (
+        (3, '"(bash"'), (3, '"/no/such/guard"'), (4, '"make test"'), (5, '"OnAnswer"'))]
     assert [line.split(": ", 1)[0].rsplit(":", 2)[1:] for line in lines] == at
-    assert "invalid regex '(bash'" in lines[0] and "`make` runs what a workspace manifest declares" in lines[1]
-    assert "unknown key 'OnAnswer' in hooks" in lines[2]
+    assert "invalid regex '(bash'" in lines[0] and "no such program: /no/such/guard" in lines[1]
+    assert "`make` runs what a workspace manifest declares" in lines[2]
+    assert "unknown key 'OnAnswer' in hooks" in lines[3]
 
 
 def test_hooks_of_an_extended_policy_run_first_and_an_untrusted_tasks_hooks_are_ignored(
