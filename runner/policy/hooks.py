@@ -149,6 +149,19 @@ def hook_programs(sections: dict[str, Any], workspace: Path) -> list[Path]:
 _SCRIPT = re.compile(r"\.(py|sh|bash|js|mjs|cjs|ts|rb|pl)$")
 
 
+def missing_program(command: str) -> str | None:
+    """Why the program `command` starts is missing: one named by an absolute path that is no file here (a path
+    relative to the workspace is the run's to find). None when it is there, or cannot be told."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return None
+    words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)][:1]
+    if words and os.path.isabs(words[0]) and not os.path.isfile(words[0]):
+        return f"no such program: {words[0]}"
+    return None
+
+
 def hook_errors(located: Located, file: str) -> list[PolicyError]:
     """`policy check`'s problems with the `hooks` section beyond its schema: a matcher that is no RE2 regex, a
     command that runs a workspace manifest; each at its value."""
@@ -171,7 +184,7 @@ def hook_errors(located: Located, file: str) -> list[PolicyError]:
                     errors.append(PolicyError(file, line, col, f"hooks.{event}[{i}].matcher: {exc}"))
             for j, hook in enumerate(entry.get("hooks") or []):
                 command = hook.get("command") if isinstance(hook, dict) else None
-                if isinstance(command, str) and (why := manifest_problem(command)) is not None:
+                if isinstance(command, str) and (why := manifest_problem(command) or missing_program(command)):
                     line, col = located.position(("hooks", event, i, "hooks", j, "command"))
                     errors.append(PolicyError(file, line, col, f"hooks.{event}[{i}].hooks[{j}].command: {why}"))
     return errors
