@@ -322,3 +322,18 @@ def test_a_hook_reaches_only_the_hosts_its_entry_names_and_the_policy_allows(fak
     assert message.endswith("reached refused")  # named by the hook and allowed; named, and the policy refuses
     assert [(n["host"], n["decision"]) for n in r.of_type("network_request")] == [("127.0.0.1", "allow"),
                                                                                  ("localhost", "deny")]
+
+
+def test_a_hooks_time_is_counted_in_the_runs_timeout_and_it_dies_with_it(fake, workspace, agent_run, tmp_path):
+    import os
+
+    hang = "echo $$ > hook.pid; exec sleep 600"
+    policy = _policy(tmp_path, {"PreToolUse": [{"hooks": [{"type": "command", "command": hang, "writes": True}]}]})
+    fake.add(reply(calls=[("bash", {"command": "echo ran"})]), reply("done"))
+    r = agent_run("--sandbox", "off", "--timeout", "2", "--policy", policy, "task.md")
+    assert r.summary["status"] == "budget_exhausted", r.stderr
+    failed, = [w for w in r.of_type("warning") if w["code"] == "hook_failed"]
+    assert "killed at its timeout" in failed["message"] and "(60s)" not in failed["message"]  # not its own 60 s
+    pid = int((workspace / "hook.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
