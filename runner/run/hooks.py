@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,6 +69,7 @@ class HookProcessRunner:
     def __init__(self, rec: Recording, env: CallEnv) -> None:
         self.rec, self.env = rec, env
         self.proxies: dict[HookCommand, EgressProxy | None] = {}
+        self.lock = threading.Lock()  # child agents running at once run their hooks on their own threads
         self.workspace = rec.workspace
         box = rec.ctx.sandbox
         self.box = box if isinstance(box, Sandbox) and box.active else None
@@ -102,10 +104,12 @@ class HookProcessRunner:
         """The hook's own egress proxy (one per hook program, closed with the sandbox): a connection goes out when
         the hook's `network` names its host and the policy's network rules allow it, decided and recorded as the
         run's own (a permission_decision and a network_request under the call id `hook`)."""
-        if command not in self.proxies:
-            assert self.box is not None
-            self.proxies[command] = self.box.own_proxy(f"hook{len(self.proxies)}", self._decider(command.network))
-        return self.proxies[command]
+        with self.lock:
+            if command not in self.proxies:
+                assert self.box is not None
+                self.proxies[command] = self.box.own_proxy(f"hook{len(self.proxies)}",
+                                                           self._decider(command.network))
+            return self.proxies[command]
 
     def _decider(self, named: tuple[str, ...]) -> Decide:
         policy = net_decider(self.env, self.rec.emit, HOOK_CALL_ID, "hook")
