@@ -3,6 +3,7 @@ and `agent_run`, which drives the real `agent-run` executable in a subprocess.""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from tests.fakes.event_schema import run_event_logs, validate_events_file
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.summary_schema import validate_summary_file
 from tests.fakes.zygote import Zygote, ZygoteError, script_interpreter
+from tests.fakes.zygote_shim import install
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -180,6 +182,8 @@ def workspace(tmp_path: Path) -> Path:
 # in what the interpreter reads at startup (PYTHON*, LANG, LC_*, TZ, ...) gets the real executable instead.
 # AGENT_RUN_TEST_ZYGOTE=0 runs the real executable every time (the reference: the suite passes both ways).
 # Tests that need the executable itself (import boundaries, signals, startup time) call subprocess directly.
+# What agent-run starts of itself (a batch's tasks: the `agent-run` beside sys.executable) is forked too: the child's
+# sys.executable is a `python` beside the zygote's stand-in agent-run (tests/fakes/zygote_shim.py), as a venv's is.
 @pytest.fixture(scope="session")
 def agent_run_zygote() -> Iterator[Zygote | None]:
     """This worker's fork server for `agent_run`, or None when AGENT_RUN_TEST_ZYGOTE=0."""
@@ -210,14 +214,22 @@ def agent_run(fake: FakeOpenAI, workspace: Path, agent_run_zygote: Zygote | None
         runs_dir = workspace / ".agent-run" / "runs"
         before = _dirs(runs_dir)
         argv = [*agent_run_argv(), *args]
-        start = subprocess.run
+        start: Any = subprocess.run
         if agent_run_zygote is not None and agent_run_zygote.serves(argv, full_env):
-            start = agent_run_zygote.run
+            start = functools.partial(agent_run_zygote.run, interpreter=str(_self_stand_in(agent_run_zygote)))
         streams = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT} if merged else {"capture_output": True}
         proc = start(argv, cwd=workspace, env=full_env, input=input or "", text=True, timeout=timeout, **streams)
         return Result(proc.returncode, proc.stdout, proc.stderr or "", runs_dir, sorted(_dirs(runs_dir) - before))
 
     return run
+
+
+def _self_stand_in(zygote: Zygote) -> Path:
+    """The `python` beside this zygote's stand-in agent-run (made on first use)."""
+    python = Path(zygote.tmpdir) / "bin" / "python"
+    if not python.exists():
+        install(zygote, python.parent, zygote.script)
+    return python
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

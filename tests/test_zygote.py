@@ -115,6 +115,20 @@ def test_the_child_sees_argv_env_cwd_stdin_and_a_fresh_interpreter(probe, tmp_pa
     assert seen["pgrp"] == os.getpgrp()  # as subprocess.run: the caller's process group, not one of its own
 
 
+def test_a_child_given_an_interpreter_has_it_as_sys_executable(probe, tmp_path):
+    # As a console script whose `#!` names a venv's bin/python (a link to this interpreter) has it: what the script
+    # starts beside sys.executable (a batch's tasks: bin/agent-run) is found there.
+    script, zygote = probe
+    link = tmp_path / "bin" / "python"
+    link.parent.mkdir()
+    link.symlink_to(sys.executable)
+    plain, given = (json.loads(zygote.run([script, "state"], capture_output=True, text=True, env=clean_env(),
+                                          **kwargs).stdout) for kwargs in ({}, {"interpreter": str(link)}))
+    assert (given["executable"], given["orig_argv"][0]) == (str(link), str(link))
+    assert {k: v for k, v in given.items() if k not in ("executable", "orig_argv")} == {
+        k: v for k, v in plain.items() if k not in ("executable", "orig_argv")}
+
+
 def test_each_child_is_its_own_process_with_its_own_randomness(probe):
     script, zygote = probe
     outputs = [zygote.run([script, "random"], capture_output=True, text=True, env=clean_env()).stdout

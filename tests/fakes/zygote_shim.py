@@ -6,8 +6,8 @@ sandbox check`: the real CLI with the real argv, environment, cwd and stdio, wit
 `install(zygote, directory)` writes it as `directory/agent-run`, with `directory/python` beside it (a link to this
 interpreter), as a venv's console script has: the forked child's sys.executable is that `python`, so what agent-run
 starts of itself (a batch's tasks: `Path(sys.executable).parent / "agent-run"`) is this stand-in again, as it would
-be the installed agent-run. The stand-in process waits for the forked child, passes SIGINT and SIGTERM on to it, and
-exits with its status (128 + N for a signal N), as the real one would.
+be the installed agent-run. The stand-in process waits for the forked child, passes SIGINT, SIGTERM and SIGHUP on to
+it, and exits with its status, or is killed by the signal that killed it, as the real one would be.
 """
 
 from __future__ import annotations
@@ -58,7 +58,11 @@ def main(config_path: str) -> None:
             or not zygote.serves(argv, os.environ)):
         os.execv(config["script"], argv)
     child = ZygotePopen(zygote, argv, interpreter=config["executable"])
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # what agent-run and its batch pass on
         signal.signal(sig, lambda n, _: child.send_signal(n))
     code = child.wait()
+    if code < 0:  # killed by a signal: so is this process, for its parent to see as it would the real one
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
     sys.exit(code if code >= 0 else 128 - code)
