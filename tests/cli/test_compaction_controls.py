@@ -1,0 +1,22 @@
+"""Compaction the operator steers (issue 46 item 1), through the CLI and the scripted server: an off switch, a
+message-count trigger and an explicit one on resume, a cache-aware stage 3, graded retention and a tokenizer."""
+
+from __future__ import annotations
+
+from tests.fakes.openai_server import prompt_tokens, reply
+
+THINK = "I think " * 750  # 6 KB of reasoning a turn: stage 2 cannot clear it, only a summary can
+
+
+def _bash(n: int, thinking: str = THINK) -> list:
+    return [reply(thinking, calls=[("bash", {"command": f"echo turn{i}"})]) for i in range(n)]
+
+
+def test_no_compaction_never_asks_for_a_summary_and_ends_exit_5_at_the_window(fake, workspace, agent_run):
+    fake.context_window = 20000
+    fake.add(*_bash(16), reply("done"))
+    r = agent_run("--context-window", "20000", "--no-compaction", "--approve", "bash:shell:*", "task.md")
+    assert r.code == 5, r.summary
+    assert r.summary["budget"]["name"] == "context_window"
+    assert fake.compactions == 0 and "summarize" not in [e["stage"] for e in r.of_type("compaction")]
+    assert all(prompt_tokens(b) <= 20000 - 4000 for b in fake.requests)
