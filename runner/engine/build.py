@@ -198,7 +198,8 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
         return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.masker)
                 if rec.ctx.outputs_dir else None)
 
-    return ContextManager(config, emit, spec.history, summarize, spill=spill, masker=rec.masker, root=root)
+    return ContextManager(config, emit, spec.history, summarize if settings.compaction else None, spill=spill,
+                          masker=rec.masker, root=root)
 
 
 def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str | None], None] | None = None,

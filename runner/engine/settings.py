@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     subagent_timeout_s: float = Field(300.0, gt=0, description="one child's wall clock (within the run's)")
     max_cost_usd: float | None = Field(None, gt=0)
     context_window: int | None = Field(None, ge=1, description="override the model database (genai-prices)")
+    # Stage 3 (a summary): off, stages 1-2 still trim and clear, and a run that would pass the window ends exit 5
+    compaction: bool = True
     # Sampling: sent only when set, and dropped for the run if the endpoint rejects one (runner/model/retry.py).
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
@@ -97,7 +99,8 @@ def model_params(settings: Settings) -> dict[str, Any]:
 
 
 def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
-    """The settings a policy file may set (`budget`, `model`, `subagents`, `compaction.contextWindow`)."""
+    """The settings a policy file may set (`budget`, `model`, `subagents`, `compaction.contextWindow` and
+    `compaction.enabled`)."""
     budget = sections.get("budget", {})
     out: dict[str, Any] = {}
     if "maxTurns" in budget:
@@ -116,6 +119,8 @@ def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
             out[name] = sections["subagents"][key]
     if "contextWindow" in sections.get("compaction", {}):
         out["context_window"] = sections["compaction"]["contextWindow"]
+    if "enabled" in sections.get("compaction", {}):
+        out["compaction"] = sections["compaction"]["enabled"]
     return out
 
 

@@ -174,6 +174,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--context-window", "context_window",
            "The model's context window, when genai-prices' model database does not know it.", integer(1),
            metavar="TOKENS", goes=Goes.SETTINGS, env="AGENT_RUN_CONTEXT_WINDOW", policy="compaction.contextWindow"),
+    Option("--compaction", "compaction",
+           "Summarize the conversation (stage 3) when the context fills; --no-compaction: never ask for a summary "
+           "(stages 1-2 still trim and clear results; a run that would pass the window ends exit 5). [default: on]",
+           BOOL, off="--no-compaction", goes=Goes.SETTINGS, env="AGENT_RUN_COMPACTION", policy="compaction.enabled"),
     Option("--temperature", "temperature", "Sampling temperature (sent if set).", decimal(0, 2), goes=Goes.SETTINGS,
            env="AGENT_RUN_TEMPERATURE", policy="model.temperature"),
     Option("--top-p", "top_p", "Nucleus sampling (sent if set).", decimal(0, 1, above=True), goes=Goes.SETTINGS,

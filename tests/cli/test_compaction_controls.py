@@ -12,11 +12,19 @@ def _bash(n: int, thinking: str = THINK) -> list:
     return [reply(thinking, calls=[("bash", {"command": f"echo turn{i}"})]) for i in range(n)]
 
 
-def test_no_compaction_never_asks_for_a_summary_and_ends_exit_5_at_the_window(fake, workspace, agent_run):
+def test_no_compaction_never_asks_for_a_summary(fake, workspace, agent_run):
     fake.context_window = 20000
     fake.add(*_bash(16), reply("done"))
     r = agent_run("--context-window", "20000", "--no-compaction", "--approve", "bash:shell:*", "task.md")
-    assert r.code == 5, r.summary
-    assert r.summary["budget"]["name"] == "context_window"
-    assert fake.compactions == 0 and "summarize" not in [e["stage"] for e in r.of_type("compaction")]
+    assert r.code == 0, r.summary
+    assert fake.compactions == 0 and {e["stage"] for e in r.of_type("compaction")} == {"hard_clear"}
     assert all(prompt_tokens(b) <= 20000 - 4000 for b in fake.requests)
+
+
+def test_compaction_disabled_in_the_policy_ends_exit_5_at_the_window(fake, workspace, agent_run):
+    (workspace / "p.jsonc").write_text('{"extends": "default", "compaction": {"enabled": false}}')
+    fake.context_window = 16384
+    fake.add(*_bash(4, "I will look at this carefully. " * 600), reply("done"))
+    r = agent_run("--context-window", "16384", "--policy", "p.jsonc", "--approve", "bash:shell:*", "task.md")
+    assert r.code == 5, r.summary
+    assert r.summary["budget"]["name"] == "context_window" and fake.compactions == 0
