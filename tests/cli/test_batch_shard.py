@@ -188,12 +188,14 @@ def test_shards_of_different_runs_are_refused_naming_their_files(fake, workspace
     assert r.code == 2 and "cannot remove the earlier" in r.stderr, r.stderr
 
 
-def test_a_killed_shard_leaves_no_old_report_and_takes_its_task_with_it(fake, workspace, agent_run, tmp_path):
+def test_a_killed_shard_leaves_no_old_report_and_takes_its_task_with_it(fake, workspace, agent_run, tmp_path,
+                                                                        agent_run_zygote):
     from tests.cli.test_batch_signals import _children
     from tests.conftest import agent_run_argv, clean_env
     from tests.fakes.openai_server import hang
     from tests.fakes.procs import wait_gone
     from tests.fakes.wait import HANG_S, until
+    from tests.fakes.zygote import popen
 
     (workspace / "t.md").write_text("Task [t]: do it.\n")
     fake.route("[t]", reply("done before"), hang(600), reply("late"))  # the second run waits
@@ -201,9 +203,10 @@ def test_a_killed_shard_leaves_no_old_report_and_takes_its_task_with_it(fake, wo
     first = agent_run("batch", "--shard", "1/1", "t.md", "--runs-dir", str(out), env={"AGENT_RUN_BATCH_ID": "run-1"})
     assert first.code == 0 and (out / "batch.json").exists(), first.stderr
     env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", AGENT_RUN_BATCH_ID="run-2")
-    proc = subprocess.Popen([*agent_run_argv(), "batch", "--shard", "1/1", "t.md", "--runs-dir", str(out)],
-                            cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    # Its task is the real executable (the forked batch's own interpreter's agent-run), with the batch's death signal.
+    proc = popen(agent_run_zygote, [*agent_run_argv(), "batch", "--shard", "1/1", "t.md", "--runs-dir", str(out)],
+                 cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                 text=True)
     try:
         until(lambda: len(fake.requests) == 2, "the task to ask the model")
         [child] = until(lambda: _children(proc.pid), "the task's process")

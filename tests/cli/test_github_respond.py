@@ -17,6 +17,7 @@ from tests.fakes.github_server import BOT, TOKEN, FakeGitHub
 from tests.fakes.openai_server import hang, reply
 from tests.fakes.summary_schema import schema_error, validate_result_line
 from tests.fakes.wait import HANG_S, until
+from tests.fakes.zygote import popen
 from tests.github import payloads
 
 MARK = "<!-- agent-run:"
@@ -309,12 +310,12 @@ def test_no_token_is_a_usage_error_but_only_when_the_event_triggers(fake, gh, re
     assert respond("issue_comment", payloads.issue_comment("hello"), env={"GITHUB_TOKEN": ""}).code == 0
 
 
-def test_a_cancelled_job_still_edits_the_comment_and_exits_130(fake, gh, workspace, tmp_path):
+def test_a_cancelled_job_still_edits_the_comment_and_exits_130(fake, gh, workspace, tmp_path, agent_run_zygote):
     fake.add(hang(600), reply("too late"))  # answered only once the test is over: the run ends by the signal
     env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", AGENT_RUN_RETRY_BASE_S="0.01",
                     **job_env(gh, tmp_path, "issue_comment", payloads.issue_comment("@agent-run go")))
-    proc = subprocess.Popen([*agent_run_argv(), "github", "respond"], cwd=workspace, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen(agent_run_zygote, [*agent_run_argv(), "github", "respond"], cwd=workspace, env=env,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     until(lambda: fake.requests, "the model request to reach the server")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=HANG_S)
@@ -373,15 +374,16 @@ def test_a_final_edit_that_never_answers_ends_within_the_grace(fake, gh, respond
     assert "could not edit comment" in r.stderr and "AGENT_RUN_GITHUB_GRACE_S" in r.stderr, r.stderr
 
 
-def test_sigterm_during_the_final_edit_still_writes_stdout_outputs_and_step_summary(fake, gh, workspace, tmp_path):
+def test_sigterm_during_the_final_edit_still_writes_stdout_outputs_and_step_summary(fake, gh, workspace, tmp_path,
+                                                                                   agent_run_zygote):
     gh.hold("PATCH", "/issues/comments/")
     fake.add(reply("the answer"))
     outputs, step_summary = tmp_path / "output", tmp_path / "step_summary.md"
     env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", GITHUB_ACTIONS="true",
                     GITHUB_OUTPUT=str(outputs), GITHUB_STEP_SUMMARY=str(step_summary),
                     **job_env(gh, tmp_path, "issue_comment", payloads.issue_comment("@agent-run go")))
-    proc = subprocess.Popen([*agent_run_argv(), "github", "respond"], cwd=workspace, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = popen(agent_run_zygote, [*agent_run_argv(), "github", "respond"], cwd=workspace, env=env,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         until(gh.held.is_set, "the final edit to reach GitHub")
         proc.send_signal(signal.SIGTERM)

@@ -247,6 +247,14 @@ class ZygotePopen(subprocess.Popen):  # type: ignore[type-arg]
         return self.returncode
 
 
+def popen(zygote: Zygote | None, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """`subprocess.Popen(argv, **kwargs)` (cwd, env, stdio), forked from `zygote` when it serves `argv` under
+    kwargs' env: for a test that signals or kills the process itself, which is as real either way."""
+    if zygote is not None and zygote.serves(argv, kwargs.get("env")):
+        return ZygotePopen(zygote, argv, **kwargs)
+    return subprocess.Popen(argv, **kwargs)
+
+
 def script_interpreter(script: str) -> str | None:
     """The interpreter a `#!` Python script (a console-script wrapper) runs on, if it is one."""
     try:
