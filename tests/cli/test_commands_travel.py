@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import reply
+from tests.fakes.zygote import run as run_agent_run
 
 SKILL = "---\nname: hello\ndescription: Say hello.\n---\nSay hello.\n"
 PROFILE = "---\nname: helper\ndescription: Helps.\ntools: read\n---\nHelp.\n"
@@ -67,7 +68,7 @@ def test_every_printed_command_is_relative_to_the_workspace_and_complete(fake, w
     assert "run from the workspace root" in steps.read_text()
 
 
-def test_a_copied_command_runs_in_another_checkout(fake, workspace, agent_run, tmp_path):
+def test_a_copied_command_runs_in_another_checkout(fake, workspace, agent_run, tmp_path, agent_run_zygote):
     """The CI machine's run directory, downloaded into a laptop's checkout (another path): the printed
     replay and rerun commands run there as printed, from the checkout's root."""
     fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply('"needs approval"'))
@@ -80,8 +81,8 @@ def test_a_copied_command_runs_in_another_checkout(fake, workspace, agent_run, t
     def run(printed: str) -> subprocess.CompletedProcess[str]:
         argv = shlex.split(printed)
         assert argv[0] == "agent-run"
-        return subprocess.run([*agent_run_argv(), *argv[1:]], cwd=laptop, env=env, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=300)
+        return run_agent_run(agent_run_zygote, [*agent_run_argv(), *argv[1:]], cwd=laptop, env=env,
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
 
     replayed = run(first.summary["denials"][0]["replay"])
     assert replayed.returncode == 0, replayed.stderr
@@ -120,7 +121,7 @@ def test_a_runs_dir_beside_the_workspace_is_named_relative_in_every_printed_comm
     assert hint.startswith(f"agent-run: next: agent-run replay {ref} --call ") and str(tmp_path) not in hint
 
 
-def test_a_printed_resume_runs_in_a_moved_checkout(fake, workspace, agent_run, tmp_path):
+def test_a_printed_resume_runs_in_a_moved_checkout(fake, workspace, agent_run, tmp_path, agent_run_zygote):
     """Input files inside the workspace named by absolute paths are recorded relative to it (issue 42, item 10):
     the checkout moved, the printed resume finds its --output-schema (and the rest) where the checkout is now. The
     trusted directories a run directory cannot grant (--skills, --agents) are in the printed resume, as the
@@ -142,8 +143,9 @@ def test_a_printed_resume_runs_in_a_moved_checkout(fake, workspace, agent_run, t
     shutil.move(workspace, moved)
     fake.add(reply('"second"'))
     assert argv[0] == "agent-run"
-    resumed = subprocess.run([*agent_run_argv(), *argv[1:], "go on"], cwd=moved, stdin=subprocess.DEVNULL,
-                             env=clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test"),
-                             capture_output=True, text=True, timeout=300)
+    resumed = run_agent_run(agent_run_zygote, [*agent_run_argv(), *argv[1:], "go on"], cwd=moved,
+                            stdin=subprocess.DEVNULL, env=clean_env(OPENAI_BASE_URL=fake.base_url,
+                                                                    OPENAI_API_KEY="sk-test"),
+                            capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip() == '"second"'

@@ -255,6 +255,14 @@ def popen(zygote: Zygote | None, argv: Sequence[str], **kwargs: Any) -> subproce
     return subprocess.Popen(argv, **kwargs)
 
 
+def run(zygote: Zygote | None, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+    """`subprocess.run(argv, **kwargs)`, forked from `zygote` when it serves `argv` under kwargs' env: agent-run
+    somewhere the `agent_run` fixture does not run it (another checkout, another environment)."""
+    if zygote is not None and zygote.serves(argv, kwargs.get("env")):
+        return zygote.run(argv, **kwargs)
+    return subprocess.run(argv, **kwargs)
+
+
 def script_interpreter(script: str) -> str | None:
     """The interpreter a `#!` Python script (a console-script wrapper) runs on, if it is one."""
     try:
