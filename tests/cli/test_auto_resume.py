@@ -1,0 +1,53 @@
+"""`--auto-resume N` (issue 46 item 2): a run that ended on a transient cause (summary `cause`) is resumed by
+agent-run itself, each resume a new run directory in the same lineage, within the first run's budgets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.fakes.openai_server import error, reply
+
+ONE_RETRY = {"AGENT_RUN_MAX_RETRIES": "1"}  # two 5xx in a row: the provider is down for this run (exit 6)
+
+
+def _started(run_dir: Path) -> dict:
+    events = map(json.loads, (run_dir / "events.jsonl").read_text(encoding="utf-8").splitlines())
+    return next(e for e in events if e["type"] == "run_started")
+
+
+def test_a_transient_outage_is_resumed_once_and_the_chain_ends_0(fake, workspace, agent_run):
+    fake.add(error(503), error(500), reply("done"))
+    r = agent_run("task.md", "--auto-resume", "2", env=ONE_RETRY)
+    assert r.code == 0, r.stderr
+    first, last = sorted(r.new_dirs, key=lambda p: p.name)
+    assert len(r.new_dirs) == 2
+    ended = json.loads((first / "summary.json").read_text())
+    assert ended["exit_code"] == 6 and ended["cause"] == "provider_down"
+    assert _started(last)["resumed_from"]["kind"] == "auto"
+    assert _started(last)["resumed_from"]["run_id"] == first.name
+    summary = json.loads((last / "summary.json").read_text())
+    assert summary["cause"] == "completed" and summary["answer"] == "done"
+    assert summary["auto_resume"]["chain"] == [first.name, last.name]
+    assert "auto-resume 1/2" in r.stderr
+
+
+def test_a_denied_run_is_never_auto_resumed(fake, workspace, agent_run):
+    fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("needs approval"), reply("again"))
+    r = agent_run("task.md", "--auto-resume", "3", env=ONE_RETRY)
+    assert r.code == 3, r.stderr
+    assert r.run_dir.exists() and json.loads((r.run_dir / "summary.json").read_text())["cause"] == "denied"
+    assert len(fake.requests) == 2
+
+
+def test_the_chain_counts_turns_against_the_first_runs_max_turns(fake, workspace, agent_run):
+    # Turn 1 lists; turn 2's server is down (the run ends exit 6 after one turn); the resume has one turn of the
+    # first run's two left, which lists again: turn 3 would pass --max-turns 2 (a fresh budget would answer).
+    fake.add(reply(calls=[("list", {"path": "."})]), error(500), error(500),
+             reply(calls=[("list", {"path": "."})]), reply("done"))
+    r = agent_run("task.md", "--auto-resume", "1", "--max-turns", "2", env=ONE_RETRY)
+    assert r.code == 5, r.stderr
+    assert len(r.new_dirs) == 2 and len(fake.requests) == 4
+    last = max(r.new_dirs, key=lambda p: p.name)
+    summary = json.loads((last / "summary.json").read_text())
+    assert summary["cause"] == "budget" and summary["budget"]["name"] == "max_turns"
