@@ -12,6 +12,7 @@ from runner.cli.output import finish, with_github
 from runner.run.assemble import execute
 from runner.run.option_table import CONTINUED, OPTIONS, Goes, Option
 from runner.run.options import RunOptions
+from runner.sessions.auto_resume import run_chain
 
 
 def run_options(command: str) -> Callable[[F], F]:
@@ -59,7 +60,7 @@ def make_run(table: Sequence[Option] = OPTIONS) -> click.Command:
         130/143/129 interrupted (SIGINT/SIGTERM/SIGHUP).
         """
         opts, fmt = options_from(task, kw, table)
-        outcome, reporter = with_github(lambda: execute(opts))
+        outcome, reporter = with_github(lambda: run_chain(opts, lambda: execute(opts)))
         finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"], task_file=task)
 
     return run

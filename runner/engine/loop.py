@@ -186,11 +186,11 @@ def _refused(message: dict[str, Any], finish_reason: str | None, found: TextCall
              told: str | None, turn: int, emit: Emit, check_answer: BeforeAnswer | None) -> _Refused | None:
     """None when the reply without tool calls is the answer; raises when it ends the run (cut off, unusable again)."""
     if finish_reason in _CUT_OFF:
-        raise Failed(f"the model's final answer was cut off (finish_reason={finish_reason})")
+        raise Failed(f"the model's final answer was cut off (finish_reason={finish_reason})", cause="protocol")
     lacking = unusable_answer(message.get("content"), found)
     if lacking is not None:
         if told is not None:
-            raise Failed(f"the model's final answer {lacking[0]}, again after being told")
+            raise Failed(f"the model's final answer {lacking[0]}, again after being told", cause="protocol")
         return _Refused(lacking[2], lacking[1], lacking=lacking[0])
     answer = message.get("content") or ""
     refusal = check_answer(answer) if check_answer is not None else None

@@ -23,7 +23,11 @@ class ProviderDown(ModelError):
     """The model's server is down for now: a request's retries ran out on a server error, a timeout, a dropped
     connection or an overload (a 5xx, 429, a bad response; or a Retry-After past the ceiling). Never an auth
     (401/403) or bad-request (400/404/422) error: another model on the same endpoint and key would fail the
-    same way. A run with --fallback-model goes on with the next model (runner/model/fallback.py); else exit 6."""
+    same way. A run with --fallback-model goes on with the next model (runner/model/fallback.py); else exit 6, summary
+    `cause: provider_down` (one `--auto-resume` resumes)."""
+
+    def __init__(self, reason: str, **details: object) -> None:
+        super().__init__(reason, **{"cause": "provider_down", **details})
 
 
 def refused_parameter(status: int, error_text: str, sent: set[str]) -> str | None:

@@ -31,6 +31,20 @@ from runner.core.events import (
     call_ref,
 )
 
+# summary.json `cause`: why the run ended, one step finer than `status`. A status's own cause, unless the ending
+# named a finer one (a RunEnded's `cause` detail): `provider_down`, a model server still down after its retries and
+# every --fallback-model (exit 6); `protocol`, a model response that broke the protocol (an answer cut off, or again
+# none after being told; exit 1).
+STATUS_CAUSES: dict[str, str] = {
+    "success": "completed", "failed": "failed", "usage_error": "usage_error", "denied": "denied",
+    "doom_loop": "doom_loop", "budget_exhausted": "budget", "model_error": "model_error",
+    "interrupted": "interrupted", "land_failed": "land_failed",
+}
+CAUSES: tuple[str, ...] = (*STATUS_CAUSES.values(), "provider_down", "protocol")
+# The causes `--auto-resume` resumes (runner/sessions/auto_resume.py): transient, a new request may well pass. Never
+# a denial, a loop guard, a budget or a failed check: those are the operator's to decide.
+AUTO_RESUMED: frozenset[str] = frozenset({"provider_down", "protocol"})
+
 
 class SummaryBuilder:
     def __init__(self, run_id: str, model: str, policy: str) -> None:
@@ -113,6 +127,7 @@ class SummaryBuilder:
               answer: str | None) -> dict[str, Any]:
         return {
             "run_id": self.run_id, "status": status, "exit_code": exit_code, "reason": reason,
+            "cause": STATUS_CAUSES.get(status, "failed"),  # a finer one from the ending's details (CAUSES)
             "turns": self.turns, "tool_calls": self.tool_calls, "denials": self.denials,
             "usage": dict(self.usage), "duration_s": round(duration_s, 3), "model": self.model,
             "policy": self.policy, "answer": answer, "loop_warnings": list(self.loop_warnings),

@@ -171,6 +171,14 @@ OPTIONS: tuple[Option, ...] = (
            decimal(0, above=True), metavar="USD", goes=Goes.SETTINGS, env="AGENT_RUN_MAX_COST_USD",
            policy="budget.maxCostUsd", action="max-cost-usd", rerun=Rerun.SETTING, batch=True,
            on={"batch": None, "replay": "Cost budget for --continue, from usage and the model's price (exit 5)."}),
+    # runner/sessions/auto_resume.py; `run` only: a resume it starts is its own, within the first run's budgets.
+    Option("--auto-resume", "auto_resume",
+           "When the run ends on a transient cause (summary `cause` provider_down: the model's server down after the "
+           "retries and every --fallback-model; protocol: a model response that broke the protocol), resume it "
+           "after a backoff, up to N times: each resume a new run directory in the same lineage, the chain within "
+           "the first run's --timeout, --max-turns, --max-tokens and --max-cost-usd. Never after a denial, a loop "
+           "guard, a budget or a failed check. [default: 0]", integer(0), metavar="N", env="AGENT_RUN_AUTO_RESUME",
+           cli_env=True, action="auto-resume", shared=False, continued=False),
     Option("--context-window", "context_window",
            "The model's context window, when genai-prices' model database does not know it.", integer(1),
            metavar="TOKENS", goes=Goes.SETTINGS, env="AGENT_RUN_CONTEXT_WINDOW", policy="compaction.contextWindow"),

@@ -64,6 +64,7 @@ class RunOptions:
     land_ready: bool = False
     land_allow_workflows: bool = False
     commit_author: str | None = None
+    auto_resume: int | str | None = None  # --auto-resume N (its env var: text); runner/sessions/auto_resume.py
     land_to: LandTarget | None = None  # what a caller decides beside the flags (github respond: the key, the issue)
 
 

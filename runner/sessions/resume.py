@@ -79,6 +79,8 @@ class ContinueOptions:
     force: bool = False
     apply_changes: bool = False
     allow_unkeyed: bool = False  # accept a run the audit key given now cannot vouch for
+    chain: tuple[str, ...] = ()  # --auto-resume (runner/sessions/auto_resume.py): the runs before this one
+    chain_of: int = 0  # … and the N it was given
 
 
 def execute_continue(opts: ContinueOptions) -> RunOutcome:
@@ -167,10 +169,13 @@ def _continue(opts: ContinueOptions, rec: Recording, loaded: Loaded) -> tuple[St
     message, home, schema, skills = loaded.message, loaded.home, loaded.schema, loaded.skills
     (rec.run_dir / "task.md").write_text(source.task, encoding="utf-8")
     task = parse_task(source.task, str(source.run_dir / "task.md"), "task")
-    origin = {"run_id": source.started["run_id"], "run_dir": portable(source.run_dir, home), "kind": opts.kind,
+    origin = {"run_id": source.started["run_id"], "run_dir": portable(source.run_dir, home),
+              "kind": "auto" if opts.chain else opts.kind,
               "at_turn": conversation.last_turn, "status": source.status}
     rec.lifecycle.sections({"title": (source.summary or {}).get("title") or task.title, "resumed_from": origin,
                             "task_file": (source.summary or {}).get("task_file") or "-"})
+    if opts.chain:
+        rec.lifecycle.section("auto_resume", {"chain": [*opts.chain, rec.run_id], "of": opts.chain_of})
     files = load_env_files(opts.run.env_files)
     settings = recorded_settings(source, policy, opts.run.cli_settings, files.paths)
     given = Given(tools=tools, readable=lineage(source), skills=skills,
