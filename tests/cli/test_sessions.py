@@ -20,6 +20,8 @@ from tests.cli.test_replay_and_signals import _start, _wait_for_event
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import error, hang, reply
 from tests.fakes.wait import HANG_S, until
+from tests.fakes.zygote import Zygote
+from tests.fakes.zygote import run as run_agent_run
 
 
 def messages_text(raw: bytes) -> str:
@@ -35,12 +37,12 @@ def files_of(run_dir: Path) -> dict[str, bytes]:
             if p.is_file() and p.name not in ("continuations.jsonl", ".lock")}
 
 
-def cli(argv: list[str], cwd: Path, fake, **env: str) -> subprocess.CompletedProcess[str]:
-    """A printed command (`agent-run …`), run as printed from `cwd`."""
+def cli(argv: list[str], cwd: Path, fake, zygote: Zygote | None, **env: str) -> subprocess.CompletedProcess[str]:
+    """A printed command (`agent-run …`), run as printed from `cwd` (forked from the zygote when it can be)."""
     if argv[0] == "agent-run":
         argv = [*agent_run_argv(), *argv[1:]]
-    return subprocess.run(argv, cwd=cwd, env=clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", **env),
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    return run_agent_run(zygote, argv, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
+                         env=clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", **env))
 
 
 def check_resumed(fake, before: int, old: Path, resumed, *, note: str) -> list[dict]:
@@ -196,7 +198,7 @@ def _agent_edited_a_committed_file(fake, workspace: Path, agent_run):
 
 
 def test_a_changed_workspace_is_refused_and_apply_changes_resumes_a_fresh_checkout(fake, workspace, agent_run,
-                                                                                   tmp_path):
+                                                                                   tmp_path, agent_run_zygote):
     first = _agent_edited_a_committed_file(fake, workspace, agent_run)
     assert first.code == 5 and "notes.txt" in (first.run_dir / "changes.patch").read_text()
 
@@ -212,9 +214,9 @@ def test_a_changed_workspace_is_refused_and_apply_changes_resumes_a_fresh_checko
     shutil.copytree(first.run_dir, laptop / ".agent-run" / "runs" / first.run_dir.name)
     fake.add(reply("continued on the laptop"))
     ref = f".agent-run/runs/{first.run_dir.name}"
-    plain = cli(["agent-run", "resume", ref], laptop, fake)
+    plain = cli(["agent-run", "resume", ref], laptop, fake, agent_run_zygote)
     assert plain.returncode == 2 and "notes.txt (differs)" in plain.stderr
-    applied = cli(["agent-run", "resume", ref, "--apply-changes"], laptop, fake)
+    applied = cli(["agent-run", "resume", ref, "--apply-changes"], laptop, fake, agent_run_zygote)
     assert applied.returncode == 0, applied.stderr
     assert (laptop / "notes.txt").read_text() == "v2 by the agent\n"
     replayed = agent_run("replay", str(first.run_dir), "--approve")  # a replay checks the workspace too
@@ -225,7 +227,7 @@ def test_a_changed_workspace_is_refused_and_apply_changes_resumes_a_fresh_checko
 
 
 def test_a_moved_run_directory_replays_and_resumes_with_the_commands_it_printed(fake, workspace, agent_run,
-                                                                                 tmp_path):
+                                                                                 tmp_path, agent_run_zygote):
     fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("blocked"))
     denied = agent_run("--policy", "strict", "--sandbox", "off", "task.md")
     assert denied.code == 3
@@ -237,12 +239,12 @@ def test_a_moved_run_directory_replays_and_resumes_with_the_commands_it_printed(
     assert "--policy strict" in rerun
     moved = tmp_path / "elsewhere"
     shutil.move(workspace, moved)
-    replayed = cli(shlex.split(replay_cmd), moved, fake, AGENT_RUN_SANDBOX="off")
+    replayed = cli(shlex.split(replay_cmd), moved, fake, agent_run_zygote, AGENT_RUN_SANDBOX="off")
     assert replayed.returncode == 0, replayed.stderr
     assert (moved / "out.txt").read_text() == "hi\n"
     fake.add(reply("resumed after the move"))
     (moved / "out.txt").unlink()  # the replay's own change: the run left no out.txt
-    resumed = cli(shlex.split(resume_cmd), moved, fake, AGENT_RUN_SANDBOX="off")
+    resumed = cli(shlex.split(resume_cmd), moved, fake, agent_run_zygote, AGENT_RUN_SANDBOX="off")
     assert resumed.returncode == 0, resumed.stderr
 
 
@@ -279,7 +281,7 @@ def test_a_resume_reuses_the_recorded_tools_and_prompt(fake, workspace, agent_ru
     assert fake.requests[-1]["messages"][1]["content"] == "Do the thing.\n"
 
 
-def test_force_still_applies_the_changes_it_was_asked_to(fake, workspace, agent_run, tmp_path):
+def test_force_still_applies_the_changes_it_was_asked_to(fake, workspace, agent_run, tmp_path, agent_run_zygote):
     first = _agent_edited_a_committed_file(fake, workspace, agent_run)
     laptop = tmp_path / "laptop"
     subprocess.run(["git", "clone", "-q", str(workspace), str(laptop)], check=True)
@@ -287,7 +289,7 @@ def test_force_still_applies_the_changes_it_was_asked_to(fake, workspace, agent_
     shutil.copytree(first.run_dir, laptop / ".agent-run" / "runs" / first.run_dir.name)
     fake.add(reply("continued"))
     forced = cli(["agent-run", "resume", f".agent-run/runs/{first.run_dir.name}", "--apply-changes", "--force"],
-                 laptop, fake)
+                 laptop, fake, agent_run_zygote)
     assert forced.returncode == 0, forced.stderr
     assert (laptop / "notes.txt").read_text() == "v2 by the agent\n"  # --force did not drop --apply-changes
 
