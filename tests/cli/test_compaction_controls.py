@@ -28,3 +28,33 @@ def test_compaction_disabled_in_the_policy_ends_exit_5_at_the_window(fake, works
     r = agent_run("--context-window", "16384", "--policy", "p.jsonc", "--approve", "bash:shell:*", "task.md")
     assert r.code == 5, r.summary
     assert r.summary["budget"]["name"] == "context_window" and fake.compactions == 0
+
+
+def _asked(fake) -> list[dict]:
+    return [b for b in fake.requests if b.get("tool_choice") != "none"]
+
+
+def test_max_messages_summarizes_by_count_with_the_window_far_away(fake, workspace, agent_run):
+    (workspace / "p.jsonc").write_text('{"extends": "default", "compaction": {"maxMessages": 12}}')
+    fake.add(*_bash(10, "checking"), reply("done"))
+    r = agent_run("--policy", "p.jsonc", "--approve", "bash:shell:*", "task.md")
+    assert r.code == 0, r.summary
+    summaries = [e for e in r.of_type("compaction") if e["stage"] == "summarize"]
+    assert summaries and {e["trigger"] for e in summaries} == {"messages"} and fake.compactions == len(summaries)
+    assert max(len(b["messages"]) for b in _asked(fake)) <= 12
+    assert max(e["estimated_tokens"] for e in r.of_type("model_request")) < 5000  # not the token share
+
+
+def test_resume_compact_summarizes_before_continuing(fake, workspace, agent_run):
+    fake.add(*_bash(6, "checking"), reply("done"))
+    first = agent_run("--approve", "bash:shell:*", "task.md")
+    assert first.code == 0 and fake.compactions == 0
+    fake.add(reply("went on"))
+    r = agent_run("resume", str(first.run_dir), "--compact", "--approve", "bash:shell:*", "go on")
+    assert r.code == 0, r.summary
+    assert fake.compactions == 1 and fake.requests[-2].get("tool_choice") == "none"
+    [event] = r.of_type("compaction")
+    assert event["stage"] == "summarize" and event["trigger"] == "operator"
+    sent = fake.requests[-1]["messages"]
+    assert any("[Session summary]" in str(m.get("content")) for m in sent) and sent[-1]["content"].endswith("go on")
+    assert len(sent) < len(fake.requests[-2]["messages"])
