@@ -33,10 +33,12 @@ TOOLS_SEALED = click.option("--tools", hidden=True, expose_value=False, callback
 @click.option("--apply-changes", is_flag=True,
               help="First apply the run's changes.patch to the workspace (a fresh checkout of the run's base).")
 @click.option("--allow-unkeyed", is_flag=True, help=ALLOW_UNKEYED)
+@click.option("--compact", is_flag=True, help="Summarize the conversation before continuing it (a compaction call "
+                                              "first, whatever the context's size).")
 @TOOLS_SEALED
 @run_options("resume")
 def resume(run_dir: str | None, message: str | None, last: bool, force: bool, apply_changes: bool,
-           allow_unkeyed: bool, **kw: Any) -> None:
+           allow_unkeyed: bool, compact: bool, **kw: Any) -> None:
     """Continue RUN_DIR's conversation in a new run, with fresh budgets: after a budget, a timeout, a loop
     guard, a model outage, a denial, a kill, or a finished run (a follow-up MESSAGE; - reads it from stdin).
 
@@ -49,7 +51,7 @@ def resume(run_dir: str | None, message: str | None, last: bool, force: bool, ap
         run_dir, message = None, run_dir  # `resume --last MESSAGE`
     opts, fmt = options_from("-", kw)
     cont = ContinueOptions(opts, run_dir, "resume", last=last, message=message, force=force,
-                           apply_changes=apply_changes, allow_unkeyed=allow_unkeyed)
+                           apply_changes=apply_changes, allow_unkeyed=allow_unkeyed, compact=compact)
     outcome, reporter = with_github(lambda: execute_continue(cont))
     finish(outcome, reporter, fmt=fmt, quiet=kw["quiet"], junit=kw["junit"])
 

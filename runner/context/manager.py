@@ -71,14 +71,17 @@ class ContextConfig:
     recent_turns: int = 3
     soft_keep_bytes: int = 2048
     kinds: ToolKinds = field(default_factory=ToolKinds)  # the agent's tools by what pruning may do to their calls
+    max_messages: int | None = None  # a summary also when the conversation holds more messages than this
 
     @classmethod
-    def from_policy(cls, section: dict[str, Any], window: int | None, kinds: ToolKinds) -> ContextConfig:
-        """The policy's `compaction` section, for an agent whose tools are `kinds` (ToolKinds.of its registry)."""
+    def from_policy(cls, section: dict[str, Any], window: int | None, kinds: ToolKinds,
+                    max_messages: int | None = None) -> ContextConfig:
+        """The policy's `compaction` section, for an agent whose tools are `kinds` (ToolKinds.of its registry);
+        the keys that are settings too (option table) come resolved, as keywords."""
         return cls(window=section.get("contextWindow", window), max_chars=section.get("maxChars", DEFAULT_CHARS_WINDOW),
                    soft_at=section.get("softTrimAt", 0.3), hard_at=section.get("hardClearAt", 0.5),
                    summarize_at=section.get("summarizeAt", 0.7), recent_turns=section.get("recentTurns", 3),
-                   soft_keep_bytes=section.get("softTrimBytes", 2048), kinds=kinds)
+                   soft_keep_bytes=section.get("softTrimBytes", 2048), kinds=kinds, max_messages=max_messages)
 
     @property
     def usable(self) -> int:
@@ -107,6 +110,12 @@ class ContextManager:
     _tools_size: tuple[list[dict[str, Any]], int] | None = None
     _pressed: bool = False  # the context has reached softTrimAt once: large results enter trimmed from then on
     _refs: dict[str, str] = field(default_factory=dict)  # call id -> where its whole call is (spilled once)
+    turn: int = 0  # the turn whose request is being prepared
+    _asked: bool = False  # the operator asked for a summary before the next request (`resume --compact`)
+
+    def request_summary(self) -> None:
+        """A summary before the next request, whatever the thresholds (`resume --compact`)."""
+        self._asked = True
 
     def bind(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
         """The conversation tool results of this turn are admitted into."""
@@ -177,6 +186,7 @@ class ContextManager:
                 placeholder: Callable[[str, str, str, str], str]) -> list[dict[str, Any]]:
         """Before a request: stage 2 or 3 when the thresholds say so; returns the messages to send, always
         inside the usable window (else BudgetExhausted, exit 5)."""
+        self.turn = turn
         share = self.share(messages, tools)
         can_summarize = self.summarize is not None and (
             self._summary_floor is None or self.tokens(messages, tools) >= self._summary_floor)
@@ -199,8 +209,9 @@ class ContextManager:
                 messages = cleared
                 self._cleared(turn, before, messages, tools, by_tool)
         share = self.share(messages, tools)
-        if (escalate or share >= self.config.summarize_at or self._over_window(messages, tools)) and can_summarize:
-            summarized_messages = self._summarize(messages, tools, turn, placeholder)
+        trigger = self._trigger(messages, tools, escalate or share >= self.config.summarize_at)
+        if trigger is not None and (can_summarize or (trigger == "operator" and self.summarize is not None)):
+            summarized_messages = self._summarize(messages, tools, turn, placeholder, trigger)
             if summarized_messages is messages and escalate:
                 # No summary (it failed, or could not free enough): fall back to clearing; a context that
                 # degrades, never a run that ends.
@@ -214,6 +225,17 @@ class ContextManager:
             messages = self._keep_window(messages, tools, turn, placeholder)
         self.peak = max(self.peak, self.share(messages, tools))
         return messages
+
+    def _trigger(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], by_share: bool) -> str | None:
+        """Why a summary is due before this request: the operator asked, the message count, the token share."""
+        if self._asked:
+            self._asked = False
+            return "operator"
+        if by_share or self._over_window(messages, tools):
+            return "tokens"
+        if self.config.max_messages is not None and len(messages) > self.config.max_messages:
+            return "messages"
+        return None
 
     def _clear(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                placeholder: Callable[[str, str, str, str], str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -275,7 +297,7 @@ class ContextManager:
         return self.tokens(messages, tools) + more > self.config.usable
 
     def _summarize(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
-                   placeholder: Callable[[str, str, str, str], str]) -> list[dict[str, Any]]:
+                   placeholder: Callable[[str, str, str, str], str], trigger: str = "tokens") -> list[dict[str, Any]]:
         keep_from = recent_start(messages, self.config.recent_turns)
         frozen = frozen_end(messages, keep_from, self.config.kinds)
         if frozen >= keep_from:
@@ -295,7 +317,7 @@ class ContextManager:
             if self.tokens(asked, tools) > self.config.usable:
                 return messages
         kept = [*source[:frozen], *whole_calls(source[frozen:keep_from], self.config.kinds), *source[keep_from:]]
-        if self.tokens(kept, tools) + SUMMARY_ALLOWANCE > 0.9 * before:
+        if trigger == "tokens" and self.tokens(kept, tools) + SUMMARY_ALLOWANCE > 0.9 * before:
             # What must stay is most of the context: a summary would cost a call and a prefix break for
             # nothing. Not asked; the back-off applies as to one that fell short.
             self._summary_floor = before + int(BACKOFF_GROWTH * self.config.usable)
@@ -307,7 +329,8 @@ class ContextManager:
         except Exception as exc:  # a failed summary degrades to pruning alone, never ends the run
             self._summary_floor = before + int(BACKOFF_GROWTH * self.config.usable)
             self.emit(Compaction(turn=turn, stage="summarize_failed", before_tokens=before, after_tokens=before,
-                                 cleared={}, summary=f"{type(exc).__name__}: {exc}", history=snapshot))
+                                 cleared={}, summary=f"{type(exc).__name__}: {exc}", history=snapshot,
+                                 trigger=trigger))
             return messages
         out = summarized(source, summary, keep_from, self.config.kinds, carry=self._carry)
         after = self.tokens(out, tools)
@@ -316,7 +339,7 @@ class ContextManager:
         self.counts["summarize"] += 1
         self.stage = "summarize"
         self.emit(Compaction(turn=turn, stage="summarize", before_tokens=before, after_tokens=after,
-                             cleared={}, summary=summary, history=snapshot))
+                             cleared={}, summary=summary, history=snapshot, trigger=trigger))
         return out
 
     def _ref(self, call_id: str, tool: str, arguments: str) -> str:

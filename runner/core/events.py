@@ -260,6 +260,7 @@ class Compaction(Event):
     cleared: dict[str, int]  # cleared tool results by tool name
     summary: str | None
     history: str | None  # the snapshot of the full history written before a summary
+    trigger: str | None = None  # why a summary: tokens (the share), messages (maxMessages), operator (--compact)
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,7 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
         window = window_for(name, settings.context_window if name == settings.model else None)
         root = rec.run_dir
     config = ContextConfig.from_policy(spec.policy.sections.get("compaction", {}), window,
-                                      ToolKinds.of(spec.registry.tools))
+                                      ToolKinds.of(spec.registry.tools), max_messages=settings.compaction_max_messages)
     aid = spec.aid or MAIN
 
     def turn() -> int:
@@ -186,8 +186,11 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
         assert model is not None, "an agent built without a model makes no requests"
         started = time.monotonic()
         left = spec.deadline - time.monotonic() if spec.deadline is not None else None
-        reply = model.complete(messages, tools, turn=turn(), emit=emit, timeout=left, tool_choice="none")
-        emit(ModelResponse(turn=turn(), message=reply.message, usage=reply.usage,
+        # A resumed run's first request may be a summary (`resume --compact`): before any response, the turn it
+        # prepares.
+        at = turn() or context.turn
+        reply = model.complete(messages, tools, turn=at, emit=emit, timeout=left, tool_choice="none")
+        emit(ModelResponse(turn=at, message=reply.message, usage=reply.usage,
                            finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))
         text = (reply.message.get("content") or "").strip()
         if not text:
@@ -198,8 +201,9 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
         return (keep(rec.ctx.outputs_dir, content, rec.ctx.truncation.ttl_days, rec.masker)
                 if rec.ctx.outputs_dir else None)
 
-    return ContextManager(config, emit, spec.history, summarize if settings.compaction else None, spill=spill,
-                          masker=rec.masker, root=root)
+    context = ContextManager(config, emit, spec.history, summarize if settings.compaction else None, spill=spill,
+                             masker=rec.masker, root=root)
+    return context
 
 
 def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str | None], None] | None = None,

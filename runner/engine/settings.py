@@ -56,6 +56,7 @@ class Settings(BaseSettings):
     context_window: int | None = Field(None, ge=1, description="override the model database (genai-prices)")
     # Stage 3 (a summary): off, stages 1-2 still trim and clear, and a run that would pass the window ends exit 5
     compaction: bool = True
+    compaction_max_messages: int | None = Field(None, ge=4, description="a summary when the conversation has more")
     # Sampling: sent only when set, and dropped for the run if the endpoint rejects one (runner/model/retry.py).
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
@@ -92,6 +93,9 @@ MODEL_PARAMS = tuple(MODEL_KEYS.values())
 SUBAGENT_KEYS = {"maxDepth": "subagent_max_depth", "maxCalls": "subagent_max_calls", "maxTurns": "subagent_max_turns",
                  "timeoutSeconds": "subagent_timeout_s"}
 
+COMPACTION_KEYS = {"contextWindow": "context_window", "enabled": "compaction",
+                   "maxMessages": "compaction_max_messages"}
+
 
 def model_params(settings: Settings) -> dict[str, Any]:
     """The sampling parameters set, for the request and for run_started."""
@@ -99,8 +103,8 @@ def model_params(settings: Settings) -> dict[str, Any]:
 
 
 def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
-    """The settings a policy file may set (`budget`, `model`, `subagents`, `compaction.contextWindow` and
-    `compaction.enabled`)."""
+    """The settings a policy file may set (`budget`, `model`, `subagents`, and the
+    `compaction` keys of COMPACTION_KEYS)."""
     budget = sections.get("budget", {})
     out: dict[str, Any] = {}
     if "maxTurns" in budget:
@@ -117,10 +121,9 @@ def policy_layer(sections: dict[str, Any]) -> dict[str, Any]:
     for key, name in SUBAGENT_KEYS.items():
         if key in sections.get("subagents", {}):
             out[name] = sections["subagents"][key]
-    if "contextWindow" in sections.get("compaction", {}):
-        out["context_window"] = sections["compaction"]["contextWindow"]
-    if "enabled" in sections.get("compaction", {}):
-        out["compaction"] = sections["compaction"]["enabled"]
+    for key, name in COMPACTION_KEYS.items():
+        if key in sections.get("compaction", {}):
+            out[name] = sections["compaction"][key]
     return out
 
 

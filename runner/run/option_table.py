@@ -186,6 +186,9 @@ OPTIONS: tuple[Option, ...] = (
            "Summarize the conversation (stage 3) when the context fills; --no-compaction: never ask for a summary "
            "(stages 1-2 still trim and clear results; a run that would pass the window ends exit 5). [default: on]",
            BOOL, off="--no-compaction", goes=Goes.SETTINGS, env="AGENT_RUN_COMPACTION", policy="compaction.enabled"),
+    Option("--compaction-max-messages", "compaction_max_messages",
+           "Also summarize when the conversation holds more than N messages, whatever its size.", integer(4),
+           metavar="N", goes=Goes.SETTINGS, env="AGENT_RUN_COMPACTION_MAX_MESSAGES", policy="compaction.maxMessages"),
     Option("--temperature", "temperature", "Sampling temperature (sent if set).", decimal(0, 2), goes=Goes.SETTINGS,
            env="AGENT_RUN_TEMPERATURE", policy="model.temperature"),
     Option("--top-p", "top_p", "Nucleus sampling (sent if set).", decimal(0, 1, above=True), goes=Goes.SETTINGS,

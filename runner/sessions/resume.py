@@ -81,6 +81,7 @@ class ContinueOptions:
     allow_unkeyed: bool = False  # accept a run the audit key given now cannot vouch for
     chain: tuple[str, ...] = ()  # --auto-resume (runner/sessions/auto_resume.py): the runs before this one
     chain_of: int = 0  # … and the N it was given
+    compact: bool = False  # resume --compact: a summary before the first request
 
 
 def execute_continue(opts: ContinueOptions) -> RunOutcome:
@@ -194,6 +195,8 @@ def _continue(opts: ContinueOptions, rec: Recording, loaded: Loaded) -> tuple[St
     rec.emit(UserMessage(turn=turn, reason=opts.kind, content=note))
     note_cache_break(rec, conversation)
     messages = [*conversation.messages, {"role": "user", "content": note}]
+    if opts.compact:
+        run.agent.context.request_summary()
     return drive(rec, task, run, messages, turn=turn, previous=conversation.last_prompt, schema=schema)
 
 
