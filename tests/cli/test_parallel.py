@@ -111,7 +111,7 @@ def test_a_mixed_reply_keeps_decisions_denials_and_order_as_a_sequential_run(fak
     assert json.loads(seen[0][3][5]["content"])["error"]["type"] == "ApprovalRequired"
 
 
-def test_an_interrupt_stops_every_running_child_and_the_record_stays_whole(fake, workspace):
+def test_an_interrupt_stops_every_running_child_and_the_record_stays_whole(fake, workspace, agent_run_zygote):
     import signal
 
     from tests.cli.test_replay_and_signals import _start, _wait_for_event
@@ -121,7 +121,7 @@ def test_an_interrupt_stops_every_running_child_and_the_record_stays_whole(fake,
     fake.add(reply(calls=[_task(i) for i in range(4)]))
     for i in range(4):
         fake.route(f"{CHILD}-{i}", hang(600))  # answers only once the test is over
-    proc = _start(fake, workspace, "--policy", _policy(workspace), "task.md")
+    proc = _start(fake, workspace, "--policy", _policy(workspace), "task.md", zygote=agent_run_zygote)
     run_dir = _wait_for_event(workspace, "subagent_started")
     until(lambda: len(fake.requests) >= 5, "all four children's requests to reach the server")
     proc.send_signal(signal.SIGTERM)
@@ -196,7 +196,7 @@ def test_a_child_refused_for_its_model_takes_no_id_and_no_place_under_the_limit(
     assert [(e["call_id"], e["agent"]["id"]) for e in r.of_type("subagent_started")] == [("call_1_1", "a1")]
 
 
-def test_an_interrupt_lets_go_of_an_mcp_call_running_beside_others(fake, workspace):
+def test_an_interrupt_lets_go_of_an_mcp_call_running_beside_others(fake, workspace, agent_run_zygote):
     # Beside another call, an MCP call runs on a worker thread: the signal reaches the loop, and the call, waiting on
     # a server that never answers, is let go at once instead of being waited for (up to 30 s) or for its timeout.
     import signal
@@ -206,7 +206,8 @@ def test_an_interrupt_lets_go_of_an_mcp_call_running_beside_others(fake, workspa
 
     config = write_config(workspace, {"box": scripted("toolbox.py", readOnlyTools=["hang", "shout"])})
     fake.add(reply(calls=[("mcp__box__hang", {}), ("mcp__box__shout", {"text": "hi"})]))
-    proc = _start(fake, workspace, "--mcp-config", config, "--approve", "mcp:mcp:box/*", "task.md")
+    proc = _start(fake, workspace, "--mcp-config", config, "--approve", "mcp:mcp:box/*", "task.md",
+                  zygote=agent_run_zygote)
     run_dir = _wait_for_event(workspace, "tool_call")
     until(lambda: "toolbox: hanging" in (run_dir / "mcp" / "box.log").read_text(errors="replace")
           if (run_dir / "mcp" / "box.log").is_file() else False, "the hanging MCP call to reach the server")

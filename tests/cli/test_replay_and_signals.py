@@ -14,6 +14,7 @@ from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import hang, reply
 from tests.fakes.procs import wait_gone
 from tests.fakes.wait import HANG_S, until
+from tests.fakes.zygote import popen
 
 
 def _calls(result):
@@ -83,10 +84,12 @@ def test_replay_of_missing_dir_is_usage_error(agent_run, tmp_path):
     assert r.code == 2 and "events.jsonl not found" in r.summary["reason"]
 
 
-def _start(fake, workspace, *args):
+def _start(fake, workspace, *args, zygote=None):
+    """`agent-run ARGS` in the background: forked from `zygote` (the worker's) when given and it serves, else the
+    executable; a real process either way, that signals reach directly."""
     env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test")
-    return subprocess.Popen([*agent_run_argv(), *args], cwd=workspace, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return popen(zygote, [*agent_run_argv(), *args], cwd=workspace, env=env, stdin=subprocess.DEVNULL,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for_event(workspace, type_, timeout=HANG_S):
@@ -100,10 +103,10 @@ def _wait_for_event(workspace, type_, timeout=HANG_S):
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_during_model_call(fake, workspace, sig, code):
+def test_signal_during_model_call(fake, workspace, sig, code, agent_run_zygote):
     # The server answers only once the test is over: the run can only end by the signal.
     fake.add(hang(600), reply("too late"))
-    proc = _start(fake, workspace, "task.md")
+    proc = _start(fake, workspace, "task.md", zygote=agent_run_zygote)
     run_dir = _wait_for_event(workspace, "model_request")
     until(lambda: fake.requests, "the model request to reach the server")
     proc.send_signal(sig)
@@ -117,10 +120,10 @@ def test_signal_during_model_call(fake, workspace, sig, code):
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_during_tool_kills_it(fake, workspace, sig, code):
+def test_signal_during_tool_kills_it(fake, workspace, sig, code, agent_run_zygote):
     # The sleep outlasts every wait below: it is gone only if the run killed it.
     fake.add(reply(calls=[("bash", {"command": "echo $$ > pid.txt; sleep 300"})]), reply("never"))
-    proc = _start(fake, workspace, "--sandbox", "off", "--approve", "bash:shell:*", "task.md")
+    proc = _start(fake, workspace, "--sandbox", "off", "--approve", "bash:shell:*", "task.md", zygote=agent_run_zygote)
     run_dir = _wait_for_event(workspace, "tool_call")
     # The shell creates pid.txt before it writes to it: wait for the whole line.
     pid_file = workspace / "pid.txt"

@@ -133,10 +133,10 @@ def test_a_finished_run_takes_a_follow_up_question_from_stdin(fake, workspace, a
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_an_interrupted_or_killed_run_resumes(fake, workspace, agent_run, sig):
+def test_an_interrupted_or_killed_run_resumes(fake, workspace, agent_run, sig, agent_run_zygote):
     (workspace / "a.txt").write_text("alpha\n")
     fake.add(reply(calls=[("read", {"path": "a.txt"})]), hang(600))  # answers only once the test is over
-    proc = _start(fake, workspace, "task.md")
+    proc = _start(fake, workspace, "task.md", zygote=agent_run_zygote)
     run_dir = _wait_for_event(workspace, "model_request")
     until(lambda: len(fake.requests) >= 2, "the second model request to reach the server")
     proc.send_signal(sig)
@@ -248,11 +248,11 @@ def test_a_moved_run_directory_replays_and_resumes_with_the_commands_it_printed(
     assert resumed.returncode == 0, resumed.stderr
 
 
-def test_a_run_in_progress_cannot_be_resumed_or_run_beside(fake, workspace, agent_run):
+def test_a_run_in_progress_cannot_be_resumed_or_run_beside(fake, workspace, agent_run, agent_run_zygote):
     # The first run waits on a server that answers only once the test is over, so it holds its lock throughout:
     # a resume that waited for the lock instead of refusing would run into agent_run's timeout.
     fake.add(hang(600))
-    proc = _start(fake, workspace, "task.md")
+    proc = _start(fake, workspace, "task.md", zygote=agent_run_zygote)
     try:
         run_dir = _wait_for_event(workspace, "model_request")
         busy = agent_run("resume", str(run_dir))
