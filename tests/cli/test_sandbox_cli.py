@@ -9,18 +9,21 @@ import pytest
 
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import reply
+from tests.fakes.zygote import Zygote, run
 
 NO_BWRAP = {"AGENT_RUN_BWRAP": "/nonexistent/bwrap"}  # the trusted override: as on a machine without it
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, cwd=None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*agent_run_argv(), *args], capture_output=True, text=True, env=clean_env(**(env or {})),
-                          cwd=cwd, timeout=60, stdin=subprocess.DEVNULL)
+def _cli(*args: str, env: dict[str, str] | None = None, cwd=None, zygote: Zygote | None = None,
+         ) -> subprocess.CompletedProcess[str]:
+    """`agent-run ARGS`, forked from `zygote` when given and it serves (a sandbox check imports ~2 s of CPU)."""
+    return run(zygote, [*agent_run_argv(), *args], capture_output=True, text=True, env=clean_env(**(env or {})),
+               cwd=cwd, timeout=60, stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.usefixtures("sandbox_available")
-def test_check_reports_what_a_policy_gets(workspace):
-    done = _cli("sandbox", "check", "--policy", "ci", "--workspace", str(workspace), "--json")
+def test_check_reports_what_a_policy_gets(workspace, agent_run_zygote):
+    done = _cli("sandbox", "check", "--policy", "ci", "--workspace", str(workspace), "--json", zygote=agent_run_zygote)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["machine"]["available"] is True and report["machine"]["mechanism"] == "bwrap"
@@ -28,23 +31,26 @@ def test_check_reports_what_a_policy_gets(workspace):
                                  "reason": None}
     mounts = {m["path"]: m["kind"] for m in report["mounts"]}
     assert mounts[str(workspace)] == "rw" and mounts["/usr"] == "ro"
-    text = _cli("sandbox", "check", "--policy", "full-access", "--workspace", str(workspace))
+    text = _cli("sandbox", "check", "--policy", "full-access", "--workspace", str(workspace), zygote=agent_run_zygote)
     assert text.returncode == 0 and "NOT ACTIVE, mode off" in text.stdout
 
 
-def test_check_exits_2_when_required_cannot_be_met(workspace):
-    done = _cli("sandbox", "check", "--sandbox", "required", "--workspace", str(workspace), "--json", env=NO_BWRAP)
+def test_check_exits_2_when_required_cannot_be_met(workspace, agent_run_zygote):
+    done = _cli("sandbox", "check", "--sandbox", "required", "--workspace", str(workspace), "--json", env=NO_BWRAP,
+                zygote=agent_run_zygote)
     assert done.returncode == 2
     report = json.loads(done.stdout)
     assert report["sandbox"]["active"] is False and "not installed" in report["sandbox"]["reason"]
-    assert _cli("sandbox", "check", "--workspace", str(workspace), env=NO_BWRAP).returncode == 0  # auto
+    auto = _cli("sandbox", "check", "--workspace", str(workspace), env=NO_BWRAP, zygote=agent_run_zygote)
+    assert auto.returncode == 0
 
 
 @pytest.mark.usefixtures("sandbox_available")
-def test_sandbox_run_tries_a_command_by_hand(workspace, tmp_path):
+def test_sandbox_run_tries_a_command_by_hand(workspace, tmp_path, agent_run_zygote):
     outside = tmp_path / "outside.txt"
     done = _cli("sandbox", "run", "--workspace", str(workspace), "--", "bash", "-c",
-                f"echo in > inside.txt; echo out > {outside} 2>/dev/null; ls /proc | grep -c '^[0-9]'; exit 7")
+                f"echo in > inside.txt; echo out > {outside} 2>/dev/null; ls /proc | grep -c '^[0-9]'; exit 7",
+                zygote=agent_run_zygote)
     assert done.returncode == 7, done.stderr
     assert (workspace / "inside.txt").read_text() == "in\n" and not outside.exists()
     assert int(done.stdout.strip()) <= 4  # only the sandbox's own processes are visible
@@ -76,7 +82,7 @@ def test_a_workspace_env_file_cannot_turn_the_sandbox_off(fake, workspace, agent
     assert r.summary["sandbox"]["mode"] == "auto"
 
 
-def test_policy_sandbox_mode_and_flag_precedence(fake, workspace, agent_run, tmp_path):
+def test_policy_sandbox_mode_and_flag_precedence(fake, workspace, agent_run, tmp_path, agent_run_zygote):
     policy = tmp_path / "p.jsonc"
     policy.write_text('{"extends": "default", "sandbox": {"mode": "off"}}')
     fake.add(reply("done"), reply("done"))
@@ -85,5 +91,5 @@ def test_policy_sandbox_mode_and_flag_precedence(fake, workspace, agent_run, tmp
     assert r.summary["sandbox"]["mode"] == "auto"
     bad = tmp_path / "bad.jsonc"
     bad.write_text('{\n  "sandbox": {"network": {"allow": ["a/b"]}}\n}')
-    done = _cli("policy", "check", str(bad))
+    done = _cli("policy", "check", str(bad), zygote=agent_run_zygote)
     assert done.returncode == 2 and f"{bad}:2:" in done.stdout
