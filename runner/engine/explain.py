@@ -18,7 +18,6 @@ from runner.policy.limits import hard_limit_rules, protected_paths
 from runner.policy.model import Policy
 from runner.policy.targets import targets_for
 from runner.record.rundir import portable
-from runner.tools.registry import CORE
 
 
 def with_hard_limits(policy: Policy, workspace: Path, runs_dir: Path) -> Policy:
@@ -60,6 +59,10 @@ def explain(policy: Policy, domain: str, value: str, workspace: Path, runs_dir: 
 def hooks_for(policy: Policy, domain: str) -> list[dict[str, Any]]:
     """The policy's PreToolUse and PostToolUse hooks that would judge an allowed call in `domain`: each entry
     whose matcher takes a core tool of the domain (by its name or an alias), with those tools."""
+    if not hook_entries(policy.sections):
+        return []
+    from runner.tools.registry import CORE  # the tool classes import httpx (web_fetch): only when hooks are there
+
     tools = [cls for cls in CORE if cls.domain == domain]
     out = []
     for entry in hook_entries(policy.sections):

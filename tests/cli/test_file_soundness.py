@@ -65,7 +65,7 @@ def test_grep_include_naming_an_ignored_secret_skips_it(fake, workspace, agent_r
     r = agent_run("--sandbox", "off", "task.md")
     assert r.code == 0, r.stderr
     _assert_hidden(r, fake, markers[".env"])
-    assert _results(r) == [f"[no matches]\n[1 file {SKIP_NOTE} it]"]
+    assert _results(r) == [f"[no matches for `SECRET` in 0 files under `.`, include `.env`]\n[1 file {SKIP_NOTE} it]"]
 
 
 def test_grep_does_not_read_a_secret_through_an_innocent_symlink(fake, workspace, agent_run):
@@ -110,8 +110,8 @@ def test_a_hard_link_is_not_read_or_searched_without_approval(fake, workspace, a
     err = json.loads(read)["error"]
     assert (err["type"], err["target"]) == ("ApprovalRequired", f"fs:{workspace.resolve() / 'notes.txt'}")
     assert "hard link" in err["note"]
-    assert grep == ("[no matches]\n[1 file skipped: hard-linked (its other names may be secrets); "
-                    "the policy does not allow reading it]")
+    assert grep == ("[no matches for `PRIVATE` in 1 file under `.`]\n"
+                    "[1 file skipped: hard-linked (its other names may be secrets); the policy does not allow reading it]")
 
 
 def test_a_hard_link_the_policy_allows_explicitly_is_read(fake, workspace, agent_run, hard_link):

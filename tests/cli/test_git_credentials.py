@@ -66,7 +66,7 @@ def test_the_file_tools_show_a_repository_config_without_its_credentials(fake, w
     assert 'remote "origin"' in read and "url = https://github.com/octo/repo" in read and "agent-run" in read
     assert "url = https://github.com/octo/repo" in grep and "basic" not in grep
     assert "extraheader" not in nested_read.lower() and 'remote "origin"' in nested_read
-    assert GHS not in creds and "[no matches]" in creds_grep
+    assert GHS not in creds and "[no matches for `github` in 1 file under `sub/.git-credentials`]" in creds_grep
     assert (workspace / ".git" / "config").read_bytes() == before, "sanitizing never writes into the workspace"
 
 

@@ -85,7 +85,7 @@ def test_grep_over_a_big_tree_finishes_and_finds_nothing(fake, workspace, agent_
     assert r.code == 0, (r.stderr, r.summary)
     _complete(r)
     [content] = _contents(r)
-    assert content.startswith("[no matches]")
+    assert content.startswith("[no matches for `no-such-word` in 20001 files under `.`]")
 
 
 def _run_measured(fake, workspace: Path, tmp_path: Path, *args: str) -> tuple[Result, int | None]:
