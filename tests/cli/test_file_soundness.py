@@ -111,7 +111,8 @@ def test_a_hard_link_is_not_read_or_searched_without_approval(fake, workspace, a
     assert (err["type"], err["target"]) == ("ApprovalRequired", f"fs:{workspace.resolve() / 'notes.txt'}")
     assert "hard link" in err["note"]
     assert grep == ("[no matches for `PRIVATE` in 1 file under `.`]\n"
-                    "[1 file skipped: hard-linked (its other names may be secrets); the policy does not allow reading it]")
+                    "[1 file skipped: hard-linked (its other names may be secrets); "
+                    "the policy does not allow reading it]")
 
 
 def test_a_hard_link_the_policy_allows_explicitly_is_read(fake, workspace, agent_run, hard_link):
