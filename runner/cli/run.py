@@ -35,6 +35,8 @@ def options_from(task: str, kw: dict[str, Any], table: Sequence[Option] = OPTION
         value = given[option.name]
         if option.goes is Goes.SETTINGS:
             value = (list(value) or None) if option.many else value
+            if option.value.kind == "switch" and not value:
+                value = None  # a switch not given: the environment and the layers below decide
             if value is not None:
                 settings[option.name] = value
             continue

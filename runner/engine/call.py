@@ -152,7 +152,9 @@ def execute(begun: Begun, env: CallEnv, cancel: Cancel | None = None) -> ToolOut
     (runner/engine/batch.py). Its context is its own copy: what `authorize` records is under this call."""
     if begun.result is not None or begun.tool is None:
         return begun.result if begun.result is not None else ToolError("UnknownTool", "nothing to run")
-    ctx = env.ctx.for_call(begun.call_id, begun.name, cancel)
+    ctx = env.ctx.for_call(begun.call_id, begun.name, call_cancel(begun, env, cancel))
+    if begun.tool.sized:
+        ctx.truncation = ctx.truncation.for_call(begun.args)
     try:
         if env.before_edit is not None:
             env.before_edit(begun.edits)
@@ -162,6 +164,16 @@ def execute(begun: Begun, env: CallEnv, cancel: Cancel | None = None) -> ToolOut
         return truncated(begun.tool, output, ctx)
     except ToolError as err:
         return err
+
+
+def call_cancel(begun: Begun, env: CallEnv, cancel: Cancel | None) -> Cancel | None:
+    """The call's stop: a read-only tool's own time limit (the policy's `tools.NAME.timeoutSeconds`) is a child of
+    its group's or the run's, whose `why` names that limit; the others run on the one they are given."""
+    limit = env.policy.sections.get("tools", {}).get(begun.name, {}).get("timeoutSeconds")
+    if limit is None or begun.tool is None or begun.tool.concurrent != "read":
+        return cancel
+    why = f"the call's time limit (tools.{begun.name}.timeoutSeconds: {limit:g} s) is up"
+    return (cancel or env.ctx.cancel).child(time.monotonic() + float(limit), why)
 
 
 def finish(begun: Begun, result: ToolOutput | ToolError, env: CallEnv, emit: Emit) -> str:

@@ -33,11 +33,16 @@ POLL_S = 0.05  # how often a wait for a process looks at the stop (a pidfd wakes
 class RunCancel:
     """The run's Cancel, or a child of it (`child`)."""
 
-    def __init__(self, parent: RunCancel | None = None, deadline: float | None = None) -> None:
+    def __init__(self, parent: RunCancel | None = None, deadline: float | None = None,
+                 time_up: str | None = None) -> None:
         self._event = _Flag()
         self._parent = parent
         self._root: RunCancel = parent._root if parent is not None else self
         self._deadline = _earlier(deadline, parent.deadline if parent is not None else None)
+        # What `why` says once the deadline passes: `time_up` when this one's own deadline is the earlier one.
+        inherited = parent._time_up if parent is not None else TIME_UP
+        own = deadline is not None and (parent is None or parent.deadline is None or deadline < parent.deadline)
+        self._time_up: str = time_up if own and time_up else inherited
         self._children: list[weakref.ref[RunCancel]] = []
         self._lock = threading.Lock()
         self._groups: set[int] = set()  # process groups started under this stop and not killed yet
@@ -64,7 +69,7 @@ class RunCancel:
         if self._event.is_set():
             return STOPPING
         if self._deadline is not None and time.monotonic() >= self._deadline:
-            return TIME_UP
+            return self._time_up
         return None
 
     def check(self) -> None:
@@ -101,8 +106,8 @@ class RunCancel:
             node._groups.discard(pgid)
             node = node._parent
 
-    def child(self, deadline: float | None = None) -> RunCancel:
-        child = RunCancel(self, deadline)
+    def child(self, deadline: float | None = None, time_up: str | None = None) -> RunCancel:
+        child = RunCancel(self, deadline, time_up)
         with self._lock:
             self._children = [ref for ref in self._children if ref() is not None]
             self._children.append(weakref.ref(child))

@@ -77,6 +77,8 @@ class Settings(BaseSettings):
     # Calls of one reply that run at once (runner/engine/batch.py): read-only calls, and `task` children. 1: in turn.
     parallel_calls: int = Field(4, ge=1, le=64, description="read-only calls of one reply at once")
     parallel_agents: int = Field(4, ge=1, le=64, description="task children of one reply at once")
+    # --no-project-instructions: the AGENTS.md chain stays out of the prompt (runner/workspace/instructions.py)
+    no_project_instructions: bool = False
 
     @field_validator("fallback_models", mode="before")
     @classmethod

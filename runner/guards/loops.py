@@ -133,6 +133,11 @@ def _alternating(history: list[Observation]) -> int:
     return length if length >= 3 else 0
 
 
+# Arguments over this many bytes: the call is counted by its tool's name alone (OpenCode's guard does so). A model that
+# rewrites a huge argument a little each time (a whole file in `write`, a long pattern) never repeats it exactly.
+BIG_ARGUMENTS_BYTES = 4 * 1024
+
+
 class LoopGuard:
     """The call hook around LoopDetector: warnings for the model, DoomLoop to end the run."""
 
@@ -141,7 +146,9 @@ class LoopGuard:
 
     def __call__(self, record: CallRecord) -> Verdict:
         label = f"{record.tool} {short(record.arguments)}"
-        fired, warnings = self.detector.observe(Observation(record.fingerprint, record.content_sha256,
+        big = len(record.arguments.encode("utf-8", "surrogatepass")) > BIG_ARGUMENTS_BYTES
+        call = f"{record.tool} (arguments over {BIG_ARGUMENTS_BYTES} bytes)" if big else record.fingerprint
+        fired, warnings = self.detector.observe(Observation(call, record.content_sha256,
                                                             record.error_type is not None, label))
         verdict = Verdict(warnings=[(w.detector, f"possible loop: {w.message()}") for w in warnings])
         if fired is not None:

@@ -109,7 +109,8 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     policy = _load_policy(opts, files, task.policy, trusted, rec)
     settings = _settings(opts, files, policy, task.overrides, trusted, rec)
     try:
-        instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt, opts.system_prompt)
+        instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt, opts.system_prompt,
+                              project=not settings.no_project_instructions)
     except InstructionsError as exc:
         raise UsageError(str(exc)) from None
     instructions.landing = landing_contract(opts.land or "none")  # the agent's and its children's: none commit

@@ -254,6 +254,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--append-system-prompt", "append_system_prompt",
            "Add TEXT to the system prompt (repeatable). The workspace's AGENTS.md is read by itself.", metavar="TEXT",
            many=True, rerun=Rerun.TEXT, continued=False),
+    Option("--no-project-instructions", "no_project_instructions",
+           "Leave the workspace's AGENTS.md (or CLAUDE.md) chain out of the system prompt; --instructions and "
+           "--append-system-prompt still apply. Also AGENT_RUN_NO_PROJECT_INSTRUCTIONS.", SWITCH, goes=Goes.SETTINGS,
+           env="AGENT_RUN_NO_PROJECT_INSTRUCTIONS", batch=True, continued=False,
+           on={"batch": "As `run --no-project-instructions`, for every task."}),
     Option("--skills", "skills",
            "Skills from DIR/*/SKILL.md (repeatable), besides the workspace's .agents/skills and .claude/skills.",
            metavar="DIR", many=True, rerun=Rerun.PATH, protect=3, resumed=True),

@@ -85,9 +85,10 @@ class ContinueOptions:
 
 
 def execute_continue(opts: ContinueOptions) -> RunOutcome:
-    if opts.run.instructions or opts.run.append_system_prompt or opts.run.system_prompt:  # shared, never applied
-        return early_failure(f"{opts.kind} sends the recorded system prompt: --system-prompt, --instructions and "
-                             "--append-system-prompt apply to a new run only")
+    if (opts.run.instructions or opts.run.append_system_prompt or opts.run.system_prompt  # shared, never applied
+            or opts.run.cli_settings.get("no_project_instructions")):
+        return early_failure(f"{opts.kind} sends the recorded system prompt: --system-prompt, --instructions, "
+                             "--append-system-prompt and --no-project-instructions apply to a new run only")
     held = Held()
     try:
         return _locked(opts, held)

@@ -98,9 +98,10 @@ class Cancel(Protocol):
     def forget(self, pgid: int) -> None:
         """The process group is killed: its number may be reused."""
 
-    def child(self, deadline: float | None = None) -> Cancel:
-        """A stop for part of the work (a group of calls, a child agent): stops with this one, or alone (`stop`);
-        its deadline is the earlier of `deadline` and this one's."""
+    def child(self, deadline: float | None = None, time_up: str | None = None) -> Cancel:
+        """A stop for part of the work (a group of calls, a child agent, a call with its own time limit): stops with
+        this one, or alone (`stop`); its deadline is the earlier of `deadline` and this one's; `time_up`: what `why`
+        says when its own deadline passes first (default TIME_UP)."""
 
     def stop(self) -> None:
         """Asks this stop and every child's."""
@@ -223,6 +224,8 @@ class Tool:
     schema: ClassVar[dict[str, Any]]
     # Which end of a long result the model sees: the head (listings, files) or the tail (bash).
     keep: ClassVar[str] = "head"
+    # A call may give `max_bytes`: its result is cut below the policy's byte limit (Limits.for_call).
+    sized: ClassVar[bool] = False
     # The schema is sent without `additionalProperties: false`, `minLength: 1` and `minimum: 0|1` (arguments are
     # still validated with them, and the error names what is wrong): tool definitions are most of a small model's
     # first prompt, and these say nothing a model needs; a grammar-constrained server (llama.cpp) allows no other

@@ -36,8 +36,9 @@ class Bash(Tool):
     risk = "medium"
     aliases = ("Bash",)
     keep = "tail"
+    sized = True
     description = (
-        "Run bash in the workspace (stdin closed; timeout_s 0: default); long output keeps its end (tail_lines/"
+        "Run bash in the workspace (no stdin; timeout_s 0: default); long output keeps its end (tail_lines/"
         "max_lines: last/first N lines), all kept in a file."
     )
     schema = {
@@ -49,6 +50,7 @@ class Bash(Tool):
             "timeout_s": {"type": "number", "minimum": 0},
             "tail_lines": {"type": "integer"},
             "max_lines": {"type": "integer"},
+            "max_bytes": {"type": "integer"},
         },
         "required": ["command"],
         "additionalProperties": False,

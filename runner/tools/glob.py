@@ -18,7 +18,7 @@ class Glob(Tool):
     aliases = ("Glob",)
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
-        "Files matching pattern (e.g. '**/*.py') under path (default '.'); gitignored ones only if named."
+        "Files matching pattern ('**/*.py') under path (default '.'); gitignored ones only if named."
     )
     schema = {
         "type": "object",

@@ -43,7 +43,7 @@ class Grep(Tool):
     aliases = ("Grep",)
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
-        "Python regex in files under path (default '.'; include: a path glob; binary/gitignored files skipped "
+        "Python regex in files under path (default '.'; include: path glob; binary/gitignored skipped "
         f"unless named); count is per file; limit ≤{MAX_MATCHES}."
     )
     schema = {

@@ -21,7 +21,7 @@ class Move(Tool):
     risk = "medium"
     context_class = "protected"
     description = (
-        "Move source to destination (full new path; parents created); overwrite replaces a file, never a directory."
+        "Move source to destination (full path; parents created); overwrite replaces a file."
     )
     schema = {
         "type": "object",

@@ -31,6 +31,7 @@ class Read(Tool):
     domain = "read"
     risk = "low"
     aliases = ("Read",)
+    sized = True
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
         f"Read a text file, numbered: limit lines (default {DEFAULT_LIMIT}) from offset (1-based)."
@@ -45,6 +46,7 @@ class Read(Tool):
             "limit": {"type": "integer", "minimum": 0},
             "tail_lines": {"type": "integer"},
             "max_lines": {"type": "integer"},
+            "max_bytes": {"type": "integer"},
         },
         "required": ["path"],
         "additionalProperties": False,

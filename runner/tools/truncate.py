@@ -9,7 +9,7 @@ boundary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 DEFAULT_MAX_LINES = 2000
@@ -25,8 +25,22 @@ class Limits:
 
     @classmethod
     def from_policy(cls, section: dict[str, Any]) -> Limits:
-        return cls(int(section.get("maxLines", DEFAULT_MAX_LINES)), int(section.get("maxBytes", DEFAULT_MAX_BYTES)),
+        """The policy's `truncation`: its `preset`'s limits (default: `default`), each `maxLines` / `maxBytes`
+        given beside it winning."""
+        lines, size = PRESETS[section.get("preset", "default")]
+        return cls(int(section.get("maxLines", lines)), int(section.get("maxBytes", size)),
                    float(section.get("ttlDays", 7.0)))
+
+    def for_call(self, args: dict[str, Any]) -> Limits:
+        """These limits for one call of `read` or `bash`: its own `max_bytes`, when given, lowers the byte limit
+        (never raises it)."""
+        asked = positive(args.get("max_bytes"))
+        return self if asked is None else replace(self, max_bytes=min(asked, self.max_bytes))
+
+
+# truncation.preset: (maxLines, maxBytes). compact for a small window, verbose for a large one.
+PRESETS = {"compact": (500, 12 * 1024), "default": (DEFAULT_MAX_LINES, DEFAULT_MAX_BYTES),
+           "verbose": (8000, 200 * 1024)}
 
 
 @dataclass(frozen=True)

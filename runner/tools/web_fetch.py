@@ -88,8 +88,7 @@ class WebFetch(Tool):
     aliases = ("WebFetch",)
     concurrent = "read"  # changes neither the workspace nor the world: may run beside others
     description = (
-        "GET an http(s) URL as text (HTML as Markdown), cut at max_bytes (default 5 MB or the "
-        "policy's cap)."
+        "GET an http(s) URL as text (HTML as Markdown), cut at max_bytes (default 5 MB)."
     )
     schema = {
         "type": "object",

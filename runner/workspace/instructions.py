@@ -70,7 +70,9 @@ class Instructions:
         return "".join(parts)
 
 
-def gather(workspace: Path, files: list[str], append: list[str], system_prompt: str | None = None) -> Instructions:
+def gather(workspace: Path, files: list[str], append: list[str], system_prompt: str | None = None,
+           project: bool = True) -> Instructions:
+    """The trusted parts, then (`project`: unless --no-project-instructions) the repository's AGENTS.md chain."""
     out = Instructions()
     if system_prompt is not None:
         out.base = _replacement(out, system_prompt)
@@ -86,7 +88,7 @@ def gather(workspace: Path, files: list[str], append: list[str], system_prompt: 
         out.add_trusted("--append-system-prompt", text)
     left = REPO_CAP_BYTES
     top = root(workspace)
-    for path in chain(workspace):
+    for path in chain(workspace) if project else ():
         try:
             shown, size, digest = read_capped(path, max(left, 0))
         except OSError:

@@ -258,9 +258,9 @@ def test_first_schema_error_in_file_order_is_reported(tmp_path):
 def test_unknown_key_lists_allowed_keys(tmp_path):
     err = load_error(write(tmp_path / "p.jsonc", '{ "truncation": { "lines": 3 } }'))
     assert err.message == ("unknown key 'lines' in truncation: did you mean 'maxLines'? "
-                           "(expected one of: maxBytes, maxLines, ttlDays)")
+                           "(expected one of: maxBytes, maxLines, preset, ttlDays)")
     err = load_error(write(tmp_path / "p.jsonc", '{ "truncation": { "zzz": 3 } }'))
-    assert err.message == "unknown key 'zzz' in truncation (expected one of: maxBytes, maxLines, ttlDays)"
+    assert err.message == "unknown key 'zzz' in truncation (expected one of: maxBytes, maxLines, preset, ttlDays)"
 
 
 def test_non_object_policy(tmp_path):
