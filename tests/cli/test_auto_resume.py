@@ -51,3 +51,15 @@ def test_the_chain_counts_turns_against_the_first_runs_max_turns(fake, workspace
     last = max(r.new_dirs, key=lambda p: p.name)
     summary = json.loads((last / "summary.json").read_text())
     assert summary["cause"] == "budget" and summary["budget"]["name"] == "max_turns"
+
+
+def test_a_tool_failure_carries_its_class_in_the_log_not_in_what_the_model_reads(fake, workspace, agent_run):
+    fake.add(reply(calls=[("read", {"path": "missing.txt"})]),
+             reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("stopped"))
+    r = agent_run("task.md")
+    assert r.code == 3, r.stderr
+    results = {e["tool"]: e for e in r.of_type("tool_result")}
+    assert (results["read"]["error_class"], results["bash"]["error_class"]) == ("fixable", "fatal")
+    audit = {a["tool"]: a for a in map(json.loads, (r.run_dir / "audit.jsonl").read_text().splitlines())}
+    assert (audit["read"]["error_class"], audit["bash"]["error_class"]) == ("fixable", "fatal")
+    assert all("error_class" not in m.get("content", "") for m in fake.requests[-1]["messages"] if m["role"] == "tool")

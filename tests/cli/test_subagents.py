@@ -196,6 +196,12 @@ def test_a_child_in_a_doom_loop_returns_an_error_and_the_run_goes_on(fake, works
     error = json.loads(_tool_result(r, None, "task")["content"])["error"]
     assert error["type"] == "SubagentFailed" and error["status"] == "doom_loop" and error["child"] == "a1"
     assert "agent" not in error and "(a1)" not in error["message"]  # a model copied "a1" into `agent`
+    # Its class and the child's history are the log's (tool_result, audit.jsonl), not the model's (issue 46 item 2).
+    result = _tool_result(r, None, "task")
+    assert result["error_class"] == "fixable" and result["details"]["history"] == "history/agents/a1"
+    assert "error_class" not in error and "history" not in error
+    audit = [json.loads(line) for line in (r.run_dir / "audit.jsonl").read_text().splitlines()]
+    assert next(a for a in audit if a["tool"] == "task")["error_class"] == "fixable"
     assert r.of_type("subagent_finished")[0]["status"] == "doom_loop"
     assert {a["id"]: a["status"] for a in r.summary["agents"]}["a1"] == "doom_loop"
 
