@@ -49,7 +49,7 @@ from runner.model.base import assistant_message, usage_dict
 from runner.policy.domains import DOMAINS
 from runner.policy.model import Decision
 from runner.record.rundir import EventLog, create_run_dir, utc_now
-from runner.tools.base import ERROR_TYPES
+from runner.tools.base import ERROR_CLASSES, ERROR_TYPES
 from tests.fakes.event_schema import event_error, load_schema, validate_events_file
 
 SCHEMA = load_schema()
@@ -109,6 +109,7 @@ def test_schema_matches_the_dataclass(cls):
 
 def test_enums_follow_the_code():
     assert definition("tool_result")["properties"]["error_type"]["enum"] == [*ERROR_TYPES, None]
+    assert definition("tool_result")["properties"]["error_class"]["enum"] == [*ERROR_CLASSES, None]
     assert definition("run_finished")["properties"]["status"]["enum"] == [s.value for s in Status]
     assert SCHEMA["$defs"]["decision"]["enum"] == list(typing.get_args(Decision))
     assert SCHEMA["$defs"]["domain"]["enum"] == list(DOMAINS)

@@ -177,6 +177,7 @@ class ToolResult(Event):
     content: str = ""  # what the model received (the log's copy masked): a run can be resumed from its events
     redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
     call_index: int = 0  # as ToolCall.call_index
+    error_class: str | None = None  # a failure's: recoverable | fixable | fatal (runner/tools/base.py), never sent
 
 
 @dataclass(frozen=True)

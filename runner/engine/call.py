@@ -199,7 +199,8 @@ def finish(begun: Begun, result: ToolOutput | ToolError, env: CallEnv, emit: Emi
     emit(ToolResult(call_id=call_id, tool=name, ok=error_type is None, error_type=error_type,
                     bytes=len(content.encode("utf-8")), sha256=sha256_text(content),
                     duration_s=round(time.monotonic() - begun.started, 4),
-                    details=_details(result, content), content=content, call_index=begun.index))
+                    details=_details(result, content), content=content, call_index=begun.index,
+                    error_class=None if isinstance(result, ToolOutput) else result.error_class))
     for detector, message in warnings:
         emit(GuardWarning(call_id=call_id, detector=detector, message=message))
     for code, message in result.warnings if isinstance(result, ToolError) else ():
@@ -265,7 +266,8 @@ def _details(result: ToolOutput | ToolError, content: str) -> dict[str, Any]:
     """For the log: a tool's details, or an error's fields (its output is in `content` already)."""
     if isinstance(result, ToolOutput):
         return result.details
-    return {"lines": count_lines(content), **{k: v for k, v in result.extra.items() if k not in ("output", "schema")}}
+    return {"lines": count_lines(content), **{k: v for k, v in result.extra.items() if k not in ("output", "schema")},
+            **result.logged}
 
 
 def fingerprint(tool: str, raw_args: str) -> str:

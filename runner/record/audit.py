@@ -119,7 +119,8 @@ class AuditLog:
 def _opened(event: ToolCall) -> dict[str, Any]:
     return {"call_id": call_ref(event.agent, event.call_id), "agent": agent_id(event), "tool": event.tool,
             "targets": [], "met": [], "risk": None, "decision": None, "rule": None, "approval_scope": None,
-            "started": utc_now(), "duration_s": None, "outcome": None, "error_type": None, "exit_code": None,
+            "started": utc_now(), "duration_s": None, "outcome": None, "error_type": None, "error_class": None,
+            "exit_code": None,
             "output_bytes": None, "output_sha256": None, "spill_path": None}
 
 
@@ -142,7 +143,8 @@ def _ended(event: ToolResult, record: dict[str, Any]) -> dict[str, Any]:
     exit_code = details.get("exit_code")
     spill = details.get("output_path")
     return {"duration_s": event.duration_s, "outcome": "denied" if denied else "ok" if event.ok else "error",
-            "error_type": event.error_type, "exit_code": exit_code if isinstance(exit_code, int) else None,
+            "error_type": event.error_type, "error_class": event.error_class,
+            "exit_code": exit_code if isinstance(exit_code, int) else None,
             "output_bytes": event.bytes, "output_sha256": event.sha256,
             "spill_path": str(spill) if spill else None}
 

@@ -281,9 +281,11 @@ class Delegation:
         # The model reads this: the child is named by its profile (what `agent` takes), and its id in the run's
         # log is `child`, not `agent` — a small model copied "a1" into the next call's `agent` argument.
         shown = {"child": record["id"], **{k: v for k, v in details.items() if k != "agent"}}
-        raise ToolError("SubagentFailed", f"the subagent {record['name']} stopped before it finished: {reason}. "
-                        "Decide what to do: try again with a narrower prompt, do it yourself, or report it",
-                        status=status, **shown, **({"last_message": short(str(last), 2000)} if last else {}))
+        failed = ToolError("SubagentFailed", f"the subagent {record['name']} stopped before it finished: {reason}. "
+                           "Decide what to do: try again with a narrower prompt, do it yourself, or report it",
+                           status=status, **shown, **({"last_message": short(str(last), 2000)} if last else {}))
+        failed.logged["history"] = f"history/agents/{record['id']}"  # run-relative, for the log alone
+        raise failed
 
     def _model_for(self, profile: Profile) -> tuple[str, str | None]:
         """The child's model: the profile's when it may choose one, else its parent's run model."""

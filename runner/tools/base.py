@@ -25,8 +25,21 @@ ERROR_TYPES = (
 )
 
 
+# A failure's class, for the log alone (tool_result.error_class, audit.jsonl; never in what the model reads): whether
+# the same call may pass again (recoverable: a time limit, a server), the model can fix it by asking differently
+# (fixable), or nothing it asks changes it (fatal: the policy or the run's own limits refused it).
+ERROR_CLASSES = ("recoverable", "fixable", "fatal")
+_CLASS_OF_TYPE = {"ToolNotAllowed": "fatal", "ApprovalRequired": "fatal", "PathTraversalBlocked": "fatal",
+                  "Timeout": "recoverable", "McpError": "recoverable", "SubagentFailed": "fixable"}
+# A failed child's class by its status (runner/subagents/delegate.py): its server down is recoverable, a denial or the
+# run's own subagent limit (`limit`, `refused`) fatal, its loop or budget fixable (a narrower prompt).
+_CLASS_OF_CHILD = {"model_error": "recoverable", "denied": "fatal", "limit": "fatal", "refused": "fatal",
+                   "usage_error": "fatal"}
+
+
 class ToolError(Exception):
-    """A failure the model can act on; becomes `{"error": {"type", "message", ...}}`."""
+    """A failure the model can act on; becomes `{"error": {"type", "message", ...}}`. `logged`: fields the log
+    records beside it (tool_result.details) that the model is not sent (a child's history directory)."""
 
     def __init__(self, type_: str, message: str, **extra: object) -> None:
         assert type_ in ERROR_TYPES, type_
@@ -34,12 +47,22 @@ class ToolError(Exception):
         self.type = type_
         self.message = message
         self.extra = extra
+        self.logged: dict[str, Any] = {}
         # (code, message): what the workflow's author should hear of this failure besides the model (a sandbox
         # that refused a write), each a `warning` event after the call's result (runner/engine/call.py finish).
         self.warnings: list[tuple[str, str]] = []
 
     def payload(self) -> dict[str, Any]:
         return {"error": {"type": self.type, "message": self.message, **self.extra}}
+
+    @property
+    def error_class(self) -> str:
+        """recoverable, fixable or fatal (ERROR_CLASSES); a stop of the run itself is fatal."""
+        if isinstance(self, Cancelled) and self.why == STOPPING:
+            return "fatal"
+        if self.type == "SubagentFailed":
+            return _CLASS_OF_CHILD.get(str(self.extra.get("status")), "fixable")
+        return _CLASS_OF_TYPE.get(self.type, "fixable")
 
 
 class Cancelled(ToolError):
