@@ -123,9 +123,11 @@ def test_runs_show_audit_of_a_big_audit_log_is_streamed_in_bounded_memory(tmp_pa
     record = {"call_id": "call_1_0", "tool": "bash", "risk": "high", "decision": "allow", "outcome": "ok",
               "targets": [{"domain": "shell", "target": wide}], "output_bytes": 12, "duration_s": 0.5}
     count = (32 << 20) // len(json.dumps(record)) + 1
+    # Each record is the one above with its own seq: written (and its expected --json text made) from one
+    # rendering, the seq put in, rather than 30,000 renderings.
+    line = json.dumps({"seq": 0, **record}).removeprefix('{"seq": 0')
     with (run_dir / "audit.jsonl").open("w") as f:
-        for seq in range(1, count + 1):
-            f.write(json.dumps({"seq": seq, **record}) + "\n")
+        f.writelines(f'{{"seq": {seq}{line}\n' for seq in range(1, count + 1))
     text, as_json = tmp_path / "audit.txt", tmp_path / "audit.json"
     views = [(["runs", "show", "--audit", str(run_dir)], str(text)),
              (["runs", "show", "--audit", "--json", str(run_dir)], str(as_json))]
@@ -140,8 +142,15 @@ def test_runs_show_audit_of_a_big_audit_log_is_streamed_in_bounded_memory(tmp_pa
     row = [cell(count), "call_1_0", "-", "bash", "high", "allow", "-", "-", "ok", "-", "12", "0.5s", "w" * 59 + "…",
            "-"]  # no `met` (a record of an earlier version)
     assert lines[0].split() == HEADERS and lines[-1].split() == row
-    with as_json.open(encoding="utf-8") as f:
-        data = json.load(f)
-    assert len(data) == count and data[-1] == {"seq": count, **record}
-    assert as_json.read_text(encoding="utf-8") == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    # What json.dumps(records, indent=2, sort_keys=True) printed before it was streamed: each record's rendering
+    # indented, the seq put in (checked against json.dumps itself on two records).
+    one = json.dumps({"seq": 0, **record}, indent=2, sort_keys=True, ensure_ascii=False)
+    head, _, tail = one.replace("\n", "\n  ").partition('"seq": 0')
+
+    def listed(seqs: range) -> str:
+        return "[\n" + ",\n".join(f'  {head}"seq": {seq}{tail}' for seq in seqs) + "\n]\n"
+
+    two = [{"seq": seq, **record} for seq in (1, 2)]
+    assert listed(range(1, 3)) == json.dumps(two, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert as_json.read_text(encoding="utf-8") == listed(range(1, count + 1))
     assert "".join(audit_json([])) == "[]"
