@@ -62,17 +62,35 @@ def _load(spec: str, approvals: tuple[str, ...] = ()):
 @click.option("--mode", type=click.Choice(["agent", "full_access"]), help="Override the policy's mode.")
 @click.option("--approve", "approvals", multiple=True, metavar="DOMAIN:PATTERN", help="As `run --approve`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
+@click.option("--agent", metavar="NAME", help="As a child started with subagent profile NAME: its tools, its paths "
+              "scope, and the call decided within them.")
+@click.option("--agents", "agent_dirs", multiple=True, metavar="DIR", help="As `run --agents` (with --agent).")
 @click.argument("domain", type=click.Choice(DOMAINS))
 @click.argument("input_", metavar="INPUT")
 def explain_cmd(spec: str, workspace: str, mode: str | None, approvals: tuple[str, ...], as_json: bool,
-                domain: str, input_: str) -> None:
+                agent: str | None, agent_dirs: tuple[str, ...], domain: str, input_: str) -> None:
     """Print the decision for DOMAIN on INPUT (a path, a command line, a URL, a query): the call's
     decision, deciding rule and risk (low, medium, high: by the domain's tools, as the policy's `risk` section
     sets it), then each target with its own. --json: the same as one JSON object."""
     ws = Path(workspace).expanduser().resolve()
     loaded = _load(spec, approvals)
-    data = explain(loaded, domain, input_, ws, default_runs_dir(ws), mode, _sandbox_mode(loaded.sections))
-    click.echo(dumps(data) if as_json else explain_text(data))
+    sandbox = _sandbox_mode(loaded.sections)
+    data = explain(loaded, domain, input_, ws, default_runs_dir(ws), mode, sandbox)
+    lines: list[str] = []
+    if agent is not None:
+        from runner.sandbox.probe import probe
+        from runner.subagents.explain import NoProfile, agent_text, explain_agent
+
+        try:
+            found = explain_agent(loaded, ws, agent, list(agent_dirs), sandbox != "off" and probe().available,
+                                  (domain, input_))
+        except NoProfile as exc:
+            click.echo(f"agent-run policy explain: {exc}", err=True)
+            sys.exit(USAGE)
+        # The scope narrows what the policy allows: a call it refuses is refused for that child, whatever the policy.
+        data["agent"] = {**found, "decision": "deny" if found["refused"] else data["decision"]}
+        lines = ["", "", *agent_text(data["agent"])]
+    click.echo(dumps(data) if as_json else explain_text(data) + "\n".join(lines))
 
 
 def _sandbox_mode(sections: dict[str, Any]) -> str:

@@ -45,8 +45,10 @@ from runner.model.catalog import Price, price_for
 from runner.model.fallback import Chain
 from runner.policy.model import Policy
 from runner.record.rundir import LogBroken, portable, write_atomic
+from runner.sandbox.scope import confines, scoped
 from runner.subagents.builtin import ALIASES
 from runner.subagents.profiles import GENERAL, Profile
+from runner.subagents.scope import PathScope, offered
 from runner.subagents.tool import TaskTool
 from runner.tools.base import ToolContext, ToolError, ToolOutput
 from runner.tools.registry import Registry
@@ -156,6 +158,10 @@ class Delegation:
             parent_emit(tag(event, info))
 
         started = time.monotonic()
+        narrowed = scoped(ctx.sandbox, profile.scope.readable(), profile.scope.write or ()) \
+            if profile.scope is not None else None
+        if narrowed is not None:  # its commands see only its paths (without one it has no `bash`: _narrowed)
+            ctx = dataclasses.replace(ctx, sandbox=narrowed)
         history = rec.run_dir / "history" / "agents" / aid
         history.mkdir(parents=True, exist_ok=True)
         agent = build_agent(self._narrowed(child, info, model_name, chain, history, started), self.services, ctx,
@@ -210,12 +216,16 @@ class Delegation:
         deadline = started + settings.subagent_timeout_s
         deadline = min(deadline, run_deadline) if run_deadline is not None else deadline
         below = self.depth + 1 < settings.subagent_max_depth
-        listed = None if profile.tools is None else {name for name, _ in profile.tools}
-        registry = Registry([t for t in parent.env.registry.tools if (t.name != "task" or below)
-                             and (listed is None or t.name in listed)])
+        tools = [t for t in parent.env.registry.tools if t.name != "task" or below]
+        kept, _dropped = offered([t.name for t in tools], {t.name: t.domain for t in tools},
+                                 None if profile.tools is None else [name for name, _ in profile.tools],
+                                 profile.disallowed, profile.scope, confines(parent.env.ctx.sandbox))
+        registry = Registry([t for t in tools if t.name in kept])
         restrictions = tuple(r for r in (parent.env.restrict,) if r is not None)
         if profile.tools is not None:
             restrictions = (Restriction(skill=profile.name, allowed=profile.tools, profile=True), *restrictions)
+        if profile.scope is not None:
+            restrictions = (PathScope(profile.name, profile.scope), *restrictions)
         return AgentSpec(policy, settings, registry, profile.max_turns or settings.subagent_max_turns, deadline,
                          settings.subagent_timeout_s, history, checks=self.shared.run_checks(), model=model_name,
                          chain=chain, tools=child.tools, restrictions=restrictions, info=info)

@@ -17,8 +17,9 @@ names itself `general`. A repository profile never takes a trusted name (the bui
 profile's, compared case-insensitively): a rule or `--approve task:agent:NAME` written for the
 trusted one must not start the repository's child, with its prompt and model. It is not loaded, and
 `discover` reports it apart (`shadowed`), for a `warning` event with code `profile_shadowed`.
-A profile only ever **narrows** (docs/subagents.md): `tools` picks from the parent's tools, `mode`
-may drop `full_access`, never add it. Keys we do not know (`color`,
+A profile only ever **narrows** (docs/subagents.md): `tools` picks from the parent's tools (`disallowedTools`
+first), `paths` narrows the files it may touch (runner/subagents/scope.py), `mode` may drop `full_access`, never add
+it. Keys we do not know (`color`,
 `permissionMode`, …) are warned about and ignored; a profile that cannot be read is skipped with
 a warning.
 """
@@ -31,10 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.inputfile import read_input_text
+from runner.subagents.scope import Scope, ScopeError, parse_names, parse_scope
 from runner.workspace.skills import SkillError, front_matter, parse_allowed
 
 SOURCES = (".agents/agents", ".claude/agents")
-KNOWN_KEYS = frozenset({"name", "description", "tools", "model", "max_turns", "mode"})
+KNOWN_KEYS = frozenset({"name", "description", "tools", "disallowedTools", "paths", "model", "max_turns", "mode"})
 MODES = ("agent", "full_access")
 # Claude Code's model aliases mean "a Claude model": on an OpenAI-compatible endpoint, the run's own.
 INHERIT = frozenset({"inherit", "sonnet", "opus", "haiku"})
@@ -58,6 +60,8 @@ class Profile:
     mode: str | None  # None: the parent's
     path: Path | None  # None: built in
     trusted: bool
+    disallowed: tuple[str, ...] = ()  # tool names or globs never offered (checked before `tools`)
+    scope: Scope | None = None  # the workspace paths it may read and write (runner/subagents/scope.py)
 
 
 BUILTIN = Profile(GENERAL, "any subtask", "", None, None, None, None, None, True)
@@ -85,6 +89,11 @@ def load_profile(path: Path, trusted: bool, aliases: Mapping[str, str]) -> tuple
         tools = parse_allowed(meta.get("tools"), str(path), aliases)
     except SkillError as exc:
         raise ProfileError(str(exc).replace("allowed-tools", "tools")) from None
+    try:
+        disallowed = parse_names(meta.get("disallowedTools"), str(path), aliases)
+        scope = parse_scope(meta.get("paths"), str(path))
+    except ScopeError as exc:
+        raise ProfileError(str(exc)) from None
     model = meta.get("model")
     if model is not None and str(model).strip().lower() in INHERIT:
         if str(model).strip().lower() != "inherit":
@@ -98,7 +107,7 @@ def load_profile(path: Path, trusted: bool, aliases: Mapping[str, str]) -> tuple
         raise ProfileError(f"{path}: mode must be one of {', '.join(MODES)} (got {mode!r})")
     description = " ".join(str(meta["description"]).split())[:MAX_DESCRIPTION]
     return Profile(name, description, body.strip(), tools, str(model).strip() if model else None, turns, mode,
-                   path, trusted), warnings
+                   path, trusted, disallowed, scope), warnings
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,7 +34,8 @@ MAX_SKILLS = 100
 MAX_DESCRIPTION = 300
 MAX_FILE_BYTES = 256 * 1024  # a SKILL.md or a subagent profile: instructions, not data
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # the Agent Skills spec's names
-_ENTRY = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$")
+# A name may be a glob (`*`, `web_*`): a profile's `tools` and `disallowedTools` match names with it.
+_ENTRY = re.compile(r"^\s*([A-Za-z_*?][\w*?-]*)\s*(?:\((.*)\))?\s*$")
 
 
 class SkillError(ValueError):
@@ -71,7 +73,7 @@ class Restriction:
         if self.allowed is None or (tool == "skill" and not self.profile):
             return None
         for name, pattern in self.allowed:
-            if name != tool:
+            if not fnmatchcase(tool, name):
                 continue
             if pattern is None:
                 return None

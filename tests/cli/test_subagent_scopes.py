@@ -89,11 +89,13 @@ def test_policy_explain_agent_shows_the_scope_and_a_glob_takes_bash(workspace):
     assert agent["name"] == "docs" and agent["tools"] == ["read", "write"]
     assert agent["not_offered"]["bash"] == "the paths scope has a glob, which the sandbox cannot mount"
     assert agent["paths"] == {"write": ["docs/**/*.md"]}
-    assert data["decision"] == "deny" and "may write only docs/**/*.md" in agent["refused"]
+    assert data["decision"] == "allow"  # the policy's: a scope narrows it for this child alone
+    assert agent["decision"] == "deny" and "may write only docs/**/*.md" in agent["refused"]
     text = runner.invoke(cli, ["policy", "explain", "--workspace", str(workspace), "--agent", "docs",
                                "edit", str(workspace / "docs" / "a" / "b.md")])
     assert text.exit_code == 0, text.output
     assert "agent docs" in text.output and "not offered: bash (the paths scope has a glob" in text.output
+    assert "decision for this agent: allow" in text.output
     missing = runner.invoke(cli, ["policy", "explain", "--workspace", str(workspace), "--agent", "nobody",
                                   "read", "x"])
     assert missing.exit_code == 2 and "no profile 'nobody'" in missing.output
