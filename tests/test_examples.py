@@ -5,24 +5,24 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import reply
+from tests.fakes.zygote import run
 
 HELLO = Path(__file__).resolve().parents[1] / "examples" / "hello"
 
 
-def test_hello_example_replays_offline_and_repeatably(tmp_path):
+def test_hello_example_replays_offline_and_repeatably(tmp_path, agent_run_zygote):
     ws = tmp_path / "hello"
     shutil.copytree(HELLO, ws, ignore=shutil.ignore_patterns(".agent-run", "REPORT.md"))
     argv = [*agent_run_argv(), "--workspace", str(ws), "--policy", str(ws / "policy.jsonc"),
             "--model", f"replay:{ws / 'recording'}", str(ws / "task.md")]
     env = clean_env(OPENAI_BASE_URL="http://127.0.0.1:9/v1")  # nothing listens: the replay must not need it
     for _ in range(2):
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        proc = run(agent_run_zygote, argv, env=env, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
         assert "Wrote REPORT.md" in proc.stdout
     report = (ws / "REPORT.md").read_text()
@@ -141,12 +141,13 @@ def _strings(value):
         yield value
 
 
-def test_the_quickstart_replays_without_a_warning(tmp_path):
+def test_the_quickstart_replays_without_a_warning(tmp_path, agent_run_zygote):
     ws = tmp_path / "hello"
     shutil.copytree(HELLO, ws, ignore=shutil.ignore_patterns(".agent-run", "REPORT.md"))
-    proc = subprocess.run([*agent_run_argv(), "--policy", "policy.jsonc", "--model", "replay:recording", "task.md"],
-                          cwd=ws, env=clean_env(OPENAI_BASE_URL="http://127.0.0.1:9/v1"), capture_output=True,
-                          text=True, timeout=300)
+    proc = run(agent_run_zygote, [*agent_run_argv(), "--policy", "policy.jsonc", "--model", "replay:recording",
+                                  "task.md"],
+               cwd=ws, env=clean_env(OPENAI_BASE_URL="http://127.0.0.1:9/v1"), capture_output=True, text=True,
+               timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr.lower(), proc.stderr
 
