@@ -58,3 +58,23 @@ def test_resume_compact_summarizes_before_continuing(fake, workspace, agent_run)
     sent = fake.requests[-1]["messages"]
     assert any("[Session summary]" in str(m.get("content")) for m in sent) and sent[-1]["content"].endswith("go on")
     assert len(sent) < len(fake.requests[-2]["messages"])
+
+
+def _writes(n: int) -> list:
+    # Long reasoning and small writes: nothing stage 2 can clear, so no summary comes before summarizeAt (70%).
+    return [reply(THINK, calls=[("write", {"path": f"n{i:02d}.txt", "content": "x"})]) for i in range(n)]
+
+
+def test_a_warm_cache_delays_the_summary_to_the_emergency_threshold_never_past_it(fake, workspace, agent_run):
+    usable = 40000 - 4096
+    fake.add(*_writes(30), reply("done"))  # the server reports cached prompt tokens on every response
+    warm = agent_run("--context-window", "40000", "task.md")
+    assert warm.code == 0, warm.summary
+    first = next(e for e in warm.of_type("compaction") if e["stage"] == "summarize")
+    assert first["delayed_for_cache"] > 0 and first["before_tokens"] >= 0.95 * usable
+    assert max(e["estimated_tokens"] for e in warm.of_type("model_request")) < 0.95 * usable
+    fake.add(*_writes(30), reply("done"))
+    cold = agent_run("--context-window", "40000", "--compaction-cache-ttl", "0", "task.md")
+    assert cold.code == 0, cold.summary
+    first = next(e for e in cold.of_type("compaction") if e["stage"] == "summarize")
+    assert first["delayed_for_cache"] == 0 and 0.7 * usable <= first["before_tokens"] < 0.8 * usable
