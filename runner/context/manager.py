@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,16 +73,20 @@ class ContextConfig:
     soft_keep_bytes: int = 2048
     kinds: ToolKinds = field(default_factory=ToolKinds)  # the agent's tools by what pruning may do to their calls
     max_messages: int | None = None  # a summary also when the conversation holds more messages than this
+    emergency_at: float = 0.95  # a summary due by the share waits for a warm cache up to this share, no further
+    cache_ttl_s: float = 300.0  # a response that reported cached prompt tokens keeps the cache warm this long
 
     @classmethod
     def from_policy(cls, section: dict[str, Any], window: int | None, kinds: ToolKinds,
-                    max_messages: int | None = None) -> ContextConfig:
+                    max_messages: int | None = None, emergency_at: float = 0.95,
+                    cache_ttl_s: float = 300.0) -> ContextConfig:
         """The policy's `compaction` section, for an agent whose tools are `kinds` (ToolKinds.of its registry);
         the keys that are settings too (option table) come resolved, as keywords."""
         return cls(window=section.get("contextWindow", window), max_chars=section.get("maxChars", DEFAULT_CHARS_WINDOW),
                    soft_at=section.get("softTrimAt", 0.3), hard_at=section.get("hardClearAt", 0.5),
                    summarize_at=section.get("summarizeAt", 0.7), recent_turns=section.get("recentTurns", 3),
-                   soft_keep_bytes=section.get("softTrimBytes", 2048), kinds=kinds, max_messages=max_messages)
+                   soft_keep_bytes=section.get("softTrimBytes", 2048), kinds=kinds, max_messages=max_messages,
+                   emergency_at=emergency_at, cache_ttl_s=cache_ttl_s)
 
     @property
     def usable(self) -> int:
@@ -112,6 +117,18 @@ class ContextManager:
     _refs: dict[str, str] = field(default_factory=dict)  # call id -> where its whole call is (spilled once)
     turn: int = 0  # the turn whose request is being prepared
     _asked: bool = False  # the operator asked for a summary before the next request (`resume --compact`)
+    _cached_at: float | None = None  # when the last response reporting cached prompt tokens came (monotonic)
+    _delayed: int = 0  # requests sent since a summary fell due, while the cache was warm
+
+    def observe(self, usage: Mapping[str, int]) -> None:
+        """A model response's usage: the provider's prompt cache is warm while responses report cached tokens."""
+        self._cached_at = time.monotonic() if usage.get("cached_tokens", 0) > 0 else None
+
+    def _waits(self, share: float) -> bool:
+        """Stage 3 waits while the prompt cache is warm (a summary then would re-send the whole prompt uncached
+        while the next request would be mostly cached), up to emergencyAt: past it, the summary runs at once."""
+        return (self._cached_at is not None and time.monotonic() - self._cached_at < self.config.cache_ttl_s
+                and share < self.config.emergency_at)
 
     def request_summary(self) -> None:
         """A summary before the next request, whatever the thresholds (`resume --compact`)."""
@@ -191,6 +208,7 @@ class ContextManager:
         can_summarize = self.summarize is not None and (
             self._summary_floor is None or self.tokens(messages, tools) >= self._summary_floor)
         escalate = False
+        waits = can_summarize and self._waits(share)
         if share >= self.config.hard_at:
             before = self.tokens(messages, tools)
             cleared, by_tool = self._clear(messages, tools, placeholder)
@@ -204,12 +222,14 @@ class ContextManager:
             # A batch that cannot get well below the threshold would be followed by another next turn (a prefix
             # break every turn): it waits for stage 3's threshold, where it runs if no summary can do better.
             buys_room = (self.tokens(cleared, tools) <= low_water
-                         or share >= self.config.summarize_at or self._over_window(messages, tools))
+                         or (share >= self.config.summarize_at and not waits) or self._over_window(messages, tools))
             if by_tool and not escalate and buys_room:
                 messages = cleared
                 self._cleared(turn, before, messages, tools, by_tool)
-        share = self.share(messages, tools)
-        trigger = self._trigger(messages, tools, escalate or share >= self.config.summarize_at)
+        due = self.share(messages, tools) >= self.config.summarize_at
+        if due and waits and not escalate:
+            self._delayed, due = self._delayed + 1, False
+        trigger = self._trigger(messages, tools, escalate or due)
         if trigger is not None and (can_summarize or (trigger == "operator" and self.summarize is not None)):
             summarized_messages = self._summarize(messages, tools, turn, placeholder, trigger)
             if summarized_messages is messages and escalate:
@@ -330,7 +350,8 @@ class ContextManager:
             self._summary_floor = before + int(BACKOFF_GROWTH * self.config.usable)
             self.emit(Compaction(turn=turn, stage="summarize_failed", before_tokens=before, after_tokens=before,
                                  cleared={}, summary=f"{type(exc).__name__}: {exc}", history=snapshot,
-                                 trigger=trigger))
+                                 trigger=trigger, delayed_for_cache=self._delayed))
+            self._delayed = 0
             return messages
         out = summarized(source, summary, keep_from, self.config.kinds, carry=self._carry)
         after = self.tokens(out, tools)
@@ -339,7 +360,9 @@ class ContextManager:
         self.counts["summarize"] += 1
         self.stage = "summarize"
         self.emit(Compaction(turn=turn, stage="summarize", before_tokens=before, after_tokens=after,
-                             cleared={}, summary=summary, history=snapshot, trigger=trigger))
+                             cleared={}, summary=summary, history=snapshot, trigger=trigger,
+                             delayed_for_cache=self._delayed))
+        self._delayed = 0
         return out
 
     def _ref(self, call_id: str, tool: str, arguments: str) -> str:

@@ -262,6 +262,7 @@ class Compaction(Event):
     summary: str | None
     history: str | None  # the snapshot of the full history written before a summary
     trigger: str | None = None  # why a summary: tokens (the share), messages (maxMessages), operator (--compact)
+    delayed_for_cache: int = 0  # requests sent without this summary while the prompt cache was warm
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,8 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
     model = (spec.client or _model(spec, ctx)) if spec.needs_model else None
     context = _context(spec, rec, model, tools, emit)
     env.admit = context.admit_bound
-    limits = Limits(spec.max_turns, spec.timeout_s, (*spec.checks, context.fits), (services.budget.on_reply,),
+    limits = Limits(spec.max_turns, spec.timeout_s, (*spec.checks, context.fits),
+                    (services.budget.on_reply, lambda reply, _estimated: context.observe(reply.usage)),
                     text_calls=TextCalls(settings.text_tool_calls, services.structured), parallel=parallel_of(settings))
     agent = Agent(spec, model, env, limits, context, tools, state)
     if services.delegations is not None and "task" in spec.registry.names and below:
@@ -176,7 +177,9 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
         window = window_for(name, settings.context_window if name == settings.model else None)
         root = rec.run_dir
     config = ContextConfig.from_policy(spec.policy.sections.get("compaction", {}), window,
-                                      ToolKinds.of(spec.registry.tools), max_messages=settings.compaction_max_messages)
+                                      ToolKinds.of(spec.registry.tools), max_messages=settings.compaction_max_messages,
+                                      emergency_at=settings.compaction_emergency_at,
+                                      cache_ttl_s=settings.compaction_cache_ttl_s)
     aid = spec.aid or MAIN
 
     def turn() -> int:

@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     # Stage 3 (a summary): off, stages 1-2 still trim and clear, and a run that would pass the window ends exit 5
     compaction: bool = True
     compaction_max_messages: int | None = Field(None, ge=4, description="a summary when the conversation has more")
+    # A summary due by the token share waits while the provider's prompt cache is warm, up to this share
+    compaction_emergency_at: float = Field(0.95, gt=0, le=1)
+    compaction_cache_ttl_s: float = Field(300.0, ge=0, description="how long a prompt cache stays warm")
     # Sampling: sent only when set, and dropped for the run if the endpoint rejects one (runner/model/retry.py).
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
@@ -96,7 +99,8 @@ SUBAGENT_KEYS = {"maxDepth": "subagent_max_depth", "maxCalls": "subagent_max_cal
                  "timeoutSeconds": "subagent_timeout_s"}
 
 COMPACTION_KEYS = {"contextWindow": "context_window", "enabled": "compaction",
-                   "maxMessages": "compaction_max_messages"}
+                   "maxMessages": "compaction_max_messages", "emergencyAt": "compaction_emergency_at",
+                   "cacheTtlSeconds": "compaction_cache_ttl_s"}
 
 
 def model_params(settings: Settings) -> dict[str, Any]:

@@ -189,6 +189,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("--compaction-max-messages", "compaction_max_messages",
            "Also summarize when the conversation holds more than N messages, whatever its size.", integer(4),
            metavar="N", goes=Goes.SETTINGS, env="AGENT_RUN_COMPACTION_MAX_MESSAGES", policy="compaction.maxMessages"),
+    Option("--compaction-emergency-at", "compaction_emergency_at",
+           "A summary due by the context's share (summarizeAt, 70%) waits while the provider's prompt cache is warm, "
+           "until a request would reach this share of the usable window. [default: 0.95]", decimal(0, 1, above=True),
+           metavar="SHARE", goes=Goes.SETTINGS, env="AGENT_RUN_COMPACTION_EMERGENCY_AT",
+           policy="compaction.emergencyAt"),
+    Option("--compaction-cache-ttl", "compaction_cache_ttl_s",
+           "The prompt cache counts as warm this long after a response that reported cached prompt tokens (0: never "
+           "wait for it). [default: 300]", decimal(0), metavar="SECONDS", goes=Goes.SETTINGS,
+           env="AGENT_RUN_COMPACTION_CACHE_TTL", policy="compaction.cacheTtlSeconds"),
     Option("--temperature", "temperature", "Sampling temperature (sent if set).", decimal(0, 2), goes=Goes.SETTINGS,
            env="AGENT_RUN_TEMPERATURE", policy="model.temperature"),
     Option("--top-p", "top_p", "Nucleus sampling (sent if set).", decimal(0, 1, above=True), goes=Goes.SETTINGS,

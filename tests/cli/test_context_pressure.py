@@ -40,7 +40,10 @@ def test_skills_loaded_early_and_at_62_percent_reach_the_model_whole(fake, works
     bash = [reply("I think " * 250, calls=[("bash", {"command": BIG.format(n=i)})]) for i in range(24)]
     fake.add(reply(calls=[("skill", {"name": "early"})]), *bash[:LATE], reply(calls=[("skill", {"name": "late"})]),
              *bash[LATE:], reply("done"))
-    r = agent_run("--context-window", "32768", "--approve", "bash:shell:*", "task.md", timeout=180)
+    # A cold prompt cache (ttl 0): stage 3 at summarizeAt, not delayed to emergencyAt, so the second skill arrives
+    # between the two.
+    r = agent_run("--context-window", "32768", "--compaction-cache-ttl", "0", "--approve", "bash:shell:*", "task.md",
+                  timeout=180)
     assert r.code == 0, r.summary
     sent = [b for b in fake.requests if b.get("tool_choice") != "none"]
     for i, body in enumerate(sent):
