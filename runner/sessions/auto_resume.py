@@ -71,9 +71,9 @@ def run_chain(opts: RunOptions, first: Callable[[], RunOutcome]) -> RunOutcome:
         if isinstance(left, str):
             print(f"agent-run: auto-resume: not resuming {outcome.run_dir.name}: {left}", file=sys.stderr)
             break
-        print(f"agent-run: auto-resume {attempt}/{times}: {summary.get('cause')} ({summary.get('reason')}); resuming "
-              f"{outcome.run_dir.name} in {delay:.1f} s", file=sys.stderr)
-        if (signum := _wait(delay)) is not None:
+        said = (f"agent-run: auto-resume {attempt}/{times}: {summary.get('cause')} ({summary.get('reason')}); "
+                f"resuming {outcome.run_dir.name} in {delay:.1f} s")
+        if (signum := _wait(delay, said)) is not None:
             print(f"agent-run: auto-resume: interrupted by {signal.Signals(signum).name} during the backoff",
                   file=sys.stderr)
             return dataclasses.replace(outcome, exit_code=128 + signum)
@@ -144,8 +144,9 @@ def _seconds(env: str, default: float) -> float:
         return default
 
 
-def _wait(seconds: float) -> int | None:
-    """The backoff, on a Cancel a signal stops at once (never a bare sleep): the signal that ended it, or None."""
+def _wait(seconds: float, said: str) -> int | None:
+    """The backoff, on a Cancel a signal stops at once (never a bare sleep): the signal that ended it, or None.
+    `said` goes to stderr once the signals are ours (a signal after it ends the wait)."""
     cancel, fired = RunCancel(), list[int | None]([None])
 
     def stop(signum: int, _frame: FrameType | None) -> None:
@@ -154,6 +155,7 @@ def _wait(seconds: float) -> int | None:
 
     old = {sig: signal.signal(sig, stop) for sig in INTERRUPT_SIGNALS}
     try:
+        print(said, file=sys.stderr, flush=True)
         cancel.sleep(seconds)
     finally:
         for sig, handler in old.items():

@@ -4,9 +4,14 @@ agent-run itself, each resume a new run directory in the same lineage, within th
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from pathlib import Path
 
+from tests.conftest import agent_run_argv, clean_env
 from tests.fakes.openai_server import error, reply
+from tests.fakes.wait import HANG_S, until
+from tests.fakes.zygote import popen
 
 ONE_RETRY = {"AGENT_RUN_MAX_RETRIES": "1"}  # two 5xx in a row: the provider is down for this run (exit 6)
 
@@ -63,3 +68,28 @@ def test_a_tool_failure_carries_its_class_in_the_log_not_in_what_the_model_reads
     audit = {a["tool"]: a for a in map(json.loads, (r.run_dir / "audit.jsonl").read_text().splitlines())}
     assert (audit["read"]["error_class"], audit["bash"]["error_class"]) == ("fixable", "fatal")
     assert all("error_class" not in m.get("content", "") for m in fake.requests[-1]["messages"] if m["role"] == "tool")
+
+
+def test_a_cut_off_answer_broke_the_protocol_and_is_resumed(fake, workspace, agent_run):
+    fake.add(reply("half an ans", finish="length"), reply("the whole answer"))
+    r = agent_run("task.md", "--auto-resume", "1")
+    assert r.code == 0, r.stderr
+    first = min(r.new_dirs, key=lambda p: p.name)
+    ended = json.loads((first / "summary.json").read_text())
+    assert (ended["exit_code"], ended["cause"]) == (1, "protocol")
+
+
+def test_sigint_during_the_backoff_ends_the_chain_at_once(fake, workspace, agent_run_zygote):
+    fake.add(error(500), reply("never asked"))
+    env = clean_env(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test", AGENT_RUN_MAX_RETRIES="0",
+                    AGENT_RUN_RETRY_BASE_S="600")  # the backoff: ten minutes, unless the signal ends it
+    err = workspace.parent / "stderr.txt"
+    with err.open("w") as sink:
+        proc = popen(agent_run_zygote, [*agent_run_argv(), "--auto-resume", "1", "task.md"], cwd=workspace, env=env,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sink)
+        until(lambda: "auto-resume 1/1" in err.read_text(), "the backoff to start")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=HANG_S) == 130
+    (run_dir,) = (workspace / ".agent-run" / "runs").iterdir()
+    assert json.loads((run_dir / "summary.json").read_text())["cause"] == "provider_down"
+    assert len(fake.requests) == 1 and "interrupted by SIGINT during the backoff" in err.read_text()
