@@ -3,6 +3,8 @@ message-count trigger and an explicit one on resume, a cache-aware stage 3, grad
 
 from __future__ import annotations
 
+import json
+
 from tests.fakes.openai_server import prompt_tokens, reply
 
 THINK = "I think " * 750  # 6 KB of reasoning a turn: stage 2 cannot clear it, only a summary can
@@ -78,3 +80,28 @@ def test_a_warm_cache_delays_the_summary_to_the_emergency_threshold_never_past_i
     assert cold.code == 0, cold.summary
     first = next(e for e in cold.of_type("compaction") if e["stage"] == "summarize")
     assert first["delayed_for_cache"] == 0 and 0.7 * usable <= first["before_tokens"] < 0.8 * usable
+
+
+def test_errors_keep_their_lesson_through_stage_2_and_decisions_a_line_each_through_a_summary(
+        fake, workspace, agent_run):
+    for i in range(24):
+        (workspace / f"big{i:02d}.txt").write_text("".join(f"line {n} of file {i}\n" for n in range(400)))
+    reads = [reply(calls=[("read", {"path": f"big{i:02d}.txt"})]) for i in range(12)]
+    thought = [reply("I think " * 400, calls=[("read", {"path": f"big{i:02d}.txt"})]) for i in range(12, 24)]
+    fake.add(reply(calls=[("read", {"path": "missing.txt"})]), reply(calls=[("bash", {"command": "echo hi"})]),
+             *reads, *thought, reply("done"))
+    r = agent_run("--context-window", "20000", "--compaction-cache-ttl", "0", "task.md")
+    stages = [e["stage"] for e in r.of_type("compaction")]
+    assert stages[0] == "hard_clear" and "summarize" in stages, stages
+    errors = [e for e in r.of_type("tool_result") if not e["ok"]]
+    assert [e["tool"] for e in errors] == ["read", "bash"]
+    message = json.loads(errors[0]["content"])["error"]["message"].splitlines()[0]
+    placeholders = {m["content"] for b in fake.requests for m in b["messages"]
+                    if m.get("role") == "tool" and m["content"].startswith("[tool output cleared: read")
+                    and "missing.txt" in m["content"]}
+    assert placeholders and all(message in p for p in placeholders), (message, placeholders)
+    summary = next(m["content"] for m in fake.requests[-1]["messages"] if "[Session summary]" in str(m["content"]))
+    decisions = summary.split("[Session summary]\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert decisions[0].startswith("Decisions and errors") and len(decisions) == 3, decisions
+    assert "read" in decisions[1] and "missing.txt" in decisions[1]
+    assert "bash" in decisions[2] and "ApprovalRequired" in decisions[2]
