@@ -25,6 +25,9 @@ from runner.tools.base import Tool
 
 SUMMARY_MARKER = "[Session summary]"
 CLEARED_MARKER = "[tool output cleared"
+ERROR_KEPT = "[error kept: "  # after a cleared error's placeholder: the lesson, its first lines
+LESSON_CHARS = 240
+DECISION_LINES = 30  # a summary carries the last this many decisions and errors, one line each
 
 
 @dataclass(frozen=True)
@@ -106,10 +109,43 @@ def hard_clear(messages: list[dict[str, Any]], before: int, placeholder: Callabl
         if (i < before and m.get("role") == "tool" and not str(m.get("content", "")).startswith(CLEARED_MARKER)):
             tool, args = names.get(m.get("tool_call_id", ""), ("?", ""))
             if tool not in kinds.protected:
-                m = {**m, "content": placeholder(m.get("tool_call_id", ""), tool, args, str(m.get("content", "")))}
+                content = str(m.get("content", ""))
+                cleared = placeholder(m.get("tool_call_id", ""), tool, args, content)
+                if (kept := lesson(content)) is not None:  # an error keeps what it taught (level L1)
+                    cleared = f"{cleared}\n{ERROR_KEPT}{kept}]"
+                m = {**m, "content": cleared}
                 counts[tool] = counts.get(tool, 0) + 1
         out.append(m)
     return out, counts
+
+
+def lesson(content: str) -> str | None:
+    """What an error result taught, `type: first lines of its message` (a ToolError's `{"error": {...}}`, a denial
+    among them); of a cleared one, what its placeholder kept; None for any other result."""
+    if ERROR_KEPT in content:
+        return content.split(ERROR_KEPT, 1)[1].removesuffix("]")
+    if not content.startswith('{"error"'):
+        return None
+    try:
+        error = json.loads(content)["error"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(error, dict):
+        return None
+    first = " ".join(str(error.get("message", "")).splitlines()[:2])
+    return short(f"{error.get('type', 'error')}: {first}", LESSON_CHARS)
+
+
+def decisions(messages: list[dict[str, Any]]) -> list[str]:
+    """The denials and errors among `messages`' results, one line each, in order: a summary carries them as they
+    were, whatever the model's text says (level L1; the plan's changes are `todo` calls, carried as protected)."""
+    names = tool_names(messages)
+    out = []
+    for m in messages:
+        if m.get("role") == "tool" and (kept := lesson(str(m.get("content", "")))) is not None:
+            tool, args = names.get(m.get("tool_call_id", ""), ("?", ""))
+            out.append(f"- {tool} {short(args, ELIDE_VALUE_CHARS)}: {kept}")
+    return out
 
 
 def frozen_end(messages: list[dict[str, Any]], limit: int, kinds: ToolKinds) -> int:
@@ -163,7 +199,13 @@ def summarized(messages: list[dict[str, Any]], summary: str, keep_from: int, kin
                for m in messages[kept:keep_from]
                if m.get("role") == "tool" and names.get(m.get("tool_call_id", ""), ("", ""))[0] in kinds.protected
                and names[m["tool_call_id"]][0] not in kinds.whole]
-    text = f"{SUMMARY_MARKER}\n{summary}"
+    lines = decisions(messages[kept:keep_from])
+    text = f"{SUMMARY_MARKER}\n"
+    if lines:
+        head = "Decisions and errors, as they were" + (
+            f" (the last {DECISION_LINES} of {len(lines)})" if len(lines) > DECISION_LINES else "")
+        text += head + ":\n" + "\n".join(lines[-DECISION_LINES:]) + "\n\n"
+    text += summary
     if carried:
         text += "\n\nOutputs kept from the summarized part:\n" + "\n".join(carried)
     return [*messages[:kept], {"role": "user", "content": text}, *whole_calls(messages[kept:keep_from], kinds),
