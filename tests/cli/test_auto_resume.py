@@ -93,3 +93,21 @@ def test_sigint_during_the_backoff_ends_the_chain_at_once(fake, workspace, agent
     (run_dir,) = (workspace / ".agent-run" / "runs").iterdir()
     assert json.loads((run_dir / "summary.json").read_text())["cause"] == "provider_down"
     assert len(fake.requests) == 1 and "interrupted by SIGINT during the backoff" in err.read_text()
+
+
+def test_land_lands_once_after_the_chain(fake, workspace, agent_run):
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1"}
+    (workspace / ".gitignore").write_text(".agent-run/\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "start"]):
+        subprocess.run([*git, *args], cwd=workspace, env=env, check=True, capture_output=True)
+    fake.add(reply(calls=[("write", {"path": "new.txt", "content": "made\n"})]), error(500), error(500),
+             reply("done"))
+    r = agent_run("task.md", "--auto-resume", "1", "--land", "commit", "--sandbox", "off", env=ONE_RETRY)
+    assert r.code == 0, r.stderr
+    first, last = sorted(r.new_dirs, key=lambda p: p.name)
+    assert json.loads((first / "summary.json").read_text())["land"]["landed"] is False
+    assert json.loads((last / "summary.json").read_text())["land"]["landed"] is True
+    log = subprocess.run([*git, "log", "--format=%H %s"], cwd=workspace, env=env, check=True, capture_output=True,
+                         text=True).stdout.splitlines()
+    assert len(log) == 2 and log[0].split()[0] == json.loads((last / "summary.json").read_text())["land"]["commit"]
