@@ -1,0 +1,41 @@
+"""The user's config file (issue 46 item 4): $XDG_CONFIG_HOME/agent-run/config.toml, a layer below the policy and
+above the defaults, in the flat shape or the ADR's nested one (`agents.runtime`), through the real CLI."""
+
+from __future__ import annotations
+
+from tests.fakes.openai_server import reply
+
+
+def _config(tmp_path, text: str) -> dict[str, str]:
+    (tmp_path / "xdg" / "agent-run").mkdir(parents=True)
+    (tmp_path / "xdg" / "agent-run" / "config.toml").write_text(text)
+    return {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+
+
+def test_the_user_config_sets_a_setting_below_the_environment(fake, workspace, agent_run, tmp_path):
+    env = _config(tmp_path, 'max_turns = 1\nmodel = "from-user-config"\n')
+    fake.add(reply(calls=[("list", {})]), reply(calls=[("list", {})]), reply("never"))
+    r = agent_run("task.md", env={**env, "AGENT_RUN_MODEL": "from-env"})
+    assert r.code == 5, r.stderr
+    assert r.summary["budget"]["name"] == "max_turns" and fake.requests[0]["model"] == "from-env"
+
+
+def test_the_nested_shape_is_the_flat_one_and_both_at_once_are_refused(fake, workspace, agent_run, tmp_path):
+    env = _config(tmp_path, "max_turns = 3\n[agents.runtime]\nmax_turns = 1\n")
+    r = agent_run("task.md", env=env)
+    assert r.code == 2 and "max_turns" in r.stderr and "both" in r.stderr and not fake.requests, r.stderr
+    (tmp_path / "xdg" / "agent-run" / "config.toml").write_text("[agents.runtime]\nmax_turns = 1\n")
+    fake.add(reply(calls=[("list", {})]), reply("never"))
+    r = agent_run("task.md", env=env)
+    assert r.code == 5 and r.summary["budget"]["name"] == "max_turns", r.stderr
+
+
+def test_config_show_names_each_settings_value_and_source(workspace, agent_run, tmp_path):
+    env = _config(tmp_path, "[agents.runtime]\nmax_turns = 7\n")
+    r = agent_run("config", "show", env={**env, "AGENT_RUN_TIMEOUT": "60"})
+    assert r.code == 0, r.stderr
+    lines = {line.split()[0]: line for line in r.stdout.splitlines() if line.strip()}
+    assert lines["max_turns"].split()[1:] == ["7", "user", str(tmp_path / "xdg/agent-run/config.toml"),
+                                             "agents.runtime.max_turns"]
+    assert lines["timeout"].split()[1:] == ["60.0", "environment", "AGENT_RUN_TIMEOUT"]
+    assert lines["parallel_calls"].split()[1:] == ["4", "default"]
