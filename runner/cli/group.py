@@ -23,6 +23,7 @@ COMMANDS = {
     "batch-merge": ("runner.cli.batch_merge", "batch_merge", "Merge a batch's shards (each DIR one shard's output) "
                     "into one batch.json, JUnit file and step summary."),
     "cleanup": ("runner.cli.cleanup", "cleanup", "Remove run directories (and spill files) older than AGE."),
+    "config": ("runner.cli.config", "config", "The settings a run would see (docs/configuration.md)."),
     "fork": ("runner.cli.resume", "fork", "Start a new run from RUN_DIR's conversation as it was at a turn, leaving "
              "RUN_DIR untouched: to try a different instruction (MESSAGE) from the same point."),
     "github": ("runner.cli.github", "github", "Answer GitHub events in their conversation (docs/github.md)."),

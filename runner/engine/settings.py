@@ -1,4 +1,5 @@
-"""Settings, layered: CLI flag > AGENT_RUN_* environment > `--env-file` files > policy file > defaults.
+"""Settings, layered: CLI flag > AGENT_RUN_* environment > `--env-file` files > policy file > the user's config
+file ($XDG_CONFIG_HOME/agent-run/config.toml: runner/engine/userconf.py) > defaults.
 
 pydantic-settings does the first three; the policy layer is one more source
 placed below them. `OPENAI_API_KEY` / `OPENAI_BASE_URL` are read as the SDK reads them.
@@ -18,6 +19,8 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from runner.engine.userconf import UserConfigSource, user_config_file
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -144,6 +147,7 @@ def load_settings(cli: dict[str, Any], env_files: tuple[Path, ...], policy_value
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
             return (init_settings, env_settings, dotenv_settings,
-                    InitSettingsSource(settings_cls, init_kwargs=policy_values))
+                    InitSettingsSource(settings_cls, init_kwargs=policy_values),
+                    UserConfigSource(settings_cls, user_config_file()))
 
     return Layered(_env_file=env_files or None, **cli)  # type: ignore[call-arg]

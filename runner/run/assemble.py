@@ -24,6 +24,7 @@ from runner.engine.hooks import first_refusal, refusing
 from runner.engine.loop import LoopResult, Start, run_loop
 from runner.engine.recorder import Recording, RunOutcome, Where, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
+from runner.engine.userconf import ConfigError
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.mcp.setup import mcp_servers, start_mcp
 from runner.model import warm
@@ -448,6 +449,8 @@ def _settings(opts: RunOptions, files: EnvFiles, policy: Policy, from_task: dict
 def settings_for(cli: dict[str, Any], env_files: tuple[Path, ...], lower: dict[str, Any]) -> Settings:
     try:
         return load_settings(cli, env_files, lower)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
