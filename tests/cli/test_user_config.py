@@ -39,3 +39,13 @@ def test_config_show_names_each_settings_value_and_source(workspace, agent_run, 
                                              "agents.runtime.max_turns"]
     assert lines["timeout"].split()[1:] == ["60.0", "environment", "AGENT_RUN_TIMEOUT"]
     assert lines["parallel_calls"].split()[1:] == ["4", "default"]
+
+
+def test_the_agent_cannot_write_the_user_config(fake, workspace, agent_run):
+    # XDG_CONFIG_HOME reaches commands: a config the agent wrote would widen the next run (its base_url, its budgets).
+    env = {"XDG_CONFIG_HOME": str(workspace / ".xdg")}
+    fake.add(reply(calls=[("write", {"path": ".xdg/agent-run/config.toml", "content": "max_turns = 999\n"})]),
+             reply("done"))
+    r = agent_run("task.md", env=env)
+    assert r.of_type("tool_result")[0]["error_type"] == "ApprovalRequired", r.stderr
+    assert not (workspace / ".xdg" / "agent-run" / "config.toml").exists()
