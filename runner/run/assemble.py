@@ -24,7 +24,7 @@ from runner.engine.hooks import first_refusal, refusing
 from runner.engine.loop import LoopResult, Start, run_loop
 from runner.engine.recorder import Recording, RunOutcome, Where, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
-from runner.engine.userconf import ConfigError
+from runner.engine.userconf import ConfigError, user_config_file
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.mcp.setup import mcp_servers, start_mcp
 from runner.model import warm
@@ -355,9 +355,10 @@ def call_env(rec: Recording, opts: RunOptions, files: EnvFiles, policy: Policy, 
     rec.ctx.cancel = rec.ctx.cancel.child(deadline)  # the run's stop, with its wall clock
     rec.ctx.default_timeout_s = settings.bash_timeout_s
     agent_files = AgentFiles.of(rec.workspace, policy)  # the repository's instructions, skills and profiles
-    # The hooks' programs in the workspace are the workflow's too (runner/policy/hooks.py hook_programs).
+    # The hooks' programs in the workspace are the workflow's too (runner/policy/hooks.py hook_programs); so is the
+    # user's config directory, which XDG_CONFIG_HOME shows commands (runner/engine/userconf.py).
     rec.ctx.protected = tuple(protected_paths(rec.workspace, rec.runs_dir, policy.files,
-                                              (*trusted_inputs(opts, environ),
+                                              (*trusted_inputs(opts, environ), user_config_file().parent,
                                                *hook_programs(policy.sections, rec.workspace)), agent_files))
     rec.ctx.outputs_dir = rec.run_dir / "outputs"
     rec.ctx.run_dir = rec.run_dir

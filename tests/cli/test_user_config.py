@@ -47,5 +47,5 @@ def test_the_agent_cannot_write_the_user_config(fake, workspace, agent_run):
     fake.add(reply(calls=[("write", {"path": ".xdg/agent-run/config.toml", "content": "max_turns = 999\n"})]),
              reply("done"))
     r = agent_run("task.md", env=env)
-    assert r.of_type("tool_result")[0]["error_type"] == "ApprovalRequired", r.stderr
+    assert r.code == 3 and r.of_type("tool_result")[0]["error_type"] == "ToolNotAllowed", r.stderr
     assert not (workspace / ".xdg" / "agent-run" / "config.toml").exists()
