@@ -12,6 +12,7 @@ Never after a denial, a loop guard, a budget or a failed check: those are the op
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import sys
@@ -33,6 +34,7 @@ from runner.sessions.resume import ContinueOptions, execute_continue
 
 # The backoff between two runs is the model retries' (runner/model/retry.py), from the same settings' environment.
 BASE_ENV, CAP_ENV = "AGENT_RUN_RETRY_BASE_S", "AGENT_RUN_RETRY_CAP_S"
+POLICY_KEYS = {"max_tokens": "maxTokens", "max_cost_usd": "maxCostUsd"}  # the policy's budget section
 
 
 def times_of(opts: RunOptions) -> int | str:
@@ -87,15 +89,20 @@ def run_chain(opts: RunOptions, first: Callable[[], RunOutcome]) -> RunOutcome:
 
 
 def _limits(opts: RunOptions, first_dir: Path) -> dict[str, float | None]:
-    """The first run's budgets: turns and timeout as it recorded them (run_started), tokens and cost as given."""
+    """The first run's budgets: turns and timeout as it recorded them (run_started); tokens and cost as the flag,
+    the environment or the run's policy snapshot set them (an --env-file's or the task's are not read back)."""
     started = next((e for e in iter_events(first_dir / "events.jsonl") if e.get("type") == "run_started"), {})
     given = opts.cli_settings
+    try:
+        budget = json.loads((first_dir / "policy.json").read_text(encoding="utf-8")).get("budget") or {}
+    except (OSError, ValueError, AttributeError):
+        budget = {}
 
     def number(key: str, env: str) -> float | None:
-        value = given.get(key, os.environ.get(env))
+        value = given.get(key, os.environ.get(env, budget.get(POLICY_KEYS[key])))
         try:
             return float(value) if value is not None else None
-        except ValueError:
+        except (TypeError, ValueError):
             return None
 
     return {"max_turns": started.get("max_turns"), "timeout": started.get("timeout_s"),

@@ -37,12 +37,18 @@ def test_a_transient_outage_is_resumed_once_and_the_chain_ends_0(fake, workspace
     assert "auto-resume 1/2" in r.stderr
 
 
-def test_a_denied_run_is_never_auto_resumed(fake, workspace, agent_run):
-    fake.add(reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("needs approval"), reply("again"))
+def test_a_denied_run_is_never_auto_resumed_and_its_failures_carry_their_class(fake, workspace, agent_run):
+    fake.add(reply(calls=[("read", {"path": "missing.txt"})]),
+             reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("stopped"), reply("again"))
     r = agent_run("task.md", "--auto-resume", "3", env=ONE_RETRY)
     assert r.code == 3, r.stderr
-    assert r.run_dir.exists() and json.loads((r.run_dir / "summary.json").read_text())["cause"] == "denied"
-    assert len(fake.requests) == 2
+    assert r.summary["cause"] == "denied" and len(fake.requests) == 3  # one run dir (r.run_dir), never resumed
+    # A failure's class is the log's (tool_result, audit.jsonl), never in what the model reads.
+    results = {e["tool"]: e for e in r.of_type("tool_result")}
+    assert (results["read"]["error_class"], results["bash"]["error_class"]) == ("fixable", "fatal")
+    audit = {a["tool"]: a for a in map(json.loads, (r.run_dir / "audit.jsonl").read_text().splitlines())}
+    assert (audit["read"]["error_class"], audit["bash"]["error_class"]) == ("fixable", "fatal")
+    assert all("error_class" not in m.get("content", "") for m in fake.requests[-1]["messages"] if m["role"] == "tool")
 
 
 def test_the_chain_counts_turns_against_the_first_runs_max_turns(fake, workspace, agent_run):
@@ -56,18 +62,6 @@ def test_the_chain_counts_turns_against_the_first_runs_max_turns(fake, workspace
     last = max(r.new_dirs, key=lambda p: p.name)
     summary = json.loads((last / "summary.json").read_text())
     assert summary["cause"] == "budget" and summary["budget"]["name"] == "max_turns"
-
-
-def test_a_tool_failure_carries_its_class_in_the_log_not_in_what_the_model_reads(fake, workspace, agent_run):
-    fake.add(reply(calls=[("read", {"path": "missing.txt"})]),
-             reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("stopped"))
-    r = agent_run("task.md")
-    assert r.code == 3, r.stderr
-    results = {e["tool"]: e for e in r.of_type("tool_result")}
-    assert (results["read"]["error_class"], results["bash"]["error_class"]) == ("fixable", "fatal")
-    audit = {a["tool"]: a for a in map(json.loads, (r.run_dir / "audit.jsonl").read_text().splitlines())}
-    assert (audit["read"]["error_class"], audit["bash"]["error_class"]) == ("fixable", "fatal")
-    assert all("error_class" not in m.get("content", "") for m in fake.requests[-1]["messages"] if m["role"] == "tool")
 
 
 def test_a_cut_off_answer_broke_the_protocol_and_is_resumed(fake, workspace, agent_run):
