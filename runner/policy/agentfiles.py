@@ -1,5 +1,6 @@
 """What a later run in the checkout follows: the repository's instructions (`AGENTS.md`, `CLAUDE.md`, at any depth),
-skills (`.agents/skills/`, `.claude/skills/`) and subagent profiles (`.agents/agents/`, `.claude/agents/`). An agent
+skills (`.agents/skills/`, `.claude/skills/`), subagent profiles (`.agents/agents/`, `.claude/agents/`) and its
+agent-run config (`.agents/agent-run.toml`: runner/run/repoconfig.py). An agent
 that rewrote them would steer that run, so they are protected as the policy files are (runner/policy/limits.py): a
 hard-limit rule for every edit of such a path, existing or not, and the existing ones in the run's protected paths
 (the file tools refuse them, the sandbox mounts them read-only).
@@ -23,6 +24,7 @@ from runner.policy.model import Policy
 from runner.policy.targets import case_insensitive
 
 NAMES = frozenset({"agents.md", "claude.md"})  # case-folded
+REPO_CONFIG = (".agents", "agent-run.toml")
 DIRS = frozenset({(".agents", "skills"), (".claude", "skills"), (".agents", "agents"), (".claude", "agents")})
 AGENT_FILES = "<repository instructions, skills and agent profiles: AGENTS.md, CLAUDE.md, .agents/ and .claude/ " \
               "skills and agents>"  # how the rule shows in `policy explain` and policy.json
@@ -36,6 +38,8 @@ def is_agent_file(parts: Parts, *, fold: bool = False) -> bool:
     spelled either way on a filesystem that ignores case); the directories as spelled, or folded with `fold`."""
     if parts and parts[-1].casefold() in NAMES:
         return True
+    if len(parts) >= 2 and _folded(parts[-2:], fold) == REPO_CONFIG:
+        return True  # the repository's agent-run config (runner/run/assemble.py repository_config)
     seen = tuple(p.casefold() for p in parts) if fold else parts
     return any(pair in DIRS for pair in itertools.pairwise(seen))
 

@@ -50,6 +50,7 @@ from runner.run.hooks import with_session_start, workflow_hooks
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
+from runner.run.repoconfig import repository_config
 from runner.run.review_only import FLAG, ReviewOnly, review_tools
 from runner.run.secrets import learn_secrets
 from runner.run.task import Task, parse_task
@@ -430,6 +431,11 @@ def _load_policy(opts: RunOptions, files: EnvFiles, from_task: str | None, trust
 
 def _settings(opts: RunOptions, files: EnvFiles, policy: Policy, from_task: dict[str, Any], trusted_task: bool,
               rec: Recording) -> Settings:
+    return repository_config(rec, _trusted_settings(opts, files, policy, from_task, trusted_task, rec))
+
+
+def _trusted_settings(opts: RunOptions, files: EnvFiles, policy: Policy, from_task: dict[str, Any],
+                      trusted_task: bool, rec: Recording) -> Settings:
     lower = policy_layer(policy.sections)
     if trusted_task:
         # A trusted task's own front matter beats the environment; a flag on the command line beats both.
