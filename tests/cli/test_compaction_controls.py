@@ -105,3 +105,20 @@ def test_errors_keep_their_lesson_through_stage_2_and_decisions_a_line_each_thro
     assert decisions[0].startswith("Decisions and errors") and len(decisions) == 3, decisions
     assert "read" in decisions[1] and "missing.txt" in decisions[1]
     assert "bash" in decisions[2] and "ApprovalRequired" in decisions[2]
+
+
+def test_a_tiktoken_file_replaces_the_chars_per_4_estimate(fake, workspace, agent_run, tmp_path):
+    import base64
+
+    # One token per byte (no merges): four times the chars/4 estimate, so the context fills four times as fast.
+    ranks = tmp_path / "bytes.tiktoken"
+    ranks.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+    fake.add(*_bash(8), reply("done"))
+    r = agent_run("--context-window", "100000", "--approve", "bash:shell:*", "task.md",
+                  env={"AGENT_RUN_TOKENIZER": f"tiktoken:{ranks}"})
+    assert r.code == 0, r.summary
+    [first, *_] = r.of_type("compaction")
+    estimated = next(e["estimated_tokens"] for e in r.of_type("model_request") if e["turn"] == first["turn"])
+    assert first["before_tokens"] > 3 * estimated  # the tokenizer's count, not chars/4
+    bad = agent_run("task.md", env={"AGENT_RUN_TOKENIZER": "tiktoken:/nonexistent.tiktoken"})
+    assert bad.code == 2 and "AGENT_RUN_TOKENIZER" in bad.stderr
