@@ -116,6 +116,7 @@ class ContextManager:
     _pressed: bool = False  # the context has reached softTrimAt once: large results enter trimmed from then on
     _refs: dict[str, str] = field(default_factory=dict)  # call id -> where its whole call is (spilled once)
     turn: int = 0  # the turn whose request is being prepared
+    count: Callable[[str], int] | None = None  # a tokenizer (AGENT_RUN_TOKENIZER); None: chars/4
     _asked: bool = False  # the operator asked for a summary before the next request (`resume --compact`)
     _cached_at: float | None = None  # when the last response reporting cached prompt tokens came (monotonic)
     _delayed: int = 0  # requests sent since a summary fell due, while the cache was warm
@@ -171,16 +172,22 @@ class ContextManager:
         for m in messages:
             hit = known.get(id(m))
             if hit is None or hit[0] is not m:
-                hit = known[id(m)] = (m, len(canonical(m)))
+                hit = known[id(m)] = (m, self._measure(canonical(m)))
             total += hit[1]
         # Candidates (a cleared copy, what must stay) are measured beside the conversation: the sizes of both
         # are kept, and only what no list of this size holds is dropped, once the cache has grown well past it.
         if len(known) > 4 * len(messages) + 64:
             self._sizes = {id(m): known[id(m)] for m in messages}
         if self._tools_size is None or self._tools_size[0] is not tools:
-            self._tools_size = (tools, len(canonical(tools)))
+            self._tools_size = (tools, self._measure(canonical(tools)))
+        if self.count is not None:  # tokens per message, and a token per separator
+            return total + len(messages) + self._tools_size[1] + 6
         # '{"messages":[' m1 ',' m2 … '],"tools":' tools '}'
         return estimate_tokens(13 + total + max(len(messages) - 1, 0) + 10 + self._tools_size[1] + 1)
+
+    def _measure(self, text: str) -> int:
+        """A message's size: its characters (four to a token), or its tokens under the tokenizer."""
+        return len(text) if self.count is None else self.count(text)
 
     def share(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> float:
         return self.tokens(messages, tools) / self.config.usable

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from runner.context.manager import ContextConfig, ContextManager
 from runner.context.prune import ToolKinds
+from runner.context.tokenizer import load_tokenizer
 from runner.core.events import MAIN, Emit, ModelResponse
 from runner.core.outcome import UsageError
 from runner.engine.batch import parallel_of
@@ -205,7 +206,8 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
                 if rec.ctx.outputs_dir else None)
 
     context = ContextManager(config, emit, spec.history, summarize if settings.compaction else None, spill=spill,
-                             masker=rec.masker, root=root)
+                             masker=rec.masker, root=root,
+                             count=load_tokenizer(settings.tokenizer) if settings.tokenizer else None)
     return context
 
 

@@ -62,6 +62,8 @@ class Settings(BaseSettings):
     compaction_max_messages: int | None = Field(None, ge=4, description="a summary when the conversation has more")
     # A summary due by the token share waits while the provider's prompt cache is warm, up to this share
     compaction_emergency_at: float = Field(0.95, gt=0, le=1)
+    # tiktoken:PATH, a .tiktoken file: the context is counted in its tokens, not chars/4 (runner/context/tokenizer.py)
+    tokenizer: str | None = None
     compaction_cache_ttl_s: float = Field(300.0, ge=0, description="how long a prompt cache stays warm")
     # Sampling: sent only when set, and dropped for the run if the endpoint rejects one (runner/model/retry.py).
     temperature: float | None = Field(None, ge=0, le=2)

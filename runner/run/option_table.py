@@ -198,6 +198,9 @@ OPTIONS: tuple[Option, ...] = (
            "The prompt cache counts as warm this long after a response that reported cached prompt tokens (0: never "
            "wait for it). [default: 300]", decimal(0), metavar="SECONDS", goes=Goes.SETTINGS,
            env="AGENT_RUN_COMPACTION_CACHE_TTL", policy="compaction.cacheTtlSeconds"),
+    Option("--tokenizer", "tokenizer",
+           "Count the context in this tokenizer's tokens instead of characters / 4: tiktoken:PATH, a .tiktoken file "
+           "(needs the `tokenizer` extra).", metavar="tiktoken:PATH", goes=Goes.SETTINGS, env="AGENT_RUN_TOKENIZER"),
     Option("--temperature", "temperature", "Sampling temperature (sent if set).", decimal(0, 2), goes=Goes.SETTINGS,
            env="AGENT_RUN_TEMPERATURE", policy="model.temperature"),
     Option("--top-p", "top_p", "Nucleus sampling (sent if set).", decimal(0, 1, above=True), goes=Goes.SETTINGS,
