@@ -4,6 +4,7 @@ whole text is offered again after two errors of one type in calls it governs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.fakes.openai_server import reply
@@ -46,3 +47,24 @@ def test_a_skill_is_recited_after_20_turns_and_offered_whole_after_two_errors(fa
     # Turn 3 offered it whole; the first governed call 20 turns on (turn 23) recites the reminder, once.
     assert recited == [23]
     assert "FULL-TEXT-MARKER" not in _result(fake, 23)
+
+
+def test_a_childs_plan_items_have_ids_and_a_failed_state_mirrored_in_plan_json(fake, workspace: Path, agent_run):
+    from tests.cli.test_subagents import ALLOW_TASK, CHILD, _policy, _task
+
+    first = [{"content": "port a.py", "status": "in_progress"}, {"content": "port b.py", "status": "pending"}]
+    then = [{"content": "port a.py", "status": "completed"}, {"content": "port b.py", "status": "failed"},
+            {"content": "report", "status": "pending"}]
+    fake.add(reply(calls=[_task({})]), reply("parent done"))
+    fake.route(CHILD, reply(calls=[("todo", {"todos": first})]), reply(calls=[("todo", {"todos": then})]),
+               reply("b.py failed"))
+    r = agent_run("--policy", _policy(workspace, ALLOW_TASK), "task.md")
+    assert r.code == 0, r.stderr
+    mirrored = json.loads((r.run_dir / "plan.json").read_text(encoding="utf-8"))
+    assert mirrored == {"a1": [{"id": "1", "content": "port a.py", "status": "completed"},
+                               {"id": "2", "content": "port b.py", "status": "failed"},
+                               {"id": "3", "content": "report", "status": "pending"}]}
+    child = next(a for a in r.summary["agents"] if a["id"] == "a1")
+    assert child["todos"] == mirrored["a1"]
+    todo = [e for e in r.of_type("tool_result") if e["tool"] == "todo"]
+    assert [e["ok"] for e in todo] == [True, True] and "[!] port b.py" in todo[1]["content"]
