@@ -33,6 +33,7 @@ from runner.guards.base import Guard
 from runner.guards.budget import Budget
 from runner.guards.denials import DenialGuard
 from runner.guards.loops import LoopConfig, LoopGuard
+from runner.guards.skills import SkillFollow
 from runner.model.base import ChatModel, Stop
 from runner.model.catalog import window_for
 from runner.model.fallback import Chain, FallbackChat
@@ -136,7 +137,9 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
     own = (state.skill,) if spec.info is not None or "skill" in spec.registry.names else ()
     parts = (*spec.restrictions, *own)
     loops = LoopGuard(LoopConfig.from_policy(spec.policy.sections.get("doomLoop", {})))
-    guards: list[Guard] = [services.denials, loops]
+    aid = spec.aid or MAIN
+    guards: list[Guard] = [services.denials, loops, SkillFollow(
+        state, lambda: rec.summary.turns if spec.info is None else rec.summary.agents.get(aid, {}).get("turns", 0))]
     env = CallEnv(spec.registry, spec.policy, ctx, rec.run_id, rec.run_dir, services.rerun, guards,
                   before_edit=services.edits.before_edit if services.edits is not None else None, home=rec.home,
                   restrict=(parts[0] if len(parts) == 1 and spec.info is None else AllOf(parts)) if parts else None,

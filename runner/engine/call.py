@@ -196,6 +196,7 @@ def finish(begun: Begun, result: ToolOutput | ToolError, env: CallEnv, emit: Emi
     if warnings:
         # Appended to this result only: earlier messages are never edited (the prefix stays stable).
         content += "".join(f"\n\n[agent-run warning: {message}. Change your approach.]" for _, message in warnings)
+    content += "".join(f"\n\n{note}" for v in verdicts for note in v.notes)
     emit(ToolResult(call_id=call_id, tool=name, ok=error_type is None, error_type=error_type,
                     bytes=len(content.encode("utf-8")), sha256=sha256_text(content),
                     duration_s=round(time.monotonic() - begun.started, 4),

@@ -28,6 +28,7 @@ class Verdict:
     """A guard's answer: warnings appended to this call's result, or the end of the run."""
 
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (detector, message)
+    notes: list[str] = field(default_factory=list)  # appended to this call's result as they are (a skill recited)
     stop: RunEnded | None = None
 
 

@@ -1,4 +1,5 @@
-"""todo: the plan the agent keeps — a list of items, each pending, in_progress or completed.
+"""todo: the plan the agent keeps — a list of items, each pending, in_progress, completed or failed, each with an id
+agent-run gives it (runner/tools/plan.py), mirrored in the run directory's `plan.json`.
 
 Each call replaces the whole list (Claude's TodoWrite, Codex's update_plan). The list lives in the
 run, not the workspace: it is decided like a read of the run's own directory (always allowed), its
@@ -17,7 +18,7 @@ from runner.policy.targets import path_target
 from runner.tools.base import AgentState, Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.plan import render
 
-STATUSES = ("pending", "in_progress", "completed")
+STATUSES = ("pending", "in_progress", "completed", "failed")
 MAX_ITEMS = 50
 
 
@@ -28,7 +29,7 @@ class Todo(Tool):
     context_class = "protected"
     aliases = ("TodoWrite",)
     description = (
-        "Your plan for a multi-step task: the whole list each call, one item in_progress."
+        "Plan for a multi-step task: the whole list each call, one in_progress."
     )
     schema = {
         "type": "object",
@@ -57,6 +58,7 @@ class Todo(Tool):
         if busy > 1:
             raise ToolError("InvalidArguments", f"{busy} items are in_progress: mark one at a time")
         ctx.state.plan.write(items)  # the calling agent's plan (AgentState, runner/tools/base.py)
+        ctx.state.plan.mirror(ctx.run_dir, ctx.agent or "main")
         return ToolOutput(render(items), {"items": len(items),
                                           "completed": sum(i["status"] == "completed" for i in items)})
 
@@ -70,7 +72,7 @@ class Todo(Tool):
             if e.get("type") == "tool_call" and e.get("tool") == self.name and e.get("call_id") in ok \
                     and e.get("turn", 0) <= upto_turn:
                 try:
-                    state.plan.items = list(json.loads(e["arguments"])["todos"])
+                    state.plan.write(list(json.loads(e["arguments"])["todos"]))  # numbered as when it was written
                 except (ValueError, KeyError, TypeError):
                     state.plan.items = []
                 return

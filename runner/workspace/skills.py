@@ -32,6 +32,7 @@ from runner.workspace.repofile import read_capped
 SOURCES = (".agents/skills", ".claude/skills")
 MAX_SKILLS = 100
 MAX_DESCRIPTION = 300
+MAX_REMINDER = 600  # characters of a skill's key rules recited on reuse
 MAX_FILE_BYTES = 256 * 1024  # a SKILL.md or a subagent profile: instructions, not data
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # the Agent Skills spec's names
 # A name may be a glob (`*`, `web_*`): a profile's `tools` and `disallowedTools` match names with it.
@@ -50,6 +51,7 @@ class Skill:
     body: str
     allowed: tuple[tuple[str, str | None], ...] | None  # (tool, shell pattern or None); None: no restriction
     trusted: bool
+    reminder: str = ""  # its key rules, recited on reuse: front matter `reminder:`, else its first section
 
 
 @dataclass
@@ -60,13 +62,14 @@ class Restriction:
     allowed: tuple[tuple[str, str | None], ...] | None = None
     patterns: dict[str, Any] = field(default_factory=dict)
     profile: bool = False  # a subagent profile's `tools` (fixed for the child's life), not a skill's
+    loaded: Skill | None = None  # the skill loaded last (its text is offered again: runner/guards/skills.py)
 
     def fields(self) -> dict[str, Any]:
         """What a refusal's error carries besides its message."""
         return {"profile": self.skill} if self.profile else {"skill": self.skill}
 
     def set(self, skill: Skill) -> None:
-        self.skill, self.allowed = skill.name, skill.allowed
+        self.skill, self.allowed, self.loaded = skill.name, skill.allowed, skill
 
     def refuses(self, tool: str, targets: list[Target]) -> str | None:
         """Why the call is outside the skill's allowed-tools, or None. `skill` itself is always allowed."""
@@ -162,8 +165,23 @@ def load_skill(path: Path, trusted: bool, aliases: Mapping[str, str]) -> Skill:
         raise SkillError(f"{path}: name {str(meta['name'])[:80]!r} must be lowercase letters, digits and hyphens "
                          "(at most 64)")
     description = " ".join(str(meta["description"]).split())[:MAX_DESCRIPTION]
+    reminder = " ".join(str(meta.get("reminder") or "").split())[:MAX_REMINDER] or first_section(body)
     return Skill(str(meta["name"]), description, path.parent, body.strip(),
-                 parse_allowed(meta.get("allowed-tools"), str(path), aliases), trusted)
+                 parse_allowed(meta.get("allowed-tools"), str(path), aliases), trusted, reminder)
+
+
+def first_section(body: str) -> str:
+    """A skill's first section: its text up to the second heading, cut at MAX_REMINDER characters."""
+    lines: list[str] = []
+    headings = 0
+    for line in body.strip().splitlines():
+        if line.startswith("#"):
+            headings += 1
+            if headings > 1 or lines:
+                break
+        lines.append(line)
+    text = "\n".join(lines).strip()
+    return text if len(text) <= MAX_REMINDER else text[:MAX_REMINDER].rsplit(" ", 1)[0] + " …"
 
 
 def discover(workspace: Path, dirs: list[str], aliases: Mapping[str, str]) -> tuple[list[Skill], list[str]]:

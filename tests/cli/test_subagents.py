@@ -342,8 +342,10 @@ def test_a_childs_plan_is_its_own(fake, workspace, agent_run):
     fake.route(CHILD, reply(calls=[("todo", plan)]), reply("child done"))
     r = agent_run("--policy", _policy(workspace), "task.md")
     assert r.code == 0, r.stderr
-    assert r.summary["todos"] == [{"content": "delegate", "status": "in_progress"}]  # the parent's, untouched
-    assert {a["id"]: a.get("todos") for a in r.summary["agents"]}["a1"] == plan["todos"]
+    # The parent's, untouched; each plan numbered on its own (issue 46: items have ids)
+    assert r.summary["todos"] == [{"id": "1", "content": "delegate", "status": "in_progress"}]
+    assert {a["id"]: a.get("todos") for a in r.summary["agents"]}["a1"] == [
+        {"id": str(n), **item} for n, item in enumerate(plan["todos"], 1)]
 
 
 def test_the_truncation_hint_suggests_delegating_only_where_a_delegation_can_run(fake, workspace, agent_run):

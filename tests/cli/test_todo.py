@@ -8,6 +8,7 @@ from tests.fakes.openai_server import reply
 
 PLAN = [{"content": "read the code", "status": "completed"}, {"content": "fix the bug", "status": "in_progress"},
         {"content": "run the tests", "status": "pending"}]
+WITH_IDS = [{"id": str(n), **item} for n, item in enumerate(PLAN, 1)]  # agent-run numbers the items (issue 46)
 
 
 def test_the_plan_is_kept_recited_and_reported(fake, workspace, agent_run, tmp_path):
@@ -20,7 +21,7 @@ def test_the_plan_is_kept_recited_and_reported(fake, workspace, agent_run, tmp_p
     assert r.code == 0, r.stderr
     result = json.loads(json.dumps(fake.requests[1]["messages"][-1]))["content"]
     assert "[x] read the code\n[>] fix the bug\n[ ] run the tests\n(1/3 completed)" in result
-    assert r.summary["todos"] == PLAN
+    assert r.summary["todos"] == WITH_IDS
     recited = [e for e in r.of_type("user_message") if e["reason"] == "recitation"]
     assert len(recited) == 1 and "[>] fix the bug" in recited[0]["content"]
     later = fake.requests[recited[0]["turn"] - 1]["messages"]
@@ -44,7 +45,7 @@ def test_a_resumed_run_keeps_the_plan(fake, workspace, agent_run):
     assert first.code == 5
     fake.add(reply("finished"))
     resumed = agent_run("resume", str(first.run_dir))
-    assert resumed.code == 0 and resumed.summary["todos"] == PLAN
+    assert resumed.code == 0 and resumed.summary["todos"] == WITH_IDS
 
 
 def test_the_plan_survives_compaction(fake, workspace, agent_run):
@@ -58,4 +59,4 @@ def test_the_plan_survives_compaction(fake, workspace, agent_run):
     assert compacted and compacted <= recited  # re-sent after every compaction
     last = fake.requests[-1]["messages"]
     assert any("[>] fix the bug" in str(m.get("content")) for m in last)  # still in the context at the end
-    assert r.summary["todos"] == PLAN
+    assert r.summary["todos"] == WITH_IDS
