@@ -41,6 +41,11 @@ def test_claude_names_map_and_bash_patterns_narrow(tmp_path):
     ("name: x\ndescription: d\nmode: bypassPermissions", "mode must be one of agent, full_access"),
     ("name: x\ndescription: d\ntools: Bash(", "tools entry"),
     ("- a list", "must be a mapping"),
+    ("name: x\ndescription: d\npaths:\n  write: [/etc]", "must be inside the workspace"),
+    ("name: x\ndescription: d\npaths:\n  read: [src/../../x]", "must be inside the workspace"),
+    ("name: x\ndescription: d\npaths: [src]", "paths must be a mapping"),
+    ("name: x\ndescription: d\npaths:\n  edit: [src]", "paths must be a mapping"),
+    ("name: x\ndescription: d\ndisallowedTools: Bash(rm:*)", "tool names or globs"),
 ])
 def test_a_bad_profile_says_what_is_wrong(tmp_path, front, message):
     path = _write(tmp_path / "x.md", f"---\n{front}\n---\nbody\n")
