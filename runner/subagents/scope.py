@@ -96,8 +96,10 @@ def parse_names(value: object, where: str, aliases: Mapping[str, str]) -> tuple[
     if value is None:
         return ()
     items = value.replace(",", " ").split() if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(i, str) and i.strip() for i in items):
-        raise ScopeError(f"{where}: disallowedTools must be tool names or globs")
+    # A `Bash(pattern)` entry would match no tool name and deny nothing: refused, not silently ignored.
+    if not isinstance(items, list) or not all(isinstance(i, str) and i.strip() and "(" not in i for i in items):
+        raise ScopeError(f"{where}: disallowedTools must be tool names or globs (a Bash(pattern) entry narrows "
+                         "in `tools`)")
     return tuple(aliases.get(i.strip().lower(), i.strip()) for i in items)
 
 
