@@ -49,3 +49,12 @@ def test_the_agent_cannot_write_the_user_config(fake, workspace, agent_run):
     r = agent_run("task.md", env=env)
     assert r.code == 3 and r.of_type("tool_result")[0]["error_type"] == "ToolNotAllowed", r.stderr
     assert not (workspace / ".xdg" / "agent-run" / "config.toml").exists()
+
+
+def test_the_user_configs_nested_policy_sections_sit_below_the_policys(fake, workspace, agent_run, tmp_path):
+    env = _config(tmp_path, '[agents.runtime.truncation]\npreset = "compact"\n')
+    (workspace / "mid.txt").write_text("".join(f"line {i:04d} {'y' * 80}\n" for i in range(300)))  # ~27 KB
+    fake.add(reply(calls=[("read", {"path": "mid.txt"})]), reply("ok"))
+    r = agent_run("task.md", env=env)
+    assert r.code == 0, r.stderr
+    assert r.of_type("tool_result")[0]["details"]["truncated"] is True  # the default policy sets no preset
