@@ -127,6 +127,11 @@ def _plain_rule_check() -> Callable[[Any], bool] | None:
     return ok
 
 
+def policy_schema_errors(doc: dict[str, Any]) -> list[jsonschema.ValidationError]:
+    """The schema's errors for a policy-shaped `doc` not read from a policy file (the user's config's sections)."""
+    return sorted(_validator().iter_errors(doc), key=lambda e: list(map(str, e.path)))
+
+
 def validate(located: Located, file: str) -> None:
     """Raise the schema error that comes first in the file."""
     errors = schema_errors(located, file)

@@ -50,7 +50,7 @@ from runner.run.hooks import with_session_start, workflow_hooks
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
-from runner.run.repoconfig import repository_config
+from runner.run.repoconfig import repository_config, with_user_sections
 from runner.run.review_only import FLAG, ReviewOnly, review_tools
 from runner.run.secrets import learn_secrets
 from runner.run.task import Task, parse_task
@@ -426,6 +426,7 @@ def _load_policy(opts: RunOptions, files: EnvFiles, from_task: str | None, trust
                 rec.emit(RunWarning(code="hooks_ignored", message=message))
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
+    policy = with_user_sections(policy)
     return policy.with_mode(opts.mode) if opts.mode else policy
 
 

@@ -1,10 +1,16 @@
-"""The repository's config file, `.agents/agent-run.toml` in the workspace: the user's config file's shape
-(runner/engine/userconf.py), but repository content, so it may only narrow — lower a budget, as an untrusted task's
-front matter may (runner/workspace/trust.py narrow). A key it may not set is ignored and named in a `warning` event
-`config_ignored`; the rest applies. runner/policy/agentfiles.py protects it as it does the skills directories."""
+"""The config files, as a run reads them beside its settings (runner/engine/userconf.py reads the files).
+
+- The user's config may give the policy sections `compaction`, `truncation` and `doomLoop`: beneath the policy's
+  own (`with_user_sections`).
+- The repository's config file, `.agents/agent-run.toml` in the workspace, has the user's config's shape but is
+  repository content, so it may only narrow — lower a budget, as an untrusted task's front matter may
+  (runner/workspace/trust.py narrow). A key it may not set is ignored and named in a `warning` event
+  `config_ignored`; the rest applies. runner/policy/agentfiles.py protects it as it does the skills directories.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import pydantic
@@ -13,10 +19,35 @@ from runner.core.events import RunWarning
 from runner.core.outcome import UsageError
 from runner.engine.recorder import Recording
 from runner.engine.settings import Settings
-from runner.engine.userconf import ConfigError, read_config
+from runner.engine.userconf import ConfigError, read_config, user_config_file
+from runner.policy.load import policy_schema_errors
+from runner.policy.model import Policy
 from runner.workspace.trust import narrow
 
 REPO_CONFIG_PATH = ".agents/agent-run.toml"
+# The policy sections the user's config may give (flat, or under [agents.runtime] as the ADR nests them): below the
+# policy's own, key by key.
+USER_SECTIONS = ("compaction", "truncation", "doomLoop")
+
+
+def with_user_sections(policy: Policy) -> Policy:
+    """`policy` with the user's config's `compaction`, `truncation` and `doomLoop` keys beneath its own (the policy's
+    win), each checked by the policy schema first (exit 2 naming the file and key)."""
+    path = user_config_file()
+    try:
+        values, written = read_config(path)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    given = {k: v for k, v in values.items() if k in USER_SECTIONS}
+    if not given:
+        return policy
+    for err in policy_schema_errors(given):
+        where = ".".join([written[str(err.path[0])], *(str(p) for p in list(err.path)[1:])])
+        raise UsageError(f"{path}: {where}: {err.message}")
+    sections = dict(policy.sections)
+    for key, value in given.items():
+        sections[key] = {**value, **sections.get(key, {})}
+    return dataclasses.replace(policy, sections=sections)
 
 
 def repository_config(rec: Recording, settings: Settings) -> Settings:
