@@ -26,13 +26,16 @@ def _errors(r, tool: str) -> list[dict]:
             if e["type"] == "tool_result" and e["tool"] == tool and not e["ok"]]
 
 
-def _child_tools(fake) -> list[str]:
-    child = next(b for b in fake.requests if CHILD in json.dumps(b["messages"][1:2]))
+def _child_tools(fake, last: bool = False) -> list[str]:
+    children = [b for b in fake.requests if CHILD in json.dumps(b["messages"][1:2])]
+    child = children[-1 if last else 0]
     return [t["function"]["name"] for t in child["tools"]]
 
 
 def test_disallowed_tools_are_checked_before_tools_and_never_offered(fake, workspace, agent_run):
     _profile(workspace, "quiet", "description: No commands.\ntools: \"*\"\ndisallowedTools: Bash, web_*, todo")
+    # A scope where no sandbox is active: its commands could not be confined, so no bash either.
+    _profile(workspace, "unconfined", "description: Edits src.\ndisallowedTools: todo\npaths:\n  write: [src/]")
     fake.add(reply(calls=[_task({"agent": "quiet"})]), reply("parent done"))
     fake.route(CHILD, reply(calls=[("bash", {"command": "echo hi > out.txt"})]), reply("could not"))
     r = agent_run("--policy", _policy(workspace, ALLOW), "--sandbox", "off", "task.md")
@@ -42,6 +45,12 @@ def test_disallowed_tools_are_checked_before_tools_and_never_offered(fake, works
     assert "read" in tools and "write" in tools  # `*` in tools: the rest of the parent's
     assert [e["type"] for e in _errors(r, "bash")] == ["UnknownTool"] and not (workspace / "out.txt").exists()
     assert "unknown key" not in r.stderr
+    fake.add(reply(calls=[_task({"agent": "unconfined"})]), reply("parent done"))
+    fake.route(CHILD, reply("nothing to do"))
+    r = agent_run("--policy", _policy(workspace, ALLOW), "--sandbox", "off", "task.md")
+    assert r.code == 0, r.stderr
+    tools = _child_tools(fake, last=True)
+    assert "bash" not in tools and "todo" not in tools and "write" in tools
 
 
 @pytest.mark.usefixtures("sandbox_available")
