@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from runner.sandbox.layout import Layout, Mount, build_layout
+from runner.sandbox.layout import Layout, LayoutInput, Mount, build_layout
 from runner.sandbox.proxy import Decide
 from runner.sandbox.runtime import Sandbox
 
@@ -25,11 +25,9 @@ def _inside(path: str, base: str) -> bool:
     return path == base or path.startswith(base.rstrip("/") + "/")
 
 
-def scoped_layout(sandbox: Sandbox, read: tuple[str, ...] | None, write: tuple[str, ...]) -> Layout:
-    """The run's layout narrowed to the scope: `write` entries read-write, the rest of the workspace read-only;
-    `read` (None: the whole workspace) read-only and everything else in the workspace hidden."""
-    base = sandbox.base
-    assert base is not None, "an active sandbox has its layout input"
+def scoped_layout(base: LayoutInput, read: tuple[str, ...] | None, write: tuple[str, ...]) -> Layout:
+    """The run's layout (made from `base`) narrowed to the scope: `write` entries read-write, the rest of the
+    workspace read-only; `read` (None: the whole workspace) read-only and everything else in the workspace hidden."""
     ws = str(base.workspace)
     writable = [base.workspace / e for e in write]
     layout = build_layout(dataclasses.replace(
@@ -66,7 +64,8 @@ class ScopedSandbox:
         return self.run.active
 
     def _view(self) -> Sandbox:
-        return dataclasses.replace(self.run, layout=scoped_layout(self.run, self.read, self.write))
+        assert self.run.base is not None, "confines() let only an active sandbox with its layout input through"
+        return dataclasses.replace(self.run, layout=scoped_layout(self.run.base, self.read, self.write))
 
     def wrap(self, argv: list[str], env: Mapping[str, str], *,
              caller: str | None = None) -> tuple[list[str], dict[str, str]]:
