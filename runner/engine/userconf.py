@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic_settings import BaseSettings, TomlConfigSettingsSource
 
+from runner.policy.load import user_config_dir
+
 NESTED = ("agents", "runtime")  # where the ADR's nested shape keeps the runtime's settings
 
 
@@ -27,8 +29,7 @@ class ConfigError(ValueError):
 
 def user_config_file(environ: Mapping[str, str] = os.environ) -> Path:
     """Where the user's config file is (whether or not it exists)."""
-    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".config")
-    return Path(base) / "agent-run" / "config.toml"
+    return user_config_dir(environ) / "config.toml"
 
 
 def normalize(data: dict[str, Any], file: str) -> tuple[dict[str, Any], dict[str, str]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import shlex
 from collections.abc import Callable, Mapping
@@ -217,34 +218,51 @@ def portable_snapshot(data: dict[str, Any], workspace: Path) -> dict[str, Any]:
     return out
 
 
-# How a hard limit in policy.json names the shipped policies' directory, which is where agent-run is installed on
-# the machine the run was made on: the rule protecting a shipped policy (`regex:fs:<shipped policies>/default\.jsonc
-# (/.*)?`) names no path of that machine, and `policy_from_snapshot` puts this machine's directory back. The
-# escaped path of a real directory never holds it (re.escape escapes the space).
+# How a hard limit in policy.json names the trusted directories outside the workspace that are where agent-run is
+# installed, or the user's home, on the machine the run was made on: the rule protecting a shipped policy
+# (`regex:fs:<shipped policies>/default\.jsonc(/.*)?`) or the user's config directory (`regex:fs:<user config>(/.*)?`)
+# names no path of that machine, and `policy_from_snapshot` puts this machine's directory back. The escaped path of
+# a real directory never holds a placeholder (re.escape escapes the space).
 SHIPPED_DIR = "<shipped policies>"
+USER_CONFIG_DIR = "<user config>"
 
 
-def _shipped_prefixes() -> set[str]:
-    return {"regex:fs:" + re.escape(str(d)) + "/" for d in (shipped_dir(), shipped_dir().resolve())}
+def user_config_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """The user's agent-run config directory, `$XDG_CONFIG_HOME/agent-run` (default `~/.config/agent-run`), whether
+    or not it exists: trusted configuration (runner/engine/userconf.py), protected from the agent."""
+    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".config")
+    return Path(base) / "agent-run"
+
+
+def _places() -> list[tuple[str, Path]]:
+    """Each placeholder with the directories it stands for on this machine (as given, and resolved)."""
+    return [(name, d) for name, place in ((SHIPPED_DIR, shipped_dir()), (USER_CONFIG_DIR, user_config_dir()))
+            for d in dict.fromkeys((place, place.resolve()))]
 
 
 def _portable_limit(rule: dict[str, Any]) -> dict[str, Any]:
-    """A hard limit on a file of the shipped policies, named by SHIPPED_DIR; any other rule as it is."""
+    """A hard limit on a trusted directory of this machine (or a file in it), named by its placeholder; any other
+    rule as it is."""
     pattern = str(rule.get("pattern", ""))
     if rule.get("source") != HARD_LIMIT:
         return rule
-    for prefix in _shipped_prefixes():
-        if pattern.startswith(prefix):
-            return {**rule, "pattern": f"regex:fs:{SHIPPED_DIR}/{pattern[len(prefix):]}"}
+    for name, place in _places():
+        prefix = "regex:fs:" + re.escape(str(place))
+        rest = pattern[len(prefix):]
+        if pattern.startswith(prefix) and rest[:1] in ("/", "("):
+            return {**rule, "pattern": f"regex:fs:{name}{rest}"}
     return rule
 
 
 def _placed_limit(rule: dict[str, Any]) -> str:
-    """The pattern of a recorded rule, a hard limit's SHIPPED_DIR made this machine's shipped directory again."""
+    """The pattern of a recorded rule, a hard limit's placeholder made this machine's directory again."""
     pattern = str(rule["pattern"])
-    placeholder = f"regex:fs:{SHIPPED_DIR}/"
-    if rule.get("source") == HARD_LIMIT and pattern.startswith(placeholder):
-        return "regex:fs:" + re.escape(str(shipped_dir().resolve())) + "/" + pattern[len(placeholder):]
+    if rule.get("source") != HARD_LIMIT:
+        return pattern
+    for name, place in ((SHIPPED_DIR, shipped_dir()), (USER_CONFIG_DIR, user_config_dir())):
+        placeholder = f"regex:fs:{name}"
+        if pattern.startswith(placeholder) and pattern[len(placeholder):][:1] in ("/", "("):
+            return "regex:fs:" + re.escape(str(place.resolve())) + pattern[len(placeholder):]
     return pattern
 
 

@@ -41,7 +41,8 @@ class Write(Tool):
             path.parent.mkdir(parents=True, exist_ok=True)
             # A directory in the way counts as no file: atomic_write then fails, and cleans up after itself.
             created = not path.is_file()
-            if not created and str(path) not in ctx.state.seen and not args.get("overwrite"):
+            if (not created and str(path) not in ctx.state.seen and not args.get("overwrite")
+                    and not _holds(path, data)):
                 raise ToolError("WouldOverwrite", f"{shown} exists and you have not read it in this run: writing "
                                 "would replace all of it. read it first and change it with edit, or set "
                                 "overwrite: true to replace it whole")
@@ -54,6 +55,15 @@ class Write(Tool):
         verb = "created" if created else "overwrote"
         return ToolOutput(f"{verb} {shown} ({len(data)} bytes)\n{diff}",
                           {"bytes_written": len(data), "created": created, "diff_lines": diff_lines})
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the file already holds exactly `data`: writing it again destroys nothing (a replayed or repeated
+    run writing what it wrote before), so it needs no read first."""
+    if path.stat().st_size != len(data):
+        return False
+    with path.open("rb") as f:
+        return f.read(len(data) + 1) == data
 
 
 def _previous(path: Path) -> tuple[str | None, str | None]:

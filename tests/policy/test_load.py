@@ -444,3 +444,23 @@ def test_a_hard_limit_on_a_shipped_policy_is_recorded_without_the_install_path(t
 
     assert deciding(f"fs:{shipped}") == ("<hard limit>", "deny")
     assert deciding(f"fs:{shipped}.other") != ("<hard limit>", "deny")
+
+
+def test_a_hard_limit_on_the_users_config_directory_is_recorded_without_the_home(tmp_path, monkeypatch):
+    """The user's config directory (issue 46 item 4) is protected like a shipped policy and recorded the same way:
+    a placeholder in policy.json, this machine's directory (its XDG_CONFIG_HOME now) when read back."""
+    from runner.policy.limits import hard_limit_rules
+    from runner.policy.load import USER_CONFIG_DIR, policy_from_snapshot, portable_snapshot, user_config_dir
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "made-on"))
+    ws = tmp_path / "ws"
+    policy = load_policy("default")
+    policy = policy.with_rules(hard_limit_rules(ws, [user_config_dir()]))
+    written = portable_snapshot(policy.resolved, ws)
+    assert "made-on" not in json.dumps(written)
+    assert next(r["pattern"] for r in written["permission"]["rules"] if r["source"] == "<hard limit>") == (
+        f"regex:fs:{USER_CONFIG_DIR}(/.*)?")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "read-on"))
+    back = policy_from_snapshot(written, "default", base=ws)
+    rule = decide(back, "edit", [f"fs:{tmp_path / 'read-on' / 'agent-run' / 'config.toml'}"]).deciding.rule
+    assert rule is not None and (rule.source, rule.decision) == ("<hard limit>", "deny")

@@ -135,3 +135,13 @@ def test_writes_through_a_symlink_and_keeps_the_link(ctx, ws):
     Write().run({"path": "link.txt", "content": "b", "overwrite": True}, ctx)
     assert (ws / "link.txt").is_symlink()
     assert (ws / "real.txt").read_text() == "b"
+
+
+def test_writing_what_an_unread_file_already_holds_destroys_nothing(ctx, ws):
+    """A repeated or replayed run writes what it wrote before: no read is needed, since nothing is replaced."""
+    (ws / "REPORT.md").write_text("# Report\n")
+    out = Write().run({"path": "REPORT.md", "content": "# Report\n"}, ctx)
+    assert out.content.startswith("overwrote REPORT.md (9 bytes)") and (ws / "REPORT.md").read_text() == "# Report\n"
+    with pytest.raises(ToolError) as info:  # one byte more is a replacement again
+        Write().run({"path": "REPORT.md", "content": "# Report\n\n"}, ctx.__class__(workspace=ws, cancel=RunCancel()))
+    assert info.value.type == "WouldOverwrite"
