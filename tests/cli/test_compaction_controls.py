@@ -122,3 +122,16 @@ def test_a_tiktoken_file_replaces_the_chars_per_4_estimate(fake, workspace, agen
     assert first["before_tokens"] > 3 * estimated  # the tokenizer's count, not chars/4
     bad = agent_run("task.md", env={"AGENT_RUN_TOKENIZER": "tiktoken:/nonexistent.tiktoken"})
     assert bad.code == 2 and "AGENT_RUN_TOKENIZER" in bad.stderr
+
+
+def test_the_estimate_is_calibrated_from_the_first_reported_prompt_tokens(fake, workspace, agent_run):
+    fake.add(reply("done"))
+    first = agent_run("task.md").of_type("model_request")[0]["estimated_tokens"]
+    counted = int(1.9 * first)  # the server counts 1.9 tokens where chars/4 says one
+    usage = {"prompt_tokens": counted, "completion_tokens": 10, "total_tokens": counted + 10}
+    fake.add(reply(THINK, calls=[("bash", {"command": "echo 0"})], usage=usage), *_bash(10)[1:], reply("done"))
+    r = agent_run("--context-window", "60000", "--approve", "bash:shell:*", "task.md")
+    assert r.code == 0, r.summary
+    [event, *_] = r.of_type("compaction")
+    estimated = next(e["estimated_tokens"] for e in r.of_type("model_request") if e["turn"] == event["turn"])
+    assert 1.7 * estimated < event["before_tokens"] < 2.1 * estimated
