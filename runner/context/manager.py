@@ -60,6 +60,7 @@ CLEAR_SLACK = 0.05
 # A summary is a success when it brings the context this far below summarizeAt; when it does not
 # (or fails), the next one waits until the context has grown by this share of the usable window.
 BACKOFF_GROWTH = 0.15
+CALIBRATION = 2.0  # a server's prompt_tokens within this factor of the chars/4 estimate calibrates it
 
 
 @dataclass(frozen=True)
@@ -120,10 +121,19 @@ class ContextManager:
     _asked: bool = False  # the operator asked for a summary before the next request (`resume --compact`)
     _cached_at: float | None = None  # when the last response reporting cached prompt tokens came (monotonic)
     _delayed: int = 0  # requests sent since a summary fell due, while the cache was warm
+    _scale: float | None = None  # the server's tokens per estimated token (from its count of the first request)
+    _observed: bool = False  # a response has been observed
 
-    def observe(self, usage: Mapping[str, int]) -> None:
-        """A model response's usage: the provider's prompt cache is warm while responses report cached tokens."""
+    def observe(self, usage: Mapping[str, int], estimated: int) -> None:
+        """A model response's usage, for a prompt estimated at `estimated` tokens (chars/4): the provider's prompt
+        cache is warm while responses report cached tokens; the count the server reports for the first request
+        calibrates the estimate when it is within CALIBRATION of it (one far off is a server that does not count:
+        a proxy, a fake), and only that one: later counts are of prompts pruning has changed."""
         self._cached_at = time.monotonic() if usage.get("cached_tokens", 0) > 0 else None
+        reported, first = usage.get("prompt_tokens", 0), not self._observed
+        self._observed = True
+        if first and self.count is None and estimated > 0 and 1 / CALIBRATION <= reported / estimated <= CALIBRATION:
+            self._scale = reported / estimated
 
     def _waits(self, share: float) -> bool:
         """Stage 3 waits while the prompt cache is warm (a summary then would re-send the whole prompt uncached
@@ -183,7 +193,8 @@ class ContextManager:
         if self.count is not None:  # tokens per message, and a token per separator
             return total + len(messages) + self._tools_size[1] + 6
         # '{"messages":[' m1 ',' m2 … '],"tools":' tools '}'
-        return estimate_tokens(13 + total + max(len(messages) - 1, 0) + 10 + self._tools_size[1] + 1)
+        estimated = estimate_tokens(13 + total + max(len(messages) - 1, 0) + 10 + self._tools_size[1] + 1)
+        return estimated if self._scale is None else int(estimated * self._scale)
 
     def _measure(self, text: str) -> int:
         """A message's size: its characters (four to a token), or its tokens under the tokenizer."""

@@ -150,7 +150,7 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
     context = _context(spec, rec, model, tools, emit)
     env.admit = context.admit_bound
     limits = Limits(spec.max_turns, spec.timeout_s, (*spec.checks, context.fits),
-                    (services.budget.on_reply, lambda reply, _estimated: context.observe(reply.usage)),
+                    (services.budget.on_reply, lambda reply, estimated: context.observe(reply.usage, estimated)),
                     text_calls=TextCalls(settings.text_tool_calls, services.structured), parallel=parallel_of(settings))
     agent = Agent(spec, model, env, limits, context, tools, state)
     if services.delegations is not None and "task" in spec.registry.names and below:

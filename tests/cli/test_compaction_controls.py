@@ -133,5 +133,5 @@ def test_the_estimate_is_calibrated_from_the_first_reported_prompt_tokens(fake, 
     r = agent_run("--context-window", "60000", "--approve", "bash:shell:*", "task.md")
     assert r.code == 0, r.summary
     [event, *_] = r.of_type("compaction")
-    estimated = next(e["estimated_tokens"] for e in r.of_type("model_request") if e["turn"] == event["turn"])
-    assert 1.7 * estimated < event["before_tokens"] < 2.1 * estimated
+    before = next(e["estimated_tokens"] for e in r.of_type("model_request") if e["turn"] == event["turn"] - 1)
+    assert event["before_tokens"] > 1.7 * before  # the turn before, in chars/4: the context counts 1.9 a token
