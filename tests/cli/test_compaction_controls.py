@@ -68,15 +68,15 @@ def _writes(n: int) -> list:
 
 
 def test_a_warm_cache_delays_the_summary_to_the_emergency_threshold_never_past_it(fake, workspace, agent_run):
-    usable = 40000 - 4096
-    fake.add(*_writes(30), reply("done"))  # the server reports cached prompt tokens on every response
-    warm = agent_run("--context-window", "40000", "task.md")
+    usable = 24000 - 4096
+    fake.add(*_writes(14), reply("done"))  # the server reports cached prompt tokens on every response
+    warm = agent_run("--context-window", "24000", "task.md")
     assert warm.code == 0, warm.summary
     first = next(e for e in warm.of_type("compaction") if e["stage"] == "summarize")
     assert first["delayed_for_cache"] > 0 and first["before_tokens"] >= 0.95 * usable
     assert max(e["estimated_tokens"] for e in warm.of_type("model_request")) < 0.95 * usable
-    fake.add(*_writes(30), reply("done"))
-    cold = agent_run("--context-window", "40000", "--compaction-cache-ttl", "0", "task.md")
+    fake.add(*_writes(14), reply("done"))
+    cold = agent_run("--context-window", "24000", "--compaction-cache-ttl", "0", "task.md")
     assert cold.code == 0, cold.summary
     first = next(e for e in cold.of_type("compaction") if e["stage"] == "summarize")
     assert first["delayed_for_cache"] == 0 and 0.7 * usable <= first["before_tokens"] < 0.8 * usable
