@@ -28,6 +28,13 @@ class Write(Tool):
         "additionalProperties": False,
     }
 
+    def spec(self) -> dict[str, Any]:
+        """Sent without `overwrite`: a 1.5B model shown the argument set it on its first call and wiped the files it
+        was to change (bench/bench_solve.py, 2 of 8 runs). The WouldOverwrite error names it, after read and edit."""
+        spec = super().spec()
+        del spec["function"]["parameters"]["properties"]["overwrite"]
+        return spec
+
     def targets(self, args: dict[str, Any], ctx: ToolContext) -> list[Target]:
         return paths.targets(ctx, self.domain, args["path"])
 

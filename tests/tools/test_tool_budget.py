@@ -24,3 +24,10 @@ def test_what_is_left_out_of_the_sent_schema_is_still_validated():
     sent = edit.spec()["function"]["parameters"]
     assert "additionalProperties" not in sent and "minLength" not in sent["properties"]["old_string"]
     assert edit.schema["additionalProperties"] is False and edit.schema["properties"]["old_string"]["minLength"] == 1
+
+
+def test_write_is_sent_without_overwrite_which_it_still_takes():
+    # A small model shown `overwrite` set it unasked (issue 44); the WouldOverwrite error names it.
+    write = core_tools().get("write")
+    assert list(write.spec()["function"]["parameters"]["properties"]) == ["path", "content"]
+    assert write.schema["properties"]["overwrite"] == {"type": "boolean"}
