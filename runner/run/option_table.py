@@ -197,7 +197,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--compaction-cache-ttl", "compaction_cache_ttl_s",
            "The prompt cache counts as warm this long after a response that reported cached prompt tokens (0: never "
            "wait for it). [default: 300]", decimal(0), metavar="SECONDS", goes=Goes.SETTINGS,
-           env="AGENT_RUN_COMPACTION_CACHE_TTL", policy="compaction.cacheTtlSeconds"),
+           env="AGENT_RUN_COMPACTION_CACHE_TTL_S", policy="compaction.cacheTtlSeconds"),
     Option("--tokenizer", "tokenizer",
            "Count the context in this tokenizer's tokens instead of characters / 4: tiktoken:PATH, a .tiktoken file "
            "(needs the `tokenizer` extra).", metavar="tiktoken:PATH", goes=Goes.SETTINGS, env="AGENT_RUN_TOKENIZER"),
