@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runner.engine.cancel import RunCancel
 from runner.policy.agentfiles import AgentFiles
 from runner.policy.decide import CallDecision, approval_scope, decide
 from runner.policy.gitwrites import git_write
@@ -94,6 +93,7 @@ def simulate(policy: Policy, run_dir: Path) -> dict[str, Any]:
     """Re-decide every tool call of a recorded run under `policy`; report what changes."""
     from runner.core.events import PermissionDecision, RunStarted, ToolCall
     from runner.engine.call import parse_call
+    from runner.engine.cancel import RunCancel  # with the tools: a recorded run's calls only
     from runner.record.logged import parse_event  # the event log machinery: only for a recorded run
     from runner.record.rundir import read_events
     from runner.tools.base import ToolContext, ToolError
