@@ -3,6 +3,8 @@ above the defaults, in the flat shape or the ADR's nested one (`agents.runtime`)
 
 from __future__ import annotations
 
+import json
+
 from tests.fakes.openai_server import reply
 
 
@@ -58,3 +60,19 @@ def test_the_user_configs_nested_policy_sections_sit_below_the_policys(fake, wor
     r = agent_run("task.md", env=env)
     assert r.code == 0, r.stderr
     assert r.of_type("tool_result")[0]["details"]["truncated"] is True  # the default policy sets no preset
+
+
+def test_the_user_configs_mode_and_rules_sit_below_the_policys(fake, workspace, agent_run, tmp_path):
+    # The ADR's `mode.default` and `permission.rules`: the user's rules come before the policy's (as an extended
+    # file's do), so the policy's own rules decide; its mode applies since the policy sets none.
+    rule = '[[agents.runtime.permission.rules]]\ndomain = "bash"\npattern = "shell:{} *"\ndecision = "allow"\n'
+    env = _config(tmp_path, '[agents.runtime.mode]\ndefault = "full_access"\n' + rule.format("echo")
+                  + rule.format("rm"))
+    deny_rm = {"domain": "bash", "pattern": "shell:rm *", "decision": "deny"}
+    (tmp_path / "p.json").write_text(json.dumps({"permission": {"rules": [deny_rm]}, "sandbox": {"mode": "off"}}))
+    fake.add(reply(calls=[("bash", {"command": "echo hi"}), ("bash", {"command": "rm -f x"})]), reply("done"))
+    r = agent_run("--policy", str(tmp_path / "p.json"), "task.md", env=env)
+    assert r.of_type("run_started")[0]["mode"] == "full_access", r.stderr
+    decided = {e["targets"][0]["target"]: (e["decision"], e["rule"]["file"]) for e in r.of_type("permission_decision")}
+    assert decided == {"shell:echo hi": ("allow", str(tmp_path / "xdg/agent-run/config.toml")),
+                       "shell:rm -f x": ("deny", str(tmp_path / "p.json"))}, r.stderr
