@@ -380,7 +380,9 @@ def _load_chain(path: Path, seen: tuple[Path, ...], option: str = "--policy") ->
     mode = data.get("mode") or (base.mode if base else "agent")
     all_rules = [*(base.rules if base else []), *rules]
     files = [*(base.files if base else []), file]
-    return Policy(file, mode, all_rules, files, sections, snapshot(mode, sections, all_rules, files))
+    mode_given = "mode" in data or (base.mode_given if base else False)
+    return Policy(file, mode, all_rules, files, sections, snapshot(mode, sections, all_rules, files),
+                  mode_given=mode_given)
 
 
 _NOT_SECTIONS = frozenset({"$schema", "extends", "permission", "mode", "description"})

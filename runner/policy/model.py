@@ -50,15 +50,19 @@ class Policy:
     resolved: dict[str, Any] = field(default_factory=dict)  # the snapshot written to the run dir
     # Policies that must also allow a target (an untrusted task's own policy): decisions are intersected.
     narrowed_by: tuple[Policy, ...] = ()
+    # Whether a file of the extends chain (or --mode) set the mode: a user config's mode applies only when not.
+    mode_given: bool = True
     # The rules' lookup index (runner/policy/index.py), built by the first decision: not part of the policy.
     index: Any = field(default=None, init=False, repr=False, compare=False)
 
-    def with_rules(self, extra: list[Rule]) -> Policy:
-        rules = [*self.rules, *extra]
+    def with_rules(self, extra: list[Rule], *, first: bool = False) -> Policy:
+        """`extra` after the rules (they win: the last match decides), or before them when `first`."""
+        rules = [*extra, *self.rules] if first else [*self.rules, *extra]
         resolved = snapshot(self.mode, self.sections, rules, self.files)
         if self.narrowed_by:
             resolved["narrowed_by"] = [p.resolved for p in self.narrowed_by]
-        return Policy(self.path, self.mode, rules, self.files, self.sections, resolved, self.narrowed_by)
+        return Policy(self.path, self.mode, rules, self.files, self.sections, resolved, self.narrowed_by,
+                      self.mode_given)
 
     def with_mode(self, mode: str) -> Policy:
         return Policy(self.path, mode, self.rules, self.files, self.sections, {**self.resolved, "mode": mode},
@@ -69,7 +73,7 @@ class Policy:
         sections (budgets, sandbox, …) and the hard limits stay this policy's."""
         chain = (*self.narrowed_by, other)
         return Policy(self.path, self.mode, self.rules, self.files, self.sections,
-                      {**self.resolved, "narrowed_by": [p.resolved for p in chain]}, chain)
+                      {**self.resolved, "narrowed_by": [p.resolved for p in chain]}, chain, self.mode_given)
 
 
 def snapshot(mode: str, sections: dict[str, Any], rules: list[Rule], files: list[str]) -> dict[str, Any]:

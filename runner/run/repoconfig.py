@@ -1,7 +1,7 @@
 """The config files, as a run reads them beside its settings (runner/engine/userconf.py reads the files).
 
-- The user's config may give the policy sections `compaction`, `truncation` and `doomLoop`: beneath the policy's
-  own (`with_user_sections`).
+- The user's config may give the policy sections `compaction`, `truncation` and `doomLoop`, `permission.rules`
+  and `mode`: beneath the policy's own (`with_user_sections`).
 - The repository's config file, `.agents/agent-run.toml` in the workspace, has the user's config's shape but is
   repository content, so it may only narrow — lower a budget, as an untrusted task's front matter may
   (runner/workspace/trust.py narrow). A key it may not set is ignored and named in a `warning` event
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
+from typing import Any
 
 import pydantic
 
@@ -21,33 +23,54 @@ from runner.engine.recorder import Recording
 from runner.engine.settings import Settings
 from runner.engine.userconf import ConfigError, read_config, user_config_file
 from runner.policy.load import policy_schema_errors
-from runner.policy.model import Policy
+from runner.policy.match import compile_rule_pattern
+from runner.policy.model import Policy, Rule
 from runner.workspace.trust import narrow
 
 REPO_CONFIG_PATH = ".agents/agent-run.toml"
 # The policy sections the user's config may give (flat, or under [agents.runtime] as the ADR nests them): below the
 # policy's own, key by key.
 USER_SECTIONS = ("compaction", "truncation", "doomLoop")
+# The ADR's `mode.default` and `permission.rules`: flat `mode = "…"` (or `[mode] default = "…"`) and `[permission]`.
+USER_POLICY_KEYS = ("mode", "permission")
 
 
 def with_user_sections(policy: Policy) -> Policy:
-    """`policy` with the user's config's `compaction`, `truncation` and `doomLoop` keys beneath its own (the policy's
-    win), each checked by the policy schema first (exit 2 naming the file and key)."""
+    """`policy` with the user's config beneath it, each key checked by the policy schema first (exit 2 naming the
+    file and key): its `compaction`, `truncation` and `doomLoop` keys beneath the policy's own (the policy's win);
+    its `permission.rules` before the policy's rules (the last match decides, so the policy's rules win, as an
+    extending file's do); its `mode` only when no file of the policy's chain sets one (`--mode` beats both)."""
     path = user_config_file()
     try:
         values, written = read_config(path)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    given = {k: v for k, v in values.items() if k in USER_SECTIONS}
+    given = {k: v for k, v in values.items() if k in (*USER_SECTIONS, *USER_POLICY_KEYS)}
+    if isinstance(given.get("mode"), dict) and set(given["mode"]) == {"default"}:
+        given["mode"] = given["mode"]["default"]
     if not given:
         return policy
     for err in policy_schema_errors(given):
         where = ".".join([written[str(err.path[0])], *(str(p) for p in list(err.path)[1:])])
         raise UsageError(f"{path}: {where}: {err.message}")
     sections = dict(policy.sections)
-    for key, value in given.items():
-        sections[key] = {**value, **sections.get(key, {})}
-    return dataclasses.replace(policy, sections=sections)
+    for key in USER_SECTIONS:
+        if key in given:
+            sections[key] = {**given[key], **sections.get(key, {})}
+    policy = dataclasses.replace(policy, sections=sections)
+    rules = given.get("permission", {}).get("rules", [])
+    if rules:
+        policy = policy.with_rules([_rule(raw, i, path, written["permission"]) for i, raw in enumerate(rules)],
+                                   first=True)
+    return policy.with_mode(given["mode"]) if "mode" in given and not policy.mode_given else policy
+
+
+def _rule(raw: dict[str, Any], index: int, path: Path, key: str) -> Rule:
+    try:
+        pattern = compile_rule_pattern(raw["pattern"])
+    except ValueError as exc:
+        raise UsageError(f"{path}: {key}.rules.{index}.pattern: {exc}") from None
+    return Rule(raw["domain"], pattern, raw["decision"], str(path), index)
 
 
 def repository_config(rec: Recording, settings: Settings) -> Settings:
