@@ -14,7 +14,7 @@ from runner.core.outcome import EXIT_CODES, Status
 from runner.engine.explain import dumps, explain, explain_text, simulate, simulate_text
 from runner.policy.domains import DOMAINS
 from runner.policy.jsonc import PolicyError
-from runner.policy.load import check_policy, load_policy
+from runner.policy.load import check_policy, load_policy, user_config_dir
 from runner.policy.sandbox_config import SandboxConfigError, resolve_mode
 from runner.record.rundir import default_runs_dir, portable
 
@@ -49,10 +49,22 @@ def _shown(path: str) -> str:
 
 
 def _load(spec: str, approvals: tuple[str, ...] = ()):
+    """The policy as a run given `spec` decides with it: the user's config file beneath it (its rules, mode and
+    sections; runner/run/repoconfig.py), so `explain` and `simulate` agree with the run."""
     try:
-        return load_policy(spec, list(approvals))
+        loaded = load_policy(spec, list(approvals))
     except PolicyError as exc:
         click.echo(str(exc), err=True)
+        sys.exit(USAGE)
+    if not (user_config_dir() / "config.toml").is_file():  # the common case: no TOML reader imported
+        return loaded
+    from runner.core.outcome import UsageError
+    from runner.run.repoconfig import with_user_sections
+
+    try:
+        return with_user_sections(loaded)
+    except UsageError as exc:
+        click.echo(f"agent-run policy: {exc.reason}", err=True)
         sys.exit(USAGE)
 
 

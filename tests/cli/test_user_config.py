@@ -76,3 +76,7 @@ def test_the_user_configs_mode_and_rules_sit_below_the_policys(fake, workspace, 
     decided = {e["targets"][0]["target"]: (e["decision"], e["rule"]["file"]) for e in r.of_type("permission_decision")}
     assert decided == {"shell:echo hi": ("allow", str(tmp_path / "xdg/agent-run/config.toml")),
                        "shell:rm -f x": ("deny", str(tmp_path / "p.json"))}, r.stderr
+    # policy explain decides as the run did: the user's config beneath the policy there too
+    shown = agent_run("policy", "explain", "--policy", str(tmp_path / "p.json"), "--json", "bash", "echo hi", env=env)
+    explained = json.loads(shown.stdout)
+    assert (explained["decision"], explained["rule"]["file"]) == ("allow", str(tmp_path / "xdg/agent-run/config.toml"))
