@@ -8,12 +8,9 @@ their JSON input on stdin, killed at their timeout (within the run's clock) or w
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -33,6 +30,7 @@ from runner.sandbox.proxy import Decide, EgressProxy
 from runner.sandbox.runtime import Sandbox
 from runner.tools.base import Cancel
 from runner.tools.env import scrubbed_env
+from runner.tools.process import run_process
 
 OUTPUT_CAP = 1 << 20  # what is read of a hook's stdout, and of its stderr (their last bytes)
 
@@ -129,25 +127,13 @@ HOOK_CALL_ID = "hook"
 def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float, cancel: Cancel, stdin: IO[bytes],
          out: IO[bytes], err: IO[bytes]) -> tuple[int | None, str | None]:
     """(its exit code, or None; why it failed to run, or None). Its whole process group dies when it ends."""
-    proc: subprocess.Popen[bytes] | None = None
     try:
-        with cancel.starting_process() as track:
-            try:
-                proc = subprocess.Popen(argv, cwd=cwd, stdin=stdin, stdout=out, stderr=err, env=env,
-                                        start_new_session=True)
-            except OSError as exc:
-                return None, f"cannot start: {exc}"
-            track(proc.pid)
-        if not cancel.wait(proc, timeout):
-            return None, "the run is stopping" if cancel.stopping() else f"killed at its timeout ({timeout:g}s)"
-        return proc.returncode, None
-    finally:
-        if proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # what it left running in the background dies with it
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
-            cancel.forget(proc.pid)
+        ended = run_process(cancel, argv, timeout=timeout, cwd=cwd, stdin=stdin, stdout=out, stderr=err, env=env)
+    except OSError as exc:
+        return None, f"cannot start: {exc}"
+    if not ended.exited:
+        return None, "the run is stopping" if ended.stopping else f"killed at its timeout ({timeout:g}s)"
+    return ended.returncode, None
 
 
 def _read(file: IO[bytes]) -> str:

@@ -83,8 +83,8 @@ class Cancel(Protocol):
     """The one way to stop work (runner/engine/cancel.py implements it): one stop and one monotonic deadline, seen
     alike on every thread. A tool never runs past it: it waits at most until it (`wait`, `sleep`, `remaining`), asks
     it between steps of a long computation (`check`, `why`), and starts a process inside `starting_process`, so that
-    an interrupt can never find a process started and not yet killable. A group of calls and a child agent get a
-    `child`, which also stops when its parent does."""
+    an interrupt can never find a process started and not yet killable (runner/tools/process.py run_process). A
+    group of calls and a child agent get a `child`, which also stops when its parent does."""
 
     @property
     def deadline(self) -> float | None:

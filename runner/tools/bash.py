@@ -9,13 +9,9 @@ a command printing gigabytes leaves memory flat and the full output on disk.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import os
-import signal
 import subprocess
-import threading
 from typing import Any
 
 from runner.policy.model import Target
@@ -23,6 +19,7 @@ from runner.policy.targets import shell_targets
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.env import scrubbed_env
 from runner.tools.erofs import blocked
+from runner.tools.process import reader, run_process
 from runner.tools.spill import Spill
 from runner.tools.truncate import Limits, positive
 
@@ -92,53 +89,29 @@ def lines_shown(args: dict[str, Any], limits: Limits) -> tuple[Limits, bool]:
 
 def _run(argv: list[str], env: dict[str, str], timeout: float, ctx: ToolContext,
          shown: tuple[Limits, bool]) -> ToolOutput:
-    """One process's life, from its start to its output (cut as `shown`: lines_shown); kept in one piece for its
-    signal safety."""
+    """One process's life (runner/tools/process.py), from its start to its output (cut as `shown`: lines_shown)."""
     spill = Spill(ctx.outputs_dir, ctx.truncation.max_bytes, ctx.truncation.ttl_days, ctx.masker)
-    proc: subprocess.Popen[bytes] | None = None
-    timed_out = False
-    pump: threading.Thread | None = None
-    # From the fork on, an interrupt may land anywhere (even while the pump thread starts): one that lands while the
-    # process starts is held until it is tracked, then raised inside this try, so the group is always killed.
     try:
-        with ctx.cancel.starting_process() as track:
-            try:
-                proc = subprocess.Popen(
-                    argv, cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                )
-            except OSError as exc:
-                raise ToolError("IOError", f"cannot start bash: {exc}") from None
-            track(proc.pid)  # its own group (start_new_session): a hurried exit of the run kills it
-        pump = threading.Thread(target=_pump, args=(proc, spill), daemon=True)
-        pump.start()
-        if not ctx.cancel.wait(proc, timeout):
-            timed_out = not ctx.cancel.stopping()
-    finally:
-        if proc is None:  # it never started: nothing to kill (a held interrupt is raised on the way out)
-            spill.close()
-            spill.discard()
-        else:
-            # Also on an exception (an interrupt of the run), and also when the shell exited
-            # normally: background children (`cmd &`) die with the call, as in CI they must.
-            _kill_group(proc, grace_s=0.2 if ctx.cancel.stopping() else KILL_GRACE_S)
-            ctx.cancel.forget(proc.pid)  # gone: its number may be reused
-            # Grandchildren that escaped the group may hold the pipe open; don't wait on them forever.
-            if pump is not None and pump.is_alive():
-                pump.join(timeout=5.0)
-    assert proc is not None  # the finally above re-raised otherwise
+        ended = run_process(ctx.cancel, argv, timeout=timeout, pumps=(reader(spill.write),),
+                            grace_s=KILL_GRACE_S, cwd=ctx.workspace, stdin=subprocess.DEVNULL, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    except OSError as exc:  # it never started: nothing to kill
+        spill.close()
+        spill.discard()
+        raise ToolError("IOError", f"cannot start bash: {exc}") from None
+    timed_out = not ended.exited and not ended.stopping
     limits, from_end = shown
     output, details = spill.finish(limits, from_end=from_end)
-    details["exit_code"] = proc.returncode
+    details["exit_code"] = ended.returncode
     # Errors carry no pid: what the model sees must not change when nothing else did.
     if timed_out:
         raise ToolError("Timeout", f"command killed after {timeout:.1f}s", output=output, **_public(details))
     if ctx.cancel.stopping():
         raise ToolError("Timeout", "command killed: the run is stopping", output=output, **_public(details))
-    if proc.returncode != 0:
-        failed = ToolError("ExitNonZero", f"exit code {proc.returncode}", output=output, **_public(details))
+    if ended.returncode != 0:
+        failed = ToolError("ExitNonZero", f"exit code {ended.returncode}", output=output, **_public(details))
         raise blocked(failed, output, ctx)  # a write the sandbox refused: the model and the workflow are told
-    return ToolOutput(output or "[no output]", {**details, "pid": proc.pid})
+    return ToolOutput(output or "[no output]", {**details, "pid": ended.pid})
 
 
 def _refuse_nul(command: str) -> None:
@@ -155,31 +128,3 @@ def _public(details: dict[str, Any]) -> dict[str, Any]:
     keep = ("exit_code", "truncated", "output_path", "bytes", "lines") if details.get("truncated") else ("exit_code",)
     return {k: details[k] for k in keep if details.get(k) is not None}
 
-
-def _pump(proc: subprocess.Popen[bytes], spill: Spill) -> None:
-    assert isinstance(proc.stdout, io.BufferedReader)  # stdout=PIPE with the default buffering
-    while chunk := proc.stdout.read1(65536):
-        spill.write(chunk)
-
-
-def _kill_group(proc: subprocess.Popen[bytes], grace_s: float = KILL_GRACE_S) -> None:
-    if proc.poll() is not None:
-        # The shell is gone; whatever is left of its group gets no grace period.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        return
-    # An interrupted run must finish within ~2 s, so it gives the group less grace.
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            # The leader is gone; children may not be. SIGKILL the rest of the group.
-            os.killpg(proc.pid, signal.SIGKILL)
-            return
-        except ProcessLookupError:
-            return
-        except subprocess.TimeoutExpired:
-            continue

@@ -19,6 +19,7 @@ from runner.tools import paths
 from runner.tools.base import Cancelled, Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.env import scrubbed_env
 from runner.tools.ignore import IgnoreMatcher, iter_files
+from runner.tools.process import reader, run_process
 from runner.tools.readable import Readable
 from runner.tools.truncate import positive
 from runner.workspace.gitconfig import seen_as
@@ -342,32 +343,19 @@ def _rg_candidates(top: str, rx: re.Pattern[str], ctx: ToolContext) -> set[str] 
         if not Path(top).resolve().is_relative_to(ctx.workspace):
             return None
         argv, env = ctx.sandbox.wrap(argv, env)
+    out, err = bytearray(), bytearray()
     try:
-        with ctx.cancel.starting_process() as track:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=env, start_new_session=True)
-            track(proc.pid)  # its own group: a run that ends (or lets go of this call) kills it
+        ended = run_process(ctx.cancel, argv, pumps=(reader(out.extend), reader(err.extend, "stderr")),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     except OSError:
         return None
-    try:
-        while True:
-            left = ctx.cancel.remaining()
-            try:
-                out, err = proc.communicate(timeout=0.2 if left is None else max(0.0, min(0.2, left)))
-                break
-            except subprocess.TimeoutExpired:
-                if ctx.cancel.why() is not None:
-                    return set()  # the walk stops at its first file: the run is ending
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        ctx.cancel.forget(proc.pid)
+    if not ended.exited:
+        return set()  # the walk stops at its first file: the run is ending
     # 1 is rg's "no file holds it" — and also what bwrap exits with when it cannot start rg at all, which says so
     # on stderr (rg itself is --no-messages): then the walk decides, never an empty answer.
-    if proc.returncode not in (0, 1) or err.strip():
+    if ended.returncode not in (0, 1) or err.strip():
         return None
-    return {os.fsdecode(p) for p in out.split(b"\0") if p}
+    return {os.fsdecode(p) for p in bytes(out).split(b"\0") if p}
 
 
 def _nothing(args: dict[str, Any], files: int, shown: str) -> str:
