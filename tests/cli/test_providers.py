@@ -9,6 +9,7 @@ import re
 import pytest
 
 from tests.cli.ending import ended_with
+from tests.cli.test_sessions import messages_text
 from tests.fakes.dialects import DIALECTS, STREAMED_TOOLS_REFUSED, use
 from tests.fakes.openai_server import error, reply
 
@@ -160,3 +161,30 @@ def test_a_reply_that_only_names_a_function_is_asked_again_naming_it(fake, works
     assert [e["turn"] for e in r.of_type("model_response")] == [1, 2]
     first, second = (e["usage"]["prompt_tokens"] for e in r.of_type("model_response"))
     assert s["usage"]["prompt_tokens"] == first + second
+
+
+def test_a_resumed_run_sends_the_framed_results_as_sent_and_frames_its_own_anew(fake, workspace, agent_run):
+    """AGENT_RUN_TOOL_RESULTS=user: each run drew its frames' nonce afresh, so a resume framed the results it carried
+    with another nonce and its first request was no extension of the last one (a prompt-cache miss, seeds/003).
+    A run records its nonce and the nonce each result it carried was sent in (run_started.result_frames): a resume
+    sends those results byte for byte, a resume of a resume too; a result a continuation makes is framed with a
+    nonce of its own, never one a record (published, or forged in the workspace) names."""
+    env = {"AGENT_RUN_TOOL_RESULTS": "user"}
+    (workspace / "notes.txt").write_text("alpha\n")
+    fake.add(reply(calls=[("read", {"path": "notes.txt"})]), reply("one line"))
+    first = agent_run("task.md", env=env)
+    fake.add(reply(calls=[("read", {"path": "notes.txt"})]), reply("still one"))
+    second = agent_run("resume", str(first.run_dir), "read it again", env=env)
+    fake.add(reply("done"))
+    third = agent_run("resume", str(second.run_dir), "and answer", env=env)
+    for r in (first, second, third):
+        ended_with(r, 0, "success")
+    assert len(fake.requests) == 5
+    for last, resumed in ((1, 2), (3, 4)):  # the earlier run's last request, the continuation's first
+        old, new = messages_text(fake.raw_requests[last]), messages_text(fake.raw_requests[resumed])
+        assert new.startswith(old[:-1]) and len(new) > len(old), (old, new)
+    framed = [m["content"] for m in fake.requests[4]["messages"] if "<tool-result-" in str(m["content"])]
+    nonces = [re.search(r"<tool-result-([0-9a-f]{16}) ", text).group(1) for text in framed]
+    assert len(nonces) == 2 and nonces[0] != nonces[1]  # the second run's own result: a nonce of its own
+    assert [e["result_frames"]["nonce"] for e in (first.of_type("run_started")[0], second.of_type("run_started")[0])] \
+        == nonces
