@@ -77,6 +77,9 @@ class RunStarted(Event):
     inputs: dict[str, Any] | None = None
     # "--fork-review": a review-only run (runner/run/review_only.py); its resumes, forks and replays stay one
     restriction: str | None = None
+    # AGENT_RUN_TOOL_RESULTS=user: {nonce, earlier}: the nonce of this run's tool-result frames, and the nonce each
+    # result it carries was sent in, by sha256 of its call id and text (runner/core/frames.py ResultFrames)
+    result_frames: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

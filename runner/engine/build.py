@@ -22,6 +22,7 @@ from runner.context.manager import ContextConfig, ContextManager
 from runner.context.prune import ToolKinds
 from runner.context.tokenizer import load_tokenizer
 from runner.core.events import MAIN, Emit, ModelResponse
+from runner.core.frames import ResultFrames
 from runner.core.outcome import UsageError
 from runner.engine.batch import parallel_of
 from runner.engine.call import CallEnv, bind_hooks
@@ -215,9 +216,10 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
 
 
 def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str | None], None] | None = None,
-               chain: Chain | None = None, stop: Stop | None = None) -> ChatModel:
+               chain: Chain | None = None, stop: Stop | None = None, frames: ResultFrames | None = None) -> ChatModel:
     """The client for `settings.model`; with fallback models, one that goes on with the next when it stays down.
-    `chain`: the run's (its own agent and the children on its model share it); None: the settings' own."""
+    `chain`: the run's (its own agent and the children on its model share it); None: the settings' own.
+    `frames`: the run's tool-result frames (AGENT_RUN_TOOL_RESULTS=user; None: drawn for this client)."""
     if settings.model.startswith("replay:"):
         return ReplayModel(Path(settings.model[len("replay:") :]).expanduser())
     from runner.model.openai_chat import Endpoint, OpenAIChat  # the openai SDK costs ~0.5 s to import: only when used
@@ -232,7 +234,7 @@ def make_model(settings: Settings, deadline: float, on_delta: Callable[[int, str
     endpoint = Endpoint(api_key, settings.base_url, settings.stream, settings.max_retries, settings.retry_base_s,
                         settings.retry_cap_s, settings.request_timeout_s, params=model_params(settings),
                         max_response_bytes=settings.max_response_bytes, max_retry_wait_s=settings.max_retry_wait_s,
-                        tool_results=settings.tool_results)
+                        tool_results=settings.tool_results, result_frames=frames)
 
     def client(name: str) -> ChatModel:
         return OpenAIChat(name, endpoint, deadline=deadline, on_delta=on_delta, stop=stop)

@@ -14,6 +14,7 @@ import pydantic
 from runner import __version__
 from runner.context.manager import ContextManager
 from runner.core.events import ModelRequest, RunStarted, RunWarning, UserMessage
+from runner.core.frames import ResultFrames
 from runner.core.inputfile import TASK_CAP, read_input_text
 from runner.core.jsonutil import file_sha256, sha256_text
 from runner.core.outcome import Status, UsageError
@@ -141,7 +142,8 @@ class Given:
     tool), a subagent's system prompt before its profile (None: agent-run's own and the workspace's AGENTS.md), its
     profile directories (read as repository content), the argv printed commands start with (None: this task's),
     whether it needs a model (False: a replay that only executes calls, with no endpoint or key), whether its record
-    received a structured `tool_calls` reply (then `--text-tool-calls auto` reads no call in text), and extra
+    received a structured `tool_calls` reply (then `--text-tool-calls auto` reads no call in text), the nonce each
+    result it carries was framed in (AGENT_RUN_TOOL_RESULTS=user: runner/core/frames.py `carried`), and extra
     run_started fields."""
 
     tools: list[dict[str, Any]] | None = None
@@ -152,6 +154,7 @@ class Given:
     rerun: list[str] | None = None
     needs_model: bool = True
     structured: bool = False
+    frames: dict[str, str] = field(default_factory=dict)
     started: dict[str, Any] = field(default_factory=dict)
 
 
@@ -195,7 +198,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     if opts.stream_events and settings.stream:  # --stream with stream-json: text_delta lines as they arrive
         on_delta = TextDeltas(sys.stdout, rec.masker)
         rec.lifecycle.on_close(on_delta.close, first=True)
-    client = make_model(settings, deadline, on_delta, budget.chain) if given.needs_model else None
+    frames = ResultFrames.drawn(given.frames) if settings.tool_results == "user" else None
+    client = make_model(settings, deadline, on_delta, budget.chain, frames=frames) if given.needs_model else None
     rerun = given.rerun if given.rerun is not None else rerun_base(opts, policy, rec.workspace, task_path)
     hooks = call_env(rec, opts, files, policy, settings, deadline, rerun, given.readable)
     policy = hooks.policy  # with the run's own outputs readable and the hard limits last
@@ -243,7 +247,8 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
                         max_turns=settings.max_turns, timeout_s=settings.timeout,
                         sandbox=box.describe(), policy_sha256=file_sha256(rec.run_dir / "policy.json"),
                         model_params=model_params(settings) or None, audit_key_id=rec.audit_key_id, inputs=inputs,
-                        restriction=FLAG if opts.fork_review else None, **given.started))
+                        restriction=FLAG if opts.fork_review else None,
+                        result_frames=frames.recorded() if frames else None, **given.started))
     rec.claim_keyed(rec.ctx.sandbox is not None and rec.ctx.sandbox.active)
     plan = agent.state.plan  # for the people reading the run (summary.json, step summary)
     rec.lifecycle.on_summary(lambda data: data.update(todos=plan.items) if plan.items else None)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.events import RunWarning, ToolResult, call_ref, tag
+from runner.core.frames import carried
 from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
 from runner.engine.build import Agent
@@ -210,8 +211,11 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     rec.lifecycle.section("approved_calls", refs)
     (rec.run_dir / "task.md").write_text(run.task, encoding="utf-8")
     task = parse_task(run.task, str(run.run_dir / "task.md"), "task")
+    sent = run.started.get("result_frames")
     try:
         tools = recorded_tools(run.run_dir) if resume else None
+        # The results as the run recorded them: an approved call's, read now, is framed with this run's own nonce.
+        frames = carried(sent, rebuild(run.run_dir, run.events).messages) if resume and sent else {}
     except ConversationError as exc:
         return Status.USAGE_ERROR, f"cannot continue {run.run_dir.name}: {exc}"
     skills = restored_skills(tools, run.started, rec.workspace, [])  # --continue: the recorded `skill` tool served
@@ -220,7 +224,7 @@ def _replay(rec: Recording, replayed: Replayed, chosen: list[dict[str, Any]], op
     given = Given(tools=tools, skills=skills,
                   child_prompt=without_output_schema(system_prompt_of(run.run_dir, run.events) or "") or None,
                   profile_dirs=recorded_profile_dirs(run.started, run.summary, rec.home or rec.workspace), rerun=[],
-                  needs_model=resume, structured=resume and received_tool_calls(run),
+                  needs_model=resume, structured=resume and received_tool_calls(run), frames=frames,
                   started={"replay_of": run.started["run_id"], "approved_calls": refs,
                            "torn_tail_bytes": run.torn_tail_bytes})
     prepared = prepare(rec, opts, load_env_files([]), task, policy, settings, run.run_dir / "task.md", given)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.core.events import UserMessage
+from runner.core.frames import carried
 from runner.core.jsonutil import canonical
 from runner.core.outcome import Status, UsageError
 from runner.core.shown import utf8_problem
@@ -184,6 +185,7 @@ def _continue(opts: ContinueOptions, rec: Recording, loaded: Loaded) -> tuple[St
                   child_prompt=without_output_schema(system_text(conversation.messages) or "") or None,
                   profile_dirs=recorded_profile_dirs(source.started, source.summary, home),
                   structured=received_tool_calls(source),
+                  frames=carried(source.started.get("result_frames"), conversation.messages),
                   started={"resumed_from": origin, "torn_tail_bytes": source.torn_tail_bytes})
     run = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", given)
     note_torn_tail(rec, source)
