@@ -9,6 +9,8 @@ import pytest
 
 from runner.engine.workflow_hooks import HookRun, Outcome, outcome
 
+_LONG = f"its stdout passed 1 MiB ({(1 << 20) + 1} bytes): too long to read as its answer"
+
 
 def _run(code: int | None, stdout: str = "", stderr: str = "", failure: str | None = None) -> HookRun:
     return HookRun(code, stdout, stderr, 0.1, failure)
@@ -35,6 +37,10 @@ def _run(code: int | None, stdout: str = "", stderr: str = "", failure: str | No
     (_run(0, "{not json"), "ignore", "PreToolUse",
      Outcome(None, "a hook failed (its stdout starts like JSON but is not)",
              error="its stdout starts like JSON but is not")),
+    # A stdout past OUTPUT_CAP was not kept whole: no answer is read from it; an exit 2 still blocks.
+    (HookRun(0, '{"decision": "block"}', "", 0.1, None, (1 << 20) + 1), "deny", "PreToolUse",
+     Outcome("deny", f"a hook failed ({_LONG})", error=_LONG)),
+    (HookRun(2, "y\n", "tests fail", 0.1, None, 1 << 30), "ignore", "Stop", Outcome("block", "tests fail")),
 ])
 def test_what_a_hook_said(run, on_error, event, expected):
     assert outcome(run, on_error, event) == expected

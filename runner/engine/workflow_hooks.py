@@ -28,18 +28,23 @@ from runner.tools.base import Cancel, Tool, ToolContext
 
 TAIL_LINES = 20
 REASON_CAP = 4000  # what the model is told of a refusal, at most (characters)
+# What is kept of a hook's stdout, and of its stderr: their first and last halves, in memory, never on disk (a hook
+# printing gigabytes must not fill the disk before its timeout). A longer stdout cannot be read as its answer.
+OUTPUT_CAP = 1 << 20
 
 
 @dataclass(frozen=True)
 class HookRun:
-    """What running one hook program gave: its exit code (None: it did not start, or was killed), its output,
-    and why it failed to run (a timeout, a start that failed)."""
+    """What running one hook program gave: its exit code (None: it did not start, or was killed), its output (at
+    most OUTPUT_CAP of each, the gap marked), why it failed to run (a timeout, a start that failed), and how many
+    bytes it wrote on stdout (`stdout_bytes`, more than was kept when over OUTPUT_CAP)."""
 
     exit_code: int | None
     stdout: str
     stderr: str
     duration_s: float
     failure: str | None = None
+    stdout_bytes: int = 0
 
 
 class HookProcess(Protocol):
@@ -62,11 +67,14 @@ class Outcome:
 def outcome(run: HookRun, on_error: str, event: str) -> Outcome:
     """Claude Code's contract: exit 2 blocks with stderr as the reason; exit 0 goes on, its stdout may be JSON
     (`decision: block`, `hookSpecificOutput.permissionDecision`, `continue: false`, `additionalContext`), else
-    plain text, which is context at SessionStart only (elsewhere it is only recorded); any other exit, a timeout
-    or unreadable JSON is a failure, which `onError` deny turns into a refusal."""
+    plain text, which is context at SessionStart only (elsewhere it is only recorded); any other exit, a timeout,
+    unreadable JSON or a stdout longer than OUTPUT_CAP (not kept whole) is a failure, which `onError` deny turns
+    into a refusal."""
     if run.failure is None and run.exit_code == 2:
         return Outcome("block", run.stderr.strip() or "blocked by a hook")
     failure = run.failure or (f"exit code {run.exit_code}" if run.exit_code != 0 else None)
+    if failure is None and run.stdout_bytes > OUTPUT_CAP:
+        failure = f"its stdout passed {OUTPUT_CAP >> 20} MiB ({run.stdout_bytes} bytes): too long to read as its answer"
     said: Any = None
     text = run.stdout.strip()
     if failure is None and text.startswith("{"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -22,7 +23,7 @@ from runner.core.events import NetworkRequest
 from runner.core.outcome import Failed
 from runner.engine.call import CallEnv, net_decider
 from runner.engine.recorder import Recording
-from runner.engine.workflow_hooks import HookRun, WorkflowHooks
+from runner.engine.workflow_hooks import OUTPUT_CAP, HookRun, WorkflowHooks
 from runner.policy.egress import Verdict
 from runner.policy.hooks import HookCommand, hook_entries
 from runner.policy.model import Policy
@@ -30,9 +31,8 @@ from runner.sandbox.proxy import Decide, EgressProxy
 from runner.sandbox.runtime import Sandbox
 from runner.tools.base import Cancel
 from runner.tools.env import scrubbed_env
-from runner.tools.process import run_process
-
-OUTPUT_CAP = 1 << 20  # what is read of a hook's stdout, and of its stderr (their last bytes)
+from runner.tools.process import reader, run_process
+from runner.tools.spill import Spill
 
 
 def workflow_hooks(rec: Recording, policy: Policy, env: CallEnv) -> WorkflowHooks | None:
@@ -91,11 +91,14 @@ class HookProcessRunner:
             layout = self.box.principal_layout(self.scratch, list(writable), command.writes)
             proxy = self._proxy(command) if command.network else None
             argv, env = self.box.wrap(argv, env, layout=layout, share_net=False, proxy=proxy)
-        with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        # Its output is read as it comes, each stream's first and last halves of OUTPUT_CAP kept (the spill's
+        # windows, no file): nothing of it on disk, however much it prints before its timeout.
+        out, err = Spill(None, OUTPUT_CAP // 2), Spill(None, OUTPUT_CAP // 2)
+        with tempfile.TemporaryFile() as stdin:  # the payload: what the runner wrote, bounded by it
             stdin.write(payload.encode("utf-8"))
             stdin.seek(0)
             code, failure = _run(argv, env, self.workspace, timeout, cancel, stdin, out, err)
-            return HookRun(code, _read(out), _read(err), time.monotonic() - started, failure)
+        return HookRun(code, out.text(), err.text(), time.monotonic() - started, failure, out.total)
 
 
     def _proxy(self, command: HookCommand) -> EgressProxy | None:
@@ -125,19 +128,14 @@ HOOK_CALL_ID = "hook"
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float, cancel: Cancel, stdin: IO[bytes],
-         out: IO[bytes], err: IO[bytes]) -> tuple[int | None, str | None]:
+         out: Spill, err: Spill) -> tuple[int | None, str | None]:
     """(its exit code, or None; why it failed to run, or None). Its whole process group dies when it ends."""
     try:
-        ended = run_process(cancel, argv, timeout=timeout, cwd=cwd, stdin=stdin, stdout=out, stderr=err, env=env)
+        ended = run_process(cancel, argv, timeout=timeout, pumps=(reader(out.write), reader(err.write, "stderr")),
+                            cwd=cwd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     except OSError as exc:
         return None, f"cannot start: {exc}"
     if not ended.exited:
         return None, "the run is stopping" if ended.stopping else f"killed at its timeout ({timeout:g}s)"
     return ended.returncode, None
 
-
-def _read(file: IO[bytes]) -> str:
-    file.seek(0, os.SEEK_END)
-    size = file.tell()
-    file.seek(max(0, size - OUTPUT_CAP))
-    return file.read().decode("utf-8", "replace")

@@ -339,13 +339,13 @@ def test_a_hooks_time_is_counted_in_the_runs_timeout_and_it_dies_with_it(fake, w
         os.kill(pid, 0)
 
 
-def test_a_hook_printing_64_mib_keeps_at_most_the_cap_and_the_run_says_its_answer_was_too_long(
+def test_a_hook_printing_16_mib_keeps_at_most_the_cap_and_the_run_says_its_answer_was_too_long(
         fake, workspace, agent_run, tmp_path):
     from runner.run.hooks import OUTPUT_CAP
 
     # It floods its stdout, then says on stderr how much of it was kept where its stdout went (fd 3 a copy of it:
     # a file's size, or 0 for a pipe read as it comes).
-    flood = "exec 3>&1; yes | head -c 64M; stat -L -c 'kept=%s' /proc/self/fd/3 >&2"
+    flood = "exec 3>&1; yes | head -c 16M; stat -L -c 'kept=%s' /proc/self/fd/3 >&2"
     policy = _policy(tmp_path, {"PreToolUse": [{"hooks": [{"type": "command", "command": flood}]}]})
     fake.add(reply(calls=[("bash", {"command": "echo ran"})]), reply("done"))
     r = agent_run("--policy", policy, "task.md")
@@ -354,5 +354,5 @@ def test_a_hook_printing_64_mib_keeps_at_most_the_cap_and_the_run_says_its_answe
     assert int(finished["output_tail"].rsplit("kept=", 1)[1].split()[0]) <= OUTPUT_CAP
     assert sum(f.stat().st_size for f in r.run_dir.rglob("*") if f.is_file()) < OUTPUT_CAP
     failed, = [w for w in r.of_type("warning") if w["code"] == "hook_failed"]
-    assert f"its stdout passed {OUTPUT_CAP >> 20} MiB ({64 << 20} bytes)" in failed["message"]
+    assert f"its stdout passed {OUTPUT_CAP >> 20} MiB ({16 << 20} bytes)" in failed["message"]
     assert finished["exit_code"] == 0 and _tool_messages(fake.requests[1])[0].startswith("ran")  # onError ignore
