@@ -61,7 +61,8 @@ def test_the_chain_counts_turns_against_the_first_runs_max_turns(fake, workspace
     assert len(r.new_dirs) == 2 and len(fake.requests) == 4
     last = max(r.new_dirs, key=lambda p: p.name)
     summary = json.loads((last / "summary.json").read_text())
-    assert summary["cause"] == "budget" and summary["budget"]["name"] == "max_turns"
+    b = summary["budget"]
+    assert (summary["cause"], b["name"], b["limit"], b["used"]) == ("budget", "max_turns", 2, 2)  # as one run's
 
 
 def test_a_cut_off_answer_broke_the_protocol_and_is_resumed(fake, workspace, agent_run):
@@ -105,3 +106,27 @@ def test_land_lands_once_after_the_chain(fake, workspace, agent_run):
     log = subprocess.run([*git, "log", "--format=%H %s"], cwd=workspace, env=env, check=True, capture_output=True,
                          text=True).stdout.splitlines()
     assert len(log) == 2 and log[0].split()[0] == json.loads((last / "summary.json").read_text())["land"]["commit"]
+
+
+def test_the_chain_sums_tokens_against_the_first_runs_max_tokens(fake, workspace, agent_run):
+    # The first run's answer is cut off (protocol) after 5,100 of --max-tokens 5,500: the resume's next request
+    # would pass the budget, so it stops before asking (a fresh budget would answer), reporting it as one run would.
+    big = {"prompt_tokens": 5000, "completion_tokens": 100, "total_tokens": 5100}
+    fake.add(reply("half an ans", finish="length", usage=big), reply("never"))
+    r = agent_run("task.md", "--auto-resume", "1", "--max-tokens", "5500")
+    assert r.code == 5, r.stderr
+    assert len(r.new_dirs) == 2 and len(fake.requests) == 1
+    summary = json.loads((max(r.new_dirs, key=lambda p: p.name) / "summary.json").read_text())
+    b = summary["budget"]
+    assert (summary["cause"], b["name"], b["limit"], b["used"]) == ("budget", "max_tokens", 5500, 5100)
+
+
+def test_the_chain_sums_cost_against_the_first_runs_max_cost(fake, workspace, agent_run):
+    usage = {"prompt_tokens": 1_000_000, "completion_tokens": 0, "total_tokens": 1_000_000}  # $0.15 on gpt-4o-mini
+    fake.add(reply("half an ans", finish="length", usage=usage), reply("never"))
+    r = agent_run("task.md", "--auto-resume", "1", "--model", "gpt-4o-mini", "--max-cost-usd", "0.15005")
+    assert r.code == 5, r.stderr
+    assert len(r.new_dirs) == 2 and len(fake.requests) == 1
+    summary = json.loads((max(r.new_dirs, key=lambda p: p.name) / "summary.json").read_text())
+    b = summary["budget"]
+    assert (summary["cause"], b["name"], b["limit"], b["used"]) == ("budget", "max_cost_usd", 0.15005, 0.15)
