@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from runner.core.events import Event, ModelFallback, ModelResponse, agent_id
@@ -32,6 +33,17 @@ def dropped_prompt(reported_prompt: int, estimated_prompt: int) -> str | None:
             "and function-calling support)")
 
 
+@dataclass(frozen=True)
+class Spent:
+    """What an auto-resume chain's runs before this one spent (runner/sessions/auto_resume.py): the chain shares the
+    first run's budgets, so a resume is checked against the same limits, as one run would be. Turns: the
+    conversation's so far (a resume numbers its turns on from it)."""
+
+    turns: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
 class Budget:
     """`chain`: the run's models (requested, then fallbacks; runner/model/fallback.py): each request is priced, and
     counted in `usage.by_model`, by the model that served it; `price_of` gives a model's price and its source."""
@@ -52,6 +64,7 @@ class Budget:
         self.warnings: list[str] = []
         self.prices: dict[str, Price | None] = {}  # a subagent on another model: its price, by agent id
         self.costs: dict[str, float] = {}  # by agent id (`main` for the run's own)
+        self.carried = Spent()  # never in this run's usage figures: each run's summary counts its own
         # Child agents run at once (--parallel-agents): each request's check reads the figures under it, as each
         # response's usage is added under it.
         self._lock = threading.Lock()
@@ -147,25 +160,33 @@ class Budget:
     def cost_usd(self) -> float:
         return sum(self.costs.values())
 
+    def carry(self, spent: Spent) -> None:
+        """What the chain's earlier runs spent: the limits are the chain's, not this run's alone."""
+        self.carried = spent
+
     def before_request(self, estimated_prompt_tokens: int) -> None:
         """Raise if the next request (its prompt, estimated) would pass a budget."""
         with self._lock:
             self._check(estimated_prompt_tokens)
 
     def _check(self, estimated_prompt_tokens: int) -> None:
-        if self.max_tokens is not None and self.tokens + estimated_prompt_tokens > self.max_tokens:
+        tokens, cost = self.tokens + self.carried.tokens, self.cost_usd + self.carried.cost_usd
+        if self.max_tokens is not None and tokens + estimated_prompt_tokens > self.max_tokens:
             raise BudgetExhausted(
-                f"token budget: {self.tokens} used + ~{estimated_prompt_tokens} for the next request "
+                f"token budget: {tokens} used{self._carried()} + ~{estimated_prompt_tokens} for the next request "
                 f"> --max-tokens {self.max_tokens}",
-                budget={"name": "max_tokens", "limit": self.max_tokens, "used": self.tokens,
+                budget={"name": "max_tokens", "limit": self.max_tokens, "used": tokens,
                         "next_request_estimate": estimated_prompt_tokens})
         price = self._model(self.chain.current)["price"] if self.chain is not None else self.price
         if self.max_cost_usd is not None and price is not None:
             # Priced as if nothing of the next prompt were cached, on the model the run is on: the dearest case.
             next_cost = estimated_prompt_tokens * price.at(estimated_prompt_tokens).input / 1_000_000
-            if self.cost_usd + next_cost > self.max_cost_usd:
+            if cost + next_cost > self.max_cost_usd:
                 raise BudgetExhausted(
-                    f"cost budget: ${self.cost_usd:.4f} spent + ~${next_cost:.4f} for the next request "
+                    f"cost budget: ${cost:.4f} spent{self._carried()} + ~${next_cost:.4f} for the next request "
                     f"> --max-cost-usd {self.max_cost_usd}",
-                    budget={"name": "max_cost_usd", "limit": self.max_cost_usd, "used": round(self.cost_usd, 6),
+                    budget={"name": "max_cost_usd", "limit": self.max_cost_usd, "used": round(cost, 6),
                             "next_request_estimate": round(next_cost, 6)})
+
+    def _carried(self) -> str:
+        return " (the auto-resume chain's runs included)" if self.carried != Spent() else ""

@@ -26,6 +26,7 @@ from runner.engine.loop import LoopResult, Start, run_loop
 from runner.engine.recorder import Recording, RunOutcome, Where, early_failure, record
 from runner.engine.settings import Settings, load_settings, model_params, policy_layer
 from runner.engine.userconf import ConfigError, user_config_file
+from runner.guards.budget import Spent
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
 from runner.mcp.setup import mcp_servers, start_mcp
 from runner.model import warm
@@ -156,6 +157,7 @@ class Given:
     structured: bool = False
     frames: dict[str, str] = field(default_factory=dict)
     started: dict[str, Any] = field(default_factory=dict)
+    spent: Spent = field(default_factory=Spent)  # an auto-resume chain's earlier runs (sharing its budgets)
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     learn_secrets(rec, files, policy, servers)  # every secret the run was given, masked from here on
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings, opts.cli_settings)
+    budget.carry(given.spent)
     on_delta = None
     if opts.stream_events and settings.stream:  # --stream with stream-json: text_delta lines as they arrive
         on_delta = TextDeltas(sys.stdout, rec.masker)
@@ -269,10 +272,11 @@ def load_skills(rec: Recording, opts: RunOptions, instructions: Instructions) ->
 
 
 def drive(rec: Recording, task: Task, run: Prepared, messages: list[dict[str, Any]], *, turn: int = 1,
-          previous: list[dict[str, Any]] | None = None,
-          schema: OutputSchema | None = None) -> tuple[Status, str | None]:
+          previous: list[dict[str, Any]] | None = None, schema: OutputSchema | None = None,
+          last: int | None = None) -> tuple[Status, str | None]:
     """The loop from `messages` (a continued run: from its recorded conversation, at `turn`, its last prompt's
-    hash `previous`), then `finish`: the same for every kind of run."""
+    hash `previous`), then `finish`: the same for every kind of run. `last`: the last turn it may take (default
+    --max-turns from `turn`; an auto-resume chain's: --max-turns from its first run's turn 1)."""
     agent, settings = run.agent, run.settings
     assert agent.model is not None, "prepare(needs_model=False) builds an agent that cannot be driven"
     assert settings is not None, "prepare gives a driven run its settings"
@@ -281,7 +285,7 @@ def drive(rec: Recording, task: Task, run: Prepared, messages: list[dict[str, An
                 if agent.env.hooks is not None and agent.env.hooks.any("Stop") else ()),
               *((answer_rules(rec, run, settings),) if schema is None and agent.tools else ()))
     check_answer = first_refusal(*judges)  # an answer under a schema is judged by its schema
-    last = turn + agent.limits.max_turns - 1
+    last = last if last is not None else turn + agent.limits.max_turns - 1
     result = run_loop(agent, messages, rec.emit, Start(turn, previous, last), check_answer)
 
     def go_on(told: str, at: int) -> int | None:

@@ -25,6 +25,7 @@ from typing import Any
 from runner.core.outcome import INTERRUPT_SIGNALS
 from runner.engine.cancel import RunCancel
 from runner.engine.recorder import RunOutcome, early_failure
+from runner.guards.budget import Spent
 from runner.model.retry import backoff
 from runner.record.jsonl import iter_events
 from runner.report.summary import AUTO_RESUMED
@@ -79,8 +80,9 @@ def run_chain(opts: RunOptions, first: Callable[[], RunOutcome]) -> RunOutcome:
             print(f"agent-run: auto-resume: interrupted by {signal.Signals(signum).name} during the backoff",
                   file=sys.stderr)
             return dataclasses.replace(outcome, exit_code=128 + signum)
-        cont = ContinueOptions(_resume_options(opts, left), str(outcome.run_dir), "resume", chain=tuple(chain),
-                               chain_of=times)
+        spent_now = Spent(int(summary.get("turns") or 0), int(spent["tokens"]), float(spent["cost"]))
+        cont = ContinueOptions(_resume_options(opts, limits, left), str(outcome.run_dir), "resume",
+                               chain=tuple(chain), chain_of=times, spent=spent_now)
         outcome = execute_continue(cont)
         if outcome.run_dir is None:  # refused before a run began (exit 2): the chain ends on that
             break
@@ -129,8 +131,10 @@ def _left(limits: dict[str, float | None], summary: dict[str, Any], spent: dict[
     return left
 
 
-def _resume_options(opts: RunOptions, left: dict[str, Any]) -> RunOptions:
-    """The options a resume takes of the run's (the table's continued rows), with the chain's budgets left."""
+def _resume_options(opts: RunOptions, limits: dict[str, float | None], left: dict[str, Any]) -> RunOptions:
+    """The options a resume takes of the run's (the table's continued rows), with the first run's budgets (what the
+    chain spent is carried: `Spent`, so a budget's ending names the first run's limit, as one run's would) and the
+    wall clock the chain has left of its --timeout."""
     out = RunOptions(task="-", verbosity=opts.verbosity, stream_events=opts.stream_events)
     settings: dict[str, Any] = {}
     for option in OPTIONS:
@@ -140,7 +144,9 @@ def _resume_options(opts: RunOptions, left: dict[str, Any]) -> RunOptions:
             setattr(out, option.name, getattr(opts, option.name))
         elif option.goes is Goes.SETTINGS and option.name in opts.cli_settings:
             settings[option.name] = opts.cli_settings[option.name]
-    out.cli_settings = {**settings, **left}
+    firsts = {name: int(value) if name in ("max_turns", "max_tokens") else value
+              for name, value in limits.items() if value is not None and name != "timeout"}
+    out.cli_settings = {**settings, **firsts, **({"timeout": left["timeout"]} if "timeout" in left else {})}
     return out
 
 

@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from runner.engine.recorder import (
     hold_workspace,
     record,
 )
+from runner.guards.budget import Spent
 from runner.model import warm
 from runner.policy.model import Policy
 from runner.record.conversation import Conversation, ConversationError, rebuild, recorded_tools, system_text
@@ -82,6 +83,7 @@ class ContinueOptions:
     allow_unkeyed: bool = False  # accept a run the audit key given now cannot vouch for
     chain: tuple[str, ...] = ()  # --auto-resume (runner/sessions/auto_resume.py): the runs before this one
     chain_of: int = 0  # … and the N it was given
+    spent: Spent = field(default_factory=Spent)  # … and what they spent of the first run's budgets
     compact: bool = False  # resume --compact: a summary before the first request
 
 
@@ -186,7 +188,7 @@ def _continue(opts: ContinueOptions, rec: Recording, loaded: Loaded) -> tuple[St
                   profile_dirs=recorded_profile_dirs(source.started, source.summary, home),
                   structured=received_tool_calls(source),
                   frames=carried(source.started.get("result_frames"), conversation.messages),
-                  started={"resumed_from": origin, "torn_tail_bytes": source.torn_tail_bytes})
+                  started={"resumed_from": origin, "torn_tail_bytes": source.torn_tail_bytes}, spent=opts.spent)
     run = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", given)
     note_torn_tail(rec, source)
     check_served(tools, run.agent.env.registry, source.started, rec.lifecycle.declared("mcp") or {}, opts.kind)
@@ -200,7 +202,9 @@ def _continue(opts: ContinueOptions, rec: Recording, loaded: Loaded) -> tuple[St
     messages = [*conversation.messages, {"role": "user", "content": note}]
     if opts.compact:
         run.agent.context.request_summary()
-    return drive(rec, task, run, messages, turn=turn, previous=conversation.last_prompt, schema=schema)
+    # A chain's turns are numbered on from its first run's turn 1: its --max-turns ends at that turn, as one run's.
+    last = settings.max_turns if opts.chain else None
+    return drive(rec, task, run, messages, turn=turn, previous=conversation.last_prompt, schema=schema, last=last)
 
 
 def locate(opts: ContinueOptions) -> Path:

@@ -67,9 +67,9 @@ Your final answer is all your parent sees of your work; you cannot ask it questi
 class TurnCounter:
     """The run's turns, every agent's together: `--max-turns` is one budget for the run."""
 
-    def __init__(self, max_turns: int) -> None:
+    def __init__(self, max_turns: int, used: int = 0) -> None:
         self.max_turns = max_turns
-        self.used = 0
+        self.used = used  # an auto-resume chain's turns before this run (runner/guards/budget.py Spent)
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, ModelRequest):
@@ -407,7 +407,7 @@ def attach(rec: Recording, policy: Policy, settings: Settings, budget: Budget, d
         from runner.workspace.prompt import SYSTEM_PROMPT
 
         prompt = SYSTEM_PROMPT
-    turns = TurnCounter(settings.max_turns)
+    turns = TurnCounter(settings.max_turns, budget.carried.turns)
     rec.lifecycle.on_event(turns.on_event)
     shared = Shared(rec, settings, policy.sections, offered, budget, turns, prompt,
                     tuple(section.get("models") or ()), policy.mode)
