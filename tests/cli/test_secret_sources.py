@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
+from runner.report.github import escape_data
 from tests.cli.test_github_respond import job_env, stickies
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.openai_server import reply
@@ -101,3 +102,42 @@ def test_encoded_and_passthrough_secrets_are_masked_in_summary_audit_otlp_and_th
         assert leaked == [], surface
     assert "[REDACTED:env:DEPLOY_CONN]" in sticky["body"] and "[REDACTED:env:DEPLOY_TOKEN]" in sticky["body"]
     assert "[REDACTED:env:DEPLOY_CONN]" in exported  # the denial's target, masked
+
+
+def test_an_env_file_secret_in_an_event_before_the_run_prepares_is_masked(fake, workspace, agent_run, tmp_path):
+    """The masker learned the `--env-file` values only in `prepare`: what a run wrote before — here a setting's
+    usage error, which names the value it could not read — kept an env file's secret-named value that the same line
+    in the process environment has masked. It learns every source before anything is written."""
+    value = "tok-early-5e8b2c71d0"
+    env_file = tmp_path / "ci.env"  # the workflow's, outside the workspace
+    env_file.write_text(f"AGENT_RUN_MAX_OUTPUT_TOKENS={value}\n", encoding="utf-8")
+    r = agent_run("--env-file", str(env_file), "task.md")
+    assert r.code == 2, r.stderr
+    assert "AGENT_RUN_MAX_OUTPUT_TOKENS" in r.summary["reason"]
+    assert "[REDACTED:env:AGENT_RUN_MAX_OUTPUT_TOKENS]" in r.summary["reason"], r.summary["reason"]
+    for path, text in _run_files(r.run_dir).items():
+        assert value not in text, path
+    assert value not in r.stdout + r.stderr
+
+
+def test_on_github_every_secret_the_run_learned_is_add_masked_with_its_encoded_forms(fake, workspace, agent_run,
+                                                                                      tmp_path):
+    """`::add-mask::` named only the process environment's secrets: an `--env-file` secret and a passthrough value
+    the run was given stayed visible to GitHub's log (a later step's output too). Once the run's commands resume,
+    every value the run's masker learned is add-masked, and each encoded form it searches for (GitHub masks
+    literals only); none inside the stopped commands, where GitHub would ignore it."""
+    (tmp_path / "ci.env").write_text(f"DEPLOY_TOKEN={FILE_TOKEN}\n", encoding="utf-8")
+    (workspace / "p.jsonc").write_text(json.dumps({"extends": "default",
+                                                   "bash": {"env": {"passthrough": ["DEPLOY_CONN"]}}}))
+    fake.add(reply("done"))
+    r = agent_run("--env-file", str(tmp_path / "ci.env"), "--policy", "p.jsonc", "task.md",
+                  env={"GITHUB_ACTIONS": "true", "DEPLOY_CONN": CONN})
+    assert r.code == 0, r.stderr
+    lines = r.stderr.splitlines()
+    stop = next(i for i, line in enumerate(lines) if line.startswith("::stop-commands::"))
+    resume = lines.index(f"::{lines[stop].removeprefix('::stop-commands::')}::")
+    masks = {line: i for i, line in enumerate(lines) if line.startswith("::add-mask::")}
+    assert not [i for i in masks.values() if stop < i < resume]  # GitHub reads none of those
+    for value in (FILE_TOKEN, CONN):
+        for form in (value, *encoded(value)):
+            assert f"::add-mask::{escape_data(form)}" in masks, form
