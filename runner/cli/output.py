@@ -15,18 +15,19 @@ from typing import Any
 import click
 
 from runner.engine.recorder import RunOutcome
-from runner.record.mask import secret_values
+from runner.record.mask import secret_values, with_forms
 from runner.report.github import GitHubReporter, endgroup, group, stop_commands
 from runner.report.junit import JUnitCase, write_junit
 from runner.report.step_summary import sandbox_blocked
 
 
-def secrets_to_mask() -> list[str | None]:
-    """For `::add-mask::`: the API key and the value of every secret-named variable (runner.record.mask), so that
-    GitHub hides them in the raw log too. What agent-run itself prints is masked already (the summary and
-    events are written through the run's Masker)."""
-    return [os.environ.get(k) for k in ("OPENAI_API_KEY", "AGENT_RUN_API_KEY")] + [
-        value for value, _ in secret_values(os.environ)]
+def secrets_to_mask() -> list[str]:
+    """For `::add-mask::`: the API key and the value of every secret-named variable (runner.record.mask), each with
+    the encoded forms the masker searches, so that GitHub hides them in the raw log too. What agent-run itself
+    prints is masked already (the summary and events are written through the run's Masker); what the run learns
+    besides (env files, passthrough, MCP) is masked once its commands resume (`finish`)."""
+    keys = [os.environ.get(k) for k in ("OPENAI_API_KEY", "AGENT_RUN_API_KEY")]
+    return with_forms([*(key for key in keys if key), *(value for value, _ in secret_values(os.environ))])
 
 
 def with_github(run: Callable[[], RunOutcome]) -> tuple[RunOutcome, GitHubReporter]:
@@ -54,7 +55,8 @@ def finish(outcome: RunOutcome, reporter: GitHubReporter, *, fmt: str, quiet: bo
     elif fmt == "text" and summary.get("answer"):
         click.echo(summary["answer"])
     sys.stdout.flush()
-    lines = reporter.finish(summary, summary.get("loop_warnings") or [])
+    learned = with_forms(outcome.masker.values) if outcome.masker is not None else []
+    lines = reporter.finish(summary, summary.get("loop_warnings") or [], learned)
     if reporter.active:
         resume = [line for line in lines if not line.startswith(("::error", "::warning", "::notice"))]
         for line in resume:

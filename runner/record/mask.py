@@ -21,8 +21,8 @@ the model keeps receiving the unmasked text. It finds:
   text's bytes: one for an ordinary run's few values, one more per ~20 beyond.
 
 A run's masker is built when its run directory is, from the process environment, and told the rest of
-the run's secrets once (`learn`) when its inputs are read — before its first request, tool call or
-MCP server (runner/run/secrets.py).
+the run's secrets (`learn`) as its inputs are read — the env files' when they are, the rest when the policy
+is known — before anything the run writes could hold one (runner/run/secrets.py).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -173,6 +173,12 @@ def secret_values(environ: Mapping[str, str], handed: Mapping[str, str] | None =
             if len(part) >= MIN_VALUE_CHARS:
                 out.setdefault(part, name)
     return sorted(out.items(), key=lambda item: -len(item[0]))
+
+
+def with_forms(values: Iterable[str]) -> list[str]:
+    """Each value, then every encoded form the masker searches for it: for GitHub's `::add-mask::`, which hides
+    literals only, so a secret the masker finds percent-encoded in a record is hidden so in the job's log too."""
+    return [form for value in values for form in (value, *encoded_forms(value), *text_forms(value))]
 
 
 class _Found(Protocol):

@@ -326,6 +326,7 @@ class GitHubReporter:
     def __init__(self, environ: Mapping[str, str]) -> None:
         self.environ = environ
         self._resume: str | None = None
+        self._masked: set[str] = set()  # the `::add-mask::` lines `start` printed
 
     @property
     def active(self) -> bool:
@@ -336,11 +337,16 @@ class GitHubReporter:
         if not self.active:
             return []
         before, self._resume = stop_commands()
-        return [*mask(secrets), before]
+        masks = mask(secrets)
+        self._masked = set(masks)
+        return [*masks, before]
 
-    def finish(self, summary: Mapping[str, Any], warnings: Iterable[str] = ()) -> list[str]:
+    def finish(self, summary: Mapping[str, Any], warnings: Iterable[str] = (),
+               secrets: Iterable[str | None] = ()) -> list[str]:
         """Append the step summary and the outputs to the files GitHub named; return the lines to print on
-        stdout: the resume-commands line (when `start` stopped them), then the annotations."""
+        stdout: the resume-commands line (when `start` stopped them), masks for the `secrets` the run learned
+        that `start` did not mask (GitHub ignores a mask while commands are stopped: from here on, the rest of the
+        job's log), then the annotations."""
         if not self.active:
             return []
         path = self.environ.get("GITHUB_STEP_SUMMARY")
@@ -358,6 +364,7 @@ class GitHubReporter:
             _append(Path(path), outputs_block(output_values(summary)))
         lines = [self._resume] if self._resume else []
         self._resume = None
+        lines += [line for line in mask(secrets) if line not in self._masked]
         return lines + annotation_lines(summary, warnings)
 
 

@@ -28,7 +28,7 @@ from runner.engine.settings import Settings, load_settings, model_params, policy
 from runner.engine.userconf import ConfigError, user_config_file
 from runner.guards.budget import Spent
 from runner.guards.denials import DEFAULT_MAX_DENIALS, DenialGuard
-from runner.mcp.setup import mcp_servers, start_mcp
+from runner.mcp.setup import start_mcp
 from runner.model import warm
 from runner.model.replay import ReplayModel
 from runner.policy.agentfiles import AgentFiles
@@ -54,7 +54,7 @@ from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
 from runner.run.repoconfig import repository_config, with_user_sections
 from runner.run.review_only import FLAG, ReviewOnly, review_tools
-from runner.run.secrets import learn_secrets
+from runner.run.secrets import learn_files, learn_secrets
 from runner.run.task import Task, parse_task
 from runner.run.toolset import offered_names, offers, pick, tools_problem
 from runner.sandbox.session import start_sandbox
@@ -106,11 +106,12 @@ def execute(opts: RunOptions) -> RunOutcome:
 
 def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     task, task_path = _read_task(opts.task, rec.run_dir, opts.task_text)
-    files = load_env_files(opts.env_files)
+    files = learn_files(rec, load_env_files(opts.env_files))
     trusted = task_is_trusted(task_path, rec.workspace)
     rec.lifecycle.sections({"title": task.title, "task_trusted": trusted,
                             "task_file": portable(task_path, rec.workspace) if task_path else "-"})
     policy = _load_policy(opts, files, task.policy, trusted, rec)
+    servers = learn_secrets(rec, opts, files, policy)  # before the settings: their errors name values
     settings = _settings(opts, files, policy, task.overrides, trusted, rec)
     try:
         instructions = gather(rec.workspace, opts.instructions, opts.append_system_prompt, opts.system_prompt,
@@ -128,7 +129,7 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     skills = load_skills(rec, opts, instructions)
     given = Given(readable=tuple(Path(d).expanduser().resolve() for d in opts.skills), skills=skills or None,
                   child_prompt=instructions.system_prompt(leave_out=("--output-schema",)),
-                  started={"instructions": instructions.records or None})
+                  started={"instructions": instructions.records or None}, servers=servers)
     run = prepare(rec, opts, files, task, policy, settings, task_path or rec.run_dir / "task.md", given)
     system = with_session_start(rec, run.agent.env.hooks, instructions.system_prompt(), run.agent.env.ctx.cancel)
     messages = [{"role": "system", "content": system},
@@ -144,8 +145,9 @@ class Given:
     profile directories (read as repository content), the argv printed commands start with (None: this task's),
     whether it needs a model (False: a replay that only executes calls, with no endpoint or key), whether its record
     received a structured `tool_calls` reply (then `--text-tool-calls auto` reads no call in text), the nonce each
-    result it carries was framed in (AGENT_RUN_TOOL_RESULTS=user: runner/core/frames.py `carried`), and extra
-    run_started fields."""
+    result it carries was framed in (AGENT_RUN_TOOL_RESULTS=user: runner/core/frames.py `carried`), extra
+    run_started fields, and its MCP servers as read when its policy was known, every secret learned then
+    (runner/run/secrets.py `learn_secrets`; None: read and learned here)."""
 
     tools: list[dict[str, Any]] | None = None
     readable: tuple[Path, ...] = ()
@@ -158,6 +160,7 @@ class Given:
     frames: dict[str, str] = field(default_factory=dict)
     started: dict[str, Any] = field(default_factory=dict)
     spent: Spent = field(default_factory=Spent)  # an auto-resume chain's earlier runs (sharing its budgets)
+    servers: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -191,9 +194,7 @@ def prepare(rec: Recording, opts: RunOptions, files: EnvFiles, task: Task, polic
     rec.summary.policy = policy_ref(policy.path, rec.home or rec.workspace)
     rec.summary.model = settings.model
     rec.resume_with = tuple(resume_words(opts, rec.home or rec.workspace))
-    # checked: exit 2 before anything starts; a review-only run starts none, whatever the policy names
-    servers = {} if opts.fork_review else mcp_servers(rec, policy, opts.mcp_configs, files.environ())
-    learn_secrets(rec, files, policy, servers)  # every secret the run was given, masked from here on
+    servers = given.servers if given.servers is not None else learn_secrets(rec, opts, files, policy)
     deadline = rec.started + settings.timeout
     budget = budget_for(rec, policy, settings, opts.cli_settings)
     budget.carry(given.spent)

@@ -48,6 +48,7 @@ from runner.run.assemble import Given, drive, prepare
 from runner.run.land import keep_recorded
 from runner.run.options import RunOptions
 from runner.run.review_only import keep_review_only
+from runner.run.secrets import learn_files, learn_secrets
 from runner.run.task import parse_task
 from runner.sessions.inputs import check_served, recorded_profile_dirs, restored_mcp_configs, restored_skills
 from runner.sessions.load import (
@@ -181,14 +182,16 @@ def _continue(opts: ContinueOptions, rec: Recording, loaded: Loaded) -> tuple[St
                             "task_file": (source.summary or {}).get("task_file") or "-"})
     if opts.chain:
         rec.lifecycle.section("auto_resume", {"chain": [*opts.chain, rec.run_id], "of": opts.chain_of})
-    files = load_env_files(opts.run.env_files)
+    files = learn_files(rec, load_env_files(opts.run.env_files))
+    servers = learn_secrets(rec, opts.run, files, policy)  # before the settings: their errors name values
     settings = recorded_settings(source, policy, opts.run.cli_settings, files.paths)
     given = Given(tools=tools, readable=lineage(source), skills=skills,
                   child_prompt=without_output_schema(system_text(conversation.messages) or "") or None,
                   profile_dirs=recorded_profile_dirs(source.started, source.summary, home),
                   structured=received_tool_calls(source),
                   frames=carried(source.started.get("result_frames"), conversation.messages),
-                  started={"resumed_from": origin, "torn_tail_bytes": source.torn_tail_bytes}, spent=opts.spent)
+                  started={"resumed_from": origin, "torn_tail_bytes": source.torn_tail_bytes}, spent=opts.spent,
+                  servers=servers)
     run = prepare(rec, opts.run, files, task, policy, settings, source.run_dir / "task.md", given)
     note_torn_tail(rec, source)
     check_served(tools, run.agent.env.registry, source.started, rec.lifecycle.declared("mcp") or {}, opts.kind)
