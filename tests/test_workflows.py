@@ -83,8 +83,8 @@ def test_action_inputs_and_outputs():
     assert inputs["upload-artifact"]["default"] == "true" and inputs["fail-on-denied"]["default"] == "true"
     assert {name: o["value"] for name, o in action["outputs"].items()} == {
         name: f"${{{{ steps.run.outputs.{name} }}}}"
-        for name in ("status", "exit-code", "run-dir", "denials", "sandbox", "events-sha256", "output", "commit",
-                     "branch", "pull-request-url", "summary-json")}
+        for name in ("status", "exit-code", "run-dir", "run-dirs", "denials", "sandbox", "events-sha256", "output",
+                     "commit", "branch", "pull-request-url", "summary-json")}
 
 
 def test_action_runs_agent_run_with_exec_and_uploads_always():
@@ -95,7 +95,7 @@ def test_action_runs_agent_run_with_exec_and_uploads_always():
     upload = action_step(uses="actions/upload-artifact@")
     assert upload["if"].startswith("always()")
     assert upload["with"]["include-hidden-files"] is True
-    assert upload["with"]["path"] == "${{ steps.run.outputs.run-dir }}"
+    assert upload["with"]["path"] == "${{ steps.run.outputs.run-dirs }}"  # run-dir, or an auto-resume chain's
     assert "github.run_attempt" in upload["with"]["name"] and "strategy.job-index" in upload["with"]["name"]
     # The step summary names the artifact to fetch (issue 43, item 3): the upload's name, when there is an upload.
     name = upload["with"]["name"].removeprefix("${{ ").removesuffix(" }}")

@@ -134,7 +134,8 @@ def _skipped(reason: str, fmt: str, code: int = 0) -> None:
         click.echo(command("notice", reason, title="agent-run: skipped"), err=True)
         if path := os.environ.get("GITHUB_OUTPUT"):
             with open(path, "a", encoding="utf-8") as f:
-                f.write(outputs_block({"status": "skipped", "exit-code": "0", "run-dir": "", "denials": "0"}))
+                f.write(outputs_block({"status": "skipped", "exit-code": "0", "run-dir": "", "run-dirs": "",
+                                       "denials": "0"}))
         append_step_summary(os.environ, f"**agent-run**: skipped — {md_text(reason)}\n\n")
     else:
         click.echo(f"agent-run: skipped: {reason}", err=True)

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from runner.report.markdown import last_turns
-from runner.report.step_summary import MAX_TURNS_CHARS, SUMMARY_LIMIT, sandbox_blocked, sandbox_text, step_summary
+from runner.report.step_summary import (
+    MAX_TURNS_CHARS,
+    SUMMARY_LIMIT,
+    chain_ids,
+    sandbox_blocked,
+    sandbox_text,
+    step_summary,
+)
 
 # GitHub shows at most 10 error annotations per step (50 per job); more is noise.
 MAX_DENIAL_ANNOTATIONS = 10
@@ -206,8 +213,9 @@ def _ending(summary: Mapping[str, Any]) -> str:
 
 
 def output_values(summary: Mapping[str, Any]) -> dict[str, str]:
-    """The action's outputs: status, exit-code, run-dir, denials (a count), summary-json (compact); with --land,
-    commit, branch and pull-request-url."""
+    """The action's outputs: status, exit-code, run-dir, run-dirs (an auto-resume chain's run directories, one a
+    line, the last run's last: what the artifact uploads; else run-dir), denials (a count), summary-json (compact);
+    with --land, commit, branch and pull-request-url."""
     land = summary.get("land")
     landed = {} if not isinstance(land, Mapping) else {
         "commit": str(land.get("commit") or ""), "branch": str(land.get("branch") or "") if land.get("commit") else "",
@@ -216,12 +224,19 @@ def output_values(summary: Mapping[str, Any]) -> dict[str, str]:
         "status": str(summary.get("status") or ""),
         "exit-code": str(summary.get("exit_code") if summary.get("exit_code") is not None else ""),
         "run-dir": str(summary.get("run_dir") or ""),
+        "run-dirs": _run_dirs(summary),
         "denials": str(len(summary.get("denials") or [])),
         "sandbox": sandbox_text(summary.get("sandbox")),
         "events-sha256": str((summary.get("integrity") or {}).get("sha256") or ""),
         "summary-json": compact_summary_json(summary),
         "output": _output_value(summary),
     }
+
+
+def _run_dirs(summary: Mapping[str, Any]) -> str:
+    run_dir = str(summary.get("run_dir") or "")
+    chain = chain_ids(summary) if run_dir else []
+    return "\n".join(str(Path(run_dir).parent / run_id) for run_id in chain) if chain else run_dir
 
 
 def _output_value(summary: Mapping[str, Any]) -> str:

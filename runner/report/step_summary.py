@@ -5,6 +5,7 @@ the last turns, and how to get the rest. A pure function of summary.json; capped
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -231,12 +232,27 @@ def _target_cell(d: Mapping[str, Any]) -> str:
     return cell
 
 
+def chain_ids(summary: Mapping[str, Any]) -> list[str]:
+    """The run ids of the auto-resume chain this run ended (summary `auto_resume.chain`: the first … this one), or
+    [] for a run alone. The action's artifact then holds each run as a directory of its own (`run-dirs`)."""
+    section = summary.get("auto_resume")
+    chain = section.get("chain") if isinstance(section, Mapping) else None
+    ids = [str(i) for i in chain] if isinstance(chain, list) else []
+    # Names of sibling directories, nothing else: a summary is read back as data.
+    return ids if len(ids) > 1 and all(_RUN_NAME.fullmatch(i) for i in ids) else []
+
+
+_RUN_NAME = re.compile(r"[0-9A-Za-z_-][0-9A-Za-z._-]*")
+
+
 def _the_rest(summary: Mapping[str, Any], artifact: str | None, github_run: str | None) -> list[str]:
     """A link-free way to the whole run: how to get the artifact that holds the run directory (the GitHub CLI, or
     a browser download unzipped), then the commands that read, replay and resume it. upload-artifact stores the
     run directory's files at the artifact's root; both ways unpack them into `.agent-run/runs/ARTIFACT` of a
     checkout, where a replay or a resume puts its own run directory beside it (next to the run it continues: at
-    the checkout's root, that root would become a runs directory, read-only to the replayed commands)."""
+    the checkout's root, that root would become a runs directory, read-only to the replayed commands). An
+    auto-resume chain's artifact holds each of its runs as a directory (the runs directory's entries): the
+    commands name the last, in `.agent-run/runs/ARTIFACT/RUN_ID`."""
     if not summary.get("run_id"):
         return []
     if not artifact:
@@ -244,18 +260,22 @@ def _the_rest(summary: Mapping[str, Any], artifact: str | None, github_run: str 
                 f"Download the run directory artifact (its run is {code_span(str(summary['run_id']), in_table=False)}"
                 "), unpack it into `.agent-run/runs/NAME` of a checkout and, from the checkout's root, read the "
                 "transcript:", "", fenced(command("runs", "show", ".agent-run/runs/NAME", "--transcript"), "sh"), ""]
-    where = f".agent-run/runs/{artifact}"
-    fetch = shlex.join(["gh", "run", "download", github_run or "RUN_ID", "-n", artifact, "-D", where])
+    into = f".agent-run/runs/{artifact}"
+    chain = chain_ids(summary)
+    where = f"{into}/{summary['run_id']}" if chain else into
+    fetch = shlex.join(["gh", "run", "download", github_run or "RUN_ID", "-n", artifact, "-D", into])
     read = [command("runs", "show", where, "--transcript"), command("runs", "show", where, "--audit")]
     if summary.get("denials"):
         read.append(command("replay", where, "--approve"))
     # What the run's own resume repeats after its directory (its --skills, --agents: engine/recorder.commands_for).
     read.append(command("resume", where, *shlex.split(str(summary.get("resume") or ""))[3:]))
+    held = (f"The {len(chain)} runs of the auto-resume chain are the artifact {code_span(artifact, in_table=False)}"
+            f", a directory each (this one, the last: {code_span(str(summary['run_id']), in_table=False)})"
+            if chain else f"The run directory is the artifact {code_span(artifact, in_table=False)}")
     return ["### The whole run", "",
-            f"The run directory is the artifact {code_span(artifact, in_table=False)}. From the root of a checkout, "
-            "get it with the GitHub CLI:", "", fenced(fetch, "sh"), "",
+            f"{held}. From the root of a checkout, get it with the GitHub CLI:", "", fenced(fetch, "sh"), "",
             f"or, downloaded from the run's page as {code_span(artifact + '.zip', in_table=False)}:", "",
-            fenced(shlex.join(["unzip", artifact + ".zip", "-d", where]), "sh"), "",
+            fenced(shlex.join(["unzip", artifact + ".zip", "-d", into]), "sh"), "",
             "then read its transcript or its audit table, run its denied calls, or continue it:", "",
             fenced("\n".join(read), "sh"), ""]
 
