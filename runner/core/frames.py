@@ -64,7 +64,8 @@ class ResultFrames:
 
     def of(self, call_id: str, content: str) -> Frames:
         nonce = self.earlier.get(result_key(call_id, content)) if self.earlier else None
-        return Frames(nonce) if nonce is not None else self.own
+        # A record lies in the workspace: a forged one may pair a text with the nonce that text could close.
+        return Frames(nonce) if nonce is not None and nonce not in content else self.own
 
     def recorded(self) -> dict[str, Any]:
         """run_started.result_frames: this run's nonce and the earlier ones its carried results were sent in."""
