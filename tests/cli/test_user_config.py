@@ -4,8 +4,12 @@ above the defaults, in the flat shape or the ADR's nested one (`agents.runtime`)
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from runner.engine.settings import COMPACTION_KEYS
 from tests.fakes.openai_server import reply
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _config(tmp_path, text: str) -> dict[str, str]:
@@ -41,6 +45,34 @@ def test_config_show_names_each_settings_value_and_source(workspace, agent_run, 
                                              "agents.runtime.max_turns"]
     assert lines["timeout"].split()[1:] == ["60.0", "environment", "AGENT_RUN_TIMEOUT"]
     assert lines["parallel_calls"].split()[1:] == ["4", "default"]
+
+
+def test_config_show_names_the_policy_sections_mode_and_repository_config_with_their_source(workspace, agent_run,
+                                                                                           tmp_path):
+    # Beside the settings: the sections the user's config may set beneath the policy's (nested or flat), its mode,
+    # and what the workspace's repository config lowers; each value where a run takes it from.
+    env = _config(tmp_path, 'max_turns = 7\nmode = "full_access"\n[doomLoop]\nmaxAttempts = 2\n[compaction]\n'
+                  'contextWindow = 65536\n[agents.runtime.truncation]\npreset = "compact"\n')
+    user = str(tmp_path / "xdg/agent-run/config.toml")
+    (workspace / ".agents").mkdir()
+    (workspace / ".agents" / "agent-run.toml").write_text("max_turns = 4\n")
+    (tmp_path / "p.json").write_text(json.dumps({"compaction": {"summarizeAt": 0.6}, "sandbox": {"mode": "off"}}))
+    r = agent_run("config", "show", "--policy", str(tmp_path / "p.json"), env=env)
+    assert r.code == 0, r.stderr
+    lines = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines() if line.strip()}
+    assert lines["max_turns"] == ["4", "repository", str(workspace / ".agents/agent-run.toml"), "max_turns"]
+    assert lines["context_window"] == ["65536", "user", user, "compaction.contextWindow"]
+    assert lines["compaction.summarizeAt"] == ["0.6", "policy", str(tmp_path / "p.json"), "compaction.summarizeAt"]
+    assert lines["compaction.recentTurns"] == ["3", "default"]
+    assert lines["doomLoop.maxAttempts"] == ["2", "user", user, "doomLoop.maxAttempts"]
+    assert lines["truncation.preset"] == ["compact", "user", user, "agents.runtime.truncation.preset"]
+    assert lines["truncation.maxLines"] == ["500", "user", user, "agents.runtime.truncation.preset"]
+    assert lines["mode"] == ["full_access", "user", user, "mode"]
+    schema = json.loads((ROOT / "policies/policy.schema.json").read_text())["properties"]
+    for section in ("compaction", "truncation", "doomLoop"):  # every key: as a setting (COMPACTION_KEYS) or itself
+        shown = {n.split(".", 1)[1] for n in lines if n.startswith(f"{section}.")} | (
+            set(COMPACTION_KEYS) if section == "compaction" else set())
+        assert shown == set(schema[section]["properties"]), section
 
 
 def test_the_agent_cannot_write_the_user_config(fake, workspace, agent_run):
@@ -80,3 +112,21 @@ def test_the_user_configs_mode_and_rules_sit_below_the_policys(fake, workspace, 
     shown = agent_run("policy", "explain", "--policy", str(tmp_path / "p.json"), "--json", "bash", "echo hi", env=env)
     explained = json.loads(shown.stdout)
     assert (explained["decision"], explained["rule"]["file"]) == ("allow", str(tmp_path / "xdg/agent-run/config.toml"))
+    # … and names the user's rule the policy's shadows (the same pattern, later): it never decides
+    assert shown.stderr.count("note:") == 1 and (
+        f"the user's config rule 1 (`bash shell:rm *` allow) is shadowed by policy rule 0 of {tmp_path / 'p.json'}: "
+        "`bash shell:rm *` deny; it never decides") in shown.stderr, shown.stderr
+
+
+def test_config_show_names_a_user_rule_the_policy_shadows(workspace, agent_run, tmp_path):
+    # Under the shipped `default`, whose first rule is `* **` ask, the user's rules (before the policy's: the last
+    # match decides, the policy above the user's config) never decide: config show says so.
+    env = _config(tmp_path, '[[permission.rules]]\ndomain = "bash"\npattern = "shell:echo *"\ndecision = "allow"\n')
+    r = agent_run("config", "show", "--policy", "default", env=env)
+    assert r.code == 0, r.stderr
+    [line] = [line for line in r.stdout.splitlines() if line.startswith("permission.rules.")]
+    default = str(ROOT / "policies/default.jsonc")
+    assert line.split(" ", 5) == [
+        "permission.rules.0", '{"domain":"bash","pattern":"shell:echo', '*","decision":"allow"}', "user",
+        str(tmp_path / "xdg/agent-run/config.toml"),
+        f"permission.rules.0 (shadowed by policy rule 0 of {default}: `* **` ask; it never decides)"]
