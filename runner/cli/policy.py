@@ -16,6 +16,7 @@ from runner.policy.domains import DOMAINS
 from runner.policy.jsonc import PolicyError
 from runner.policy.load import check_policy, load_policy, user_config_dir
 from runner.policy.sandbox_config import SandboxConfigError, resolve_mode
+from runner.policy.shadow import from_file, why
 from runner.record.rundir import default_runs_dir, portable
 
 USAGE = EXIT_CODES[Status.USAGE_ERROR]
@@ -62,10 +63,15 @@ def _load(spec: str, approvals: tuple[str, ...] = ()):
     from runner.run.repoconfig import with_user_sections
 
     try:
-        return with_user_sections(loaded)
+        merged = with_user_sections(loaded)
     except UsageError as exc:
         click.echo(f"agent-run policy: {exc.reason}", err=True)
         sys.exit(USAGE)
+    for rule, later in from_file(merged.rules, str(user_config_dir() / "config.toml")):
+        if later is not None:  # the user's rules come first and the last match decides: say which never will
+            click.echo(f"agent-run policy: note: the user's config rule {rule.index} (`{rule.domain} "
+                       f"{rule.pattern.raw}` {rule.decision}) is {why(later)}", err=True)
+    return merged
 
 
 @policy.command("explain")

@@ -63,6 +63,12 @@ BACKOFF_GROWTH = 0.15
 CALIBRATION = 2.0  # a server's prompt_tokens within this factor of the chars/4 estimate calibrates it
 
 
+# The policy's `compaction` keys read here, each to its ContextConfig field (the dataclass's default when absent); the
+# section's other keys are settings (runner/engine/settings.py COMPACTION_KEYS). `agent-run config show` lists them.
+POLICY_KEYS = {"contextWindow": "window", "maxChars": "max_chars", "softTrimAt": "soft_at", "hardClearAt": "hard_at",
+               "summarizeAt": "summarize_at", "recentTurns": "recent_turns", "softTrimBytes": "soft_keep_bytes"}
+
+
 @dataclass(frozen=True)
 class ContextConfig:
     window: int | None = None  # tokens
@@ -83,11 +89,9 @@ class ContextConfig:
                     cache_ttl_s: float = 300.0) -> ContextConfig:
         """The policy's `compaction` section, for an agent whose tools are `kinds` (ToolKinds.of its registry);
         the keys that are settings too (option table) come resolved, as keywords."""
-        return cls(window=section.get("contextWindow", window), max_chars=section.get("maxChars", DEFAULT_CHARS_WINDOW),
-                   soft_at=section.get("softTrimAt", 0.3), hard_at=section.get("hardClearAt", 0.5),
-                   summarize_at=section.get("summarizeAt", 0.7), recent_turns=section.get("recentTurns", 3),
-                   soft_keep_bytes=section.get("softTrimBytes", 2048), kinds=kinds, max_messages=max_messages,
-                   emergency_at=emergency_at, cache_ttl_s=cache_ttl_s)
+        given = {field: section[key] for key, field in POLICY_KEYS.items() if key in section}
+        return cls(**{"window": window, **given}, kinds=kinds, max_messages=max_messages, emergency_at=emergency_at,
+                   cache_ttl_s=cache_ttl_s)
 
     @property
     def usable(self) -> int:

@@ -61,10 +61,13 @@ def read_config(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 class UserConfigSource(TomlConfigSettingsSource):
-    """pydantic-settings' TOML source over the user's file, normalized to the flat shape as it is read."""
+    """pydantic-settings' TOML source over the user's file, normalized to the flat shape as it is read. Its tables
+    are policy sections (`[compaction]`, `[truncation]`, …: runner/run/repoconfig.py), never a setting: no setting
+    is a table, and `compaction` names both a setting (`compaction = false`) and a section."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
         super().__init__(settings_cls, toml_file=path)
 
     def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
-        return normalize(super()._read_file(file_path), str(file_path))[0]
+        flat = normalize(super()._read_file(file_path), str(file_path))[0]
+        return {key: value for key, value in flat.items() if not isinstance(value, dict)}

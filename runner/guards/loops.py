@@ -16,6 +16,11 @@ from runner.core.jsonutil import short
 from runner.core.outcome import DoomLoop
 from runner.guards.base import CallRecord, Verdict
 
+# The policy's `doomLoop` keys, each to its LoopConfig field (`agent-run config show` lists them).
+POLICY_KEYS = {"sameToolThreshold": "same_tool_threshold", "maxAttempts": "max_attempts",
+               "noProgressThreshold": "no_progress_threshold", "pingPongThreshold": "ping_pong_threshold",
+               "noProgressLimit": "no_progress_limit", "maxToolCalls": "max_tool_calls"}
+
 
 @dataclass(frozen=True)
 class LoopConfig:
@@ -29,10 +34,7 @@ class LoopConfig:
 
     @classmethod
     def from_policy(cls, section: dict[str, Any]) -> LoopConfig:
-        keys = {"sameToolThreshold": "same_tool_threshold", "maxAttempts": "max_attempts",
-                "noProgressThreshold": "no_progress_threshold", "pingPongThreshold": "ping_pong_threshold",
-                "noProgressLimit": "no_progress_limit", "maxToolCalls": "max_tool_calls"}
-        return cls(**{field: section[key] for key, field in keys.items() if key in section})
+        return cls(**{field: section[key] for key, field in POLICY_KEYS.items() if key in section})
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def with_user_sections(policy: Policy) -> Policy:
         values, written = read_config(path)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    given = {k: v for k, v in values.items() if k in (*USER_SECTIONS, *USER_POLICY_KEYS)}
+    given = user_policy_keys(values)
     if isinstance(given.get("mode"), dict) and set(given["mode"]) == {"default"}:
         given["mode"] = given["mode"]["default"]
     if not given:
@@ -65,6 +65,13 @@ def with_user_sections(policy: Policy) -> Policy:
     return policy.with_mode(given["mode"]) if "mode" in given and not policy.mode_given else policy
 
 
+def user_policy_keys(values: dict[str, Any]) -> dict[str, Any]:
+    """What of the user's config goes beneath the policy: its sections (`compaction = false` is the setting, not the
+    section) and its mode and permission keys."""
+    return {k: v for k, v in values.items()
+            if k in USER_POLICY_KEYS or (k in USER_SECTIONS and (k != "compaction" or isinstance(v, dict)))}
+
+
 def _rule(raw: dict[str, Any], index: int, path: Path, key: str) -> Rule:
     try:
         pattern = compile_rule_pattern(raw["pattern"])
@@ -73,28 +80,44 @@ def _rule(raw: dict[str, Any], index: int, path: Path, key: str) -> Rule:
     return Rule(raw["domain"], pattern, raw["decision"], str(path), index)
 
 
-def repository_config(rec: Recording, settings: Settings) -> Settings:
-    """`settings` narrowed by the workspace's `.agents/agent-run.toml` (a symlink is not read); exit 2 when it is not
-    TOML or says a key in both shapes."""
-    path = rec.workspace / REPO_CONFIG_PATH
+@dataclasses.dataclass(frozen=True)
+class Narrowed:
+    """`settings` as the workspace's config leaves them: the keys it lowered (each as the file wrote it) and what
+    it may not set (the warning's text, None when nothing was ignored)."""
+
+    settings: Settings
+    lowered: dict[str, str]
+    ignored: str | None = None
+
+
+def repository_narrowed(workspace: Path, settings: Settings) -> Narrowed:
+    """`settings` narrowed by the workspace's `.agents/agent-run.toml` (a symlink is not read); UsageError (exit 2)
+    when it is not TOML, says a key in both shapes or lowers one to a value that is not valid."""
+    path = workspace / REPO_CONFIG_PATH
     try:
         values, written = read_config(path) if path.is_file() and not path.is_symlink() else ({}, {})
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     if not values:
-        return settings
+        return Narrowed(settings, {})
     lowered, ignored = narrow(settings.model_dump(), values)
-    if ignored:
-        message = (f"{REPO_CONFIG_PATH} is repository content; it may only lower budgets; ignored: "
-                   f"{'; '.join(_as_written(note, written) for note in ignored)}")
-        print(f"agent-run: warning: {message}", file=sys.stderr)
-        rec.emit(RunWarning(code="config_ignored", message=message))
-    if not lowered:
-        return settings
+    message = (f"{REPO_CONFIG_PATH} is repository content; it may only lower budgets; ignored: "
+               f"{'; '.join(_as_written(note, written) for note in ignored)}") if ignored else None
     try:
-        return Settings(**{**settings.model_dump(), **lowered})
+        narrowed = Settings(**{**settings.model_dump(), **lowered}) if lowered else settings
     except pydantic.ValidationError as exc:
         raise UsageError(f"{REPO_CONFIG_PATH}: {exc.errors()[0]['msg']}") from None
+    return Narrowed(narrowed, {key: written.get(key, key) for key in lowered}, message)
+
+
+def repository_config(rec: Recording, settings: Settings) -> Settings:
+    """`settings` narrowed by the workspace's config (repository_narrowed); what it may not set is a warning on
+    stderr and a `warning` event `config_ignored`."""
+    narrowed = repository_narrowed(rec.workspace, settings)
+    if narrowed.ignored:
+        print(f"agent-run: warning: {narrowed.ignored}", file=sys.stderr)
+        rec.emit(RunWarning(code="config_ignored", message=narrowed.ignored))
+    return narrowed.settings
 
 
 def _as_written(note: str, written: dict[str, str]) -> str:

@@ -16,6 +16,10 @@ DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 51200
 
 
+# The policy's `truncation` keys besides `preset`, each to its Limits field (`agent-run config show` lists them).
+POLICY_KEYS = {"maxLines": "max_lines", "maxBytes": "max_bytes", "ttlDays": "ttl_days"}
+
+
 @dataclass(frozen=True)
 class Limits:
     max_lines: int = DEFAULT_MAX_LINES
