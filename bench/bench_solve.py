@@ -15,6 +15,7 @@ model (tests/test_bench_tasks.py checks only that each task's check fails on its
     python bench/bench_solve.py --base-url http://127.0.0.1:8089/v1 --model qwen2.5-coder-1.5b-instruct
     python bench/bench_solve.py --base-url URL --model NAME --agent-cmd 'agent-run --policy full-access --preset small'
     python bench/bench_solve.py ... --agent-cmd '/other/venv/bin/agent-run --policy full-access' --json out.json
+    python bench/bench_solve.py ... --runs 3   # each task 3 times: solved k / 3 per task (the model samples)
 
 The agent command gets `--model NAME TASK_FILE` appended and runs in the workspace with OPENAI_BASE_URL and
 OPENAI_API_KEY set; the task file lies beside the workspace, not in it.
@@ -182,6 +183,30 @@ def table(outcomes: list[Outcome]) -> str:
     return "\n".join(rows)
 
 
+def rates(outcomes: list[Outcome], runs: int) -> str:
+    """Per task over its runs: solved k / N, the exit codes, and the requests and tokens summed; then the totals."""
+    rows = [f"| task | solved (of {runs}) | exits | requests | prompt | completion | cached | wall s |",
+            "|---|---|---|---:|---:|---:|---:|---:|"]
+    by_task: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        by_task.setdefault(o.task, []).append(o)
+
+    def total(group: list[Outcome], key: str) -> int | None:
+        values = [getattr(o, key) for o in group]
+        return None if any(v is None for v in values) else sum(values)
+
+    def row(name: str, group: list[Outcome]) -> str:
+        exits = ",".join("timeout" if o.exit_code is None else str(o.exit_code) for o in group)
+        return (f"| {name} | {sum(o.solved for o in group)} / {len(group)} | {exits if name[0] != '*' else ''} | "
+                f"{_n(total(group, 'requests'))} | {_n(total(group, 'prompt_tokens'))} | "
+                f"{_n(total(group, 'completion_tokens'))} | {_n(total(group, 'cached_tokens'))} | "
+                f"{sum(o.wall_s for o in group):.0f} |")
+
+    rows += [row(name, group) for name, group in by_task.items()]
+    rows.append(row("**total**", outcomes))
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base-url", required=True, help="the OpenAI-compatible endpoint (…/v1)")
@@ -193,19 +218,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1200, help="seconds per task before the agent is killed")
     ap.add_argument("--keep", type=Path, help="copy each workspace as the agent left it into this directory")
     ap.add_argument("--json", type=Path, help="also write the outcomes as JSON to this file")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="run each task this many times (the model samples: a solve rate against its noise)")
     args = ap.parse_args(argv)
     tasks = load_tasks(names=args.tasks.split(",") if args.tasks else None)
     agent = shlex.split(args.agent_cmd)
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     outcomes = []
-    for task in tasks:
-        o = solve(task, agent, args.model, args.base_url, args.api_key, args.timeout, args.keep)
-        print(f"{o.task}: {'solved' if o.solved else 'not solved'} ({o.why}), exit {o.exit_code}, "
-              f"{_n(o.requests)} requests, {o.wall_s:.0f} s", file=sys.stderr, flush=True)
-        outcomes.append(o)
+    for n in range(1, args.runs + 1):
+        for task in tasks:
+            keep = args.keep / f"run{n}" if args.keep and args.runs > 1 else args.keep
+            if keep:
+                keep.mkdir(parents=True, exist_ok=True)
+            o = solve(task, agent, args.model, args.base_url, args.api_key, args.timeout, keep)
+            print(f"{o.task}: {'solved' if o.solved else 'not solved'} ({o.why}), exit {o.exit_code}, "
+                  f"{_n(o.requests)} requests, {o.wall_s:.0f} s", file=sys.stderr, flush=True)
+            outcomes.append(o)
     print(f"agent: {args.agent_cmd}\nmodel: {args.model} at {args.base_url}\n")
-    print(table(outcomes))
+    print(table(outcomes) if args.runs == 1 else rates(outcomes, args.runs))
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n", encoding="utf-8")
     return 0
