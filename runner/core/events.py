@@ -131,7 +131,8 @@ class ToolCall(Event):
     tool: str
     arguments: str
     redacted: dict[str, Any] | None = None  # as ModelResponse.redacted
-    source: str | None = None  # "text": parsed from the reply's text (a small model's <tool_call>…); None: tool_calls
+    source: str | None = None  # "text": parsed from the reply's text (a small model's <tool_call>…); "preset": the
+    # runner's own, before the first request (runner/run/preload.py); None: tool_calls
     call_index: int = 0  # its position among the reply's calls (calls of one reply may run concurrently)
 
 
@@ -228,7 +229,7 @@ class AnswerRefused(Event):
 
     type: ClassVar[str] = "answer_refused"
     turn: int
-    reason: str  # claimed_change | handed_over | announced | text_calls | tool_error
+    reason: str  # quoted_call | claimed_change | handed_over | announced | text_calls | tool_error
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from runner.report.changes import ChangeTracker
 from runner.report.deltas import TextDeltas
 from runner.report.findings import keep_findings, record_findings
 from runner.run import preset
+from runner.run.preload import preload
 from runner.run.answers import answer_rules
 from runner.run.budgets import budget_for
 from runner.run.changes import ChangeRecord
@@ -134,6 +135,8 @@ def _run(opts: RunOptions, rec: Recording) -> tuple[Status, str | None]:
     system = with_session_start(rec, run.agent.env.hooks, instructions.system_prompt(), run.agent.env.ctx.cancel)
     messages = [{"role": "system", "content": system},
                 {"role": "user", "content": preset.task_message(task.text, task.check, opts)}]
+    if preset.preloads(opts):
+        messages += preload(run.agent, rec.emit, [task.text, task.check or ""], rec.workspace)
     return drive(rec, task, run, messages, schema=schema)
 
 

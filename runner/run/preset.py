@@ -1,7 +1,8 @@
 """`--preset NAME` (AGENT_RUN_PRESET): settings for a kind of model, named once. `small`, for a small model served
 locally (llama.cpp, Ollama, vLLM; docs/providers.md): the tools read, list, grep, edit and bash (unless --tools
 names others), a short "act, don't describe" rule in the runner's contract (runner/workspace/prompt.py ACT_RULE), and
-the task's `check:` command shown in the task, so the model knows what its work is judged by. Measured on a 1.5B
+the task's `check:` command shown in the task, so the model knows what its work is judged by, and the files the task
+names read for the model before its first request (runner/run/preload.py). Measured on a 1.5B
 model (issue 44): fewer tools, the rule and the check in the task solved 1 of 6 chores where the defaults solved none.
 
 Like --tools, it shapes the sealed prompt (the tools array, the system prompt, the task message): resume and fork
@@ -20,9 +21,10 @@ class Preset:
     tools: str  # --tools LIST, unless --tools is given
     rule: str  # added to the runner's contract
     show_check: bool  # the task's check: command is named in the task message
+    preload: bool = False  # the files the task names are read for the model first (runner/run/preload.py)
 
 
-PRESETS = {"small": Preset(tools="read,list,grep,edit,bash", rule=ACT_RULE, show_check=True)}
+PRESETS = {"small": Preset(tools="read,list,grep,edit,bash", rule=ACT_RULE, show_check=True, preload=True)}
 
 
 def preset_of(opts: RunOptions) -> Preset | None:
@@ -38,6 +40,11 @@ def tools(opts: RunOptions) -> str | None:
 def rule(opts: RunOptions) -> str | None:
     preset = preset_of(opts)
     return preset.rule if preset else None
+
+
+def preloads(opts: RunOptions) -> bool:
+    preset = preset_of(opts)
+    return preset is not None and preset.preload
 
 
 def task_message(text: str, check: str | None, opts: RunOptions) -> str:

@@ -49,3 +49,34 @@ def test_agent_run_preset_from_the_environment_and_without_a_check(fake, workspa
 def test_batch_and_github_respond_take_it():
     assert "--preset" in CliRunner().invoke(make_batch(), ["--help"], terminal_width=200).output
     assert "--preset" in CliRunner().invoke(cli, ["github", "respond", "--help"], terminal_width=200).output
+
+
+def test_preset_small_reads_the_files_the_task_names_before_the_first_request(fake, workspace, agent_run):
+    # The 1.5B model never read a file before editing it (bench/bench_solve.py): the runner reads the ones the task
+    # (then its check) names, through the call pipeline — within the caps, and only what the policy lets it read.
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+    (workspace / "test_calc.py").write_text("print('ok')\n", encoding="utf-8")
+    (workspace / "notes.txt").write_text("SECRET-NOTE\n", encoding="utf-8")
+    (workspace / "big.py").write_text("# big\n" * 2000, encoding="utf-8")  # 12 KB: over the 8 KiB cap
+    (workspace / "p.jsonc").write_text(json.dumps({"extends": "default", "permission": {"rules": [
+        {"domain": "read", "pattern": "workspace:notes.txt", "decision": "deny"},
+        {"domain": "bash", "pattern": "shell:python3 test_calc.py", "decision": "allow"}]}}), encoding="utf-8")
+    (workspace / "t.md").write_text("---\ncheck: python3 test_calc.py\n---\nFix calc.py (see notes.txt, big.py and "
+                                    "gone.py).\n", encoding="utf-8")
+    fake.add(reply("add subtracts."))
+    r = agent_run("--preset", "small", "--policy", "p.jsonc", "t.md")
+    assert r.code == 0, r.stderr  # the runner's own reads deny nothing: the verdict is the model's
+    calls = r.of_type("tool_call")
+    assert [(c["turn"], c["tool"], json.loads(c["arguments"]), c["source"]) for c in calls] == \
+        [(1, "read", {"path": "calc.py"}, "preset"), (1, "read", {"path": "test_calc.py"}, "preset")]
+    assert all(e["ok"] for e in r.of_type("tool_result")) and not r.summary.get("denials")
+    first = fake.requests[0]
+    sent = first["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert sent[2]["tool_calls"][0]["function"] == {"name": "read", "arguments": '{"path":"calc.py"}'}
+    assert sent[3]["tool_call_id"] == sent[2]["tool_calls"][0]["id"] and "return a - b" in sent[3]["content"]
+    text = json.dumps(first, ensure_ascii=False, separators=(",", ":"))
+    assert "SECRET-NOTE" not in text and "# big" not in text
+    # Within the budget of a task that names no file, beside what was read for the model.
+    shown = sum(len(json.dumps(m, ensure_ascii=False, separators=(",", ":"))) for m in sent[2:])
+    assert (len(text) - shown) / 4 <= FIRST_REQUEST_BUDGET
