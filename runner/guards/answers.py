@@ -2,6 +2,10 @@
 that sends such a reply back, once per kind, at most --answer-nudges times a run. No model judges the model.
 
 The rules (docs/guards.md lists them with examples):
+- `quoted_call`: it writes a call of an offered tool as JSON inside other text (prose before or after a fenced call),
+  which is never run (runner/model/text_calls.py), while the run still reads calls in text (`--text-tool-calls auto`
+  for a model that never made a structured call): the model is shown its call as it would run — alone. Never for
+  a call a tool message showed the model (a quote of a file is not offered back as a call);
 - `claimed_change`: a sentence claims a change ("fixed", "updated", "bumped", "added", "renamed", …, not negated,
   not a plan) while no file changed in the run;
 - `handed_over`: the reply hands the user the work ("you need to …", "you can run …", or a code block for a file
@@ -24,26 +28,32 @@ from pathlib import Path
 
 from runner.core.jsonutil import short
 from runner.core.outcome import Failed
-from runner.model.text_calls import Unusable, parse_text_call
+from runner.guards.blocks import edit_for
+from runner.model.text_calls import Heard, TextCall, Unusable, parse_text_call, quoted_call
 
 
 @dataclass(frozen=True)
 class Facts:
     """What the rules know besides the text: whether the run changed a file (asked only for a claim), whether a tool
-    that changes files was offered, whether a workspace-relative path is a file, the offered tools' names, and
-    whether text may hold calls at all (--text-tool-calls off: such text is an answer)."""
+    that changes files was offered, whether a workspace-relative path is a file, the offered tools' names, whether
+    text may hold calls at all (--text-tool-calls off: such text is an answer), whether a call written alone as the
+    reply's text would run now (`auto`, before any structured call), and what the tool messages showed the model."""
 
     changed: Callable[[], bool]
     can_change: bool
     exists: Callable[[str], bool]
     tools: tuple[str, ...] = ()
     text_calls: bool = True
+    listening: Callable[[], bool] = lambda: False
+    heard: Heard = field(default_factory=Heard)
+    read: Callable[[str], str | None] = lambda _path: None  # a workspace file's text now (None: none, or too big)
 
 
 @dataclass(frozen=True)
 class Seen:
     kind: str
     what: str  # the words seen, as the model is told them
+    call: str | None = None  # the call that would do what the reply handed over (JSON), shown with the nudge
 
 
 @dataclass(frozen=True)
@@ -78,10 +88,12 @@ def seen_in(text: str, facts: Facts) -> list[Seen]:
     """Every rule the reply breaks, in the order above."""
     prose = _INLINE.sub("`…`", _FENCE.sub("", _plain(text)))
     out: list[Seen] = []
+    if facts.listening() and (quoted := _quoted(text, facts.tools, facts.heard)) is not None:
+        out.append(Seen("quoted_call", quoted))
     if (claim := _claim(prose)) is not None and not facts.changed():
         out.append(Seen("claimed_change", claim))
     if facts.can_change and (handed := _handed(text, prose, facts.exists)) is not None:
-        out.append(Seen("handed_over", handed))
+        out.append(Seen("handed_over", handed[0], _edit_call(handed[1], handed[2], facts)))
     if (announced := _announced(prose)) is not None:
         out.append(Seen("announced", announced))
     if facts.text_calls and isinstance(found := parse_text_call(text, facts.tools), Unusable):
@@ -89,6 +101,23 @@ def seen_in(text: str, facts: Facts) -> list[Seen]:
     if _tool_error(text):
         out.append(Seen("tool_error", short(text.strip(), 80)))
     return out
+
+
+# The call shown back whole up to this size; a longer one is shown by its argument names (a cut JSON is no call).
+_SHOWN_CALL = 600
+
+
+def _quoted(text: str, tools: tuple[str, ...], heard: Heard) -> str | None:
+    """The first call of an offered tool written amid other text, as JSON the model can send alone; None when there
+    is none, or when the reply is a call by itself (then the text rule is not why it did not run)."""
+    found = quoted_call(text, tools, heard)
+    if found is None or isinstance(parse_text_call(text, tools, narrow=True), TextCall):
+        return None
+    name, arguments = found
+    whole = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    if len(whole) <= _SHOWN_CALL:
+        return whole
+    return json.dumps({"name": name, "arguments": {k: "…" for k in arguments}}, ensure_ascii=False)
 
 
 def _plain(text: str) -> str:
@@ -102,19 +131,36 @@ def _claim(prose: str) -> str | None:
     return None
 
 
-def _handed(text: str, prose: str, exists: Callable[[str], bool]) -> str | None:
-    if (phrase := _HANDED.search(prose)) is not None:
-        return f'"{phrase.group(0)} …"'
+def _handed(text: str, prose: str, exists: Callable[[str], bool]) -> tuple[str, str, str] | None:
+    """(what was seen, and for a code block the file's path and the block's code) when the reply hands over work."""
     plain = _plain(text)
     for block in _FENCE.finditer(plain):
         before = plain[:block.start()].rstrip().rsplit("\n", 1)[-1]
-        first = block.group(2).split("\n", 1)[0]
-        first = first if _COMMENT.match(first) else ""  # `# app.py` names the file; code that mentions one does not
-        for where in (block.group(1), first, before):
+        first, _, rest = block.group(2).partition("\n")
+        named = first if _COMMENT.match(first) else ""  # `# app.py` names the file; code that mentions one does not
+        for where in (block.group(1), named, before):
             for path in _PATH.findall(where):
-                if exists(path.strip("./") if path.startswith("./") else path):
-                    return f"a code block for `{path}`"
+                rel = path.strip("./") if path.startswith("./") else path
+                if exists(rel):
+                    code = rest if named and path in named else block.group(2)
+                    return f"a code block for `{path}`", rel, code
+    if (phrase := _HANDED.search(prose)) is not None:
+        return f'"{phrase.group(0)} …"', "", ""
     return None
+
+
+def _edit_call(path: str, code: str, facts: Facts) -> str | None:
+    """The `edit` call that makes the change a code block for `path` shows (runner/guards/blocks.py), as JSON; None
+    when there is none, `edit` is not offered, or the block is one a tool message showed the model (a file's code
+    quoted is not offered back as a change)."""
+    if not path or "edit" not in facts.tools or facts.heard.showed(code):
+        return None
+    current = facts.read(path)
+    change = edit_for(current, code) if current is not None else None
+    if change is None:
+        return None
+    return json.dumps({"name": "edit", "arguments": {"path": path, "old_string": change[0],
+                                                      "new_string": change[1]}}, ensure_ascii=False)
 
 
 def _announced(prose: str) -> str | None:
@@ -135,12 +181,23 @@ def _tool_error(text: str) -> bool:
         bool({"type", "message"} & set(value["error"]))
 
 
-def told(seen: Seen) -> str:
-    """What the model is told for a refused reply."""
+def told(seen: Seen, listening: bool = False) -> str:
+    """What the model is told for a refused reply (`listening`: a call written alone as the reply would run)."""
     match seen.kind:
+        case "quoted_call":
+            name = json.loads(seen.what)["name"]
+            return (f"[agent-run: nothing was run: your reply writes a call of `{name}` inside other text, and a call "
+                    "written as text runs only when it is the whole reply. To run it, reply with the call alone, "
+                    "nothing before or after it, one call per reply (or call it through the tool_calls field):\n"
+                    f"{seen.what}]")
         case "claimed_change":
             return (f'[agent-run: your reply says "{seen.what}". No file changed in this run; make the change with '
                     "the tools, then answer.]")
+        case "handed_over" if seen.call is not None:
+            how = ("reply with this call alone, nothing before or after it (or make it through the tool_calls "
+                   "field)" if listening else "make this call")
+            return (f"[agent-run: your reply hands the work to the user ({seen.what}); nothing changed. Make the "
+                    f"change yourself: {how}:\n{seen.call}]")
         case "handed_over":
             return (f"[agent-run: your reply hands the work to the user ({seen.what}). Do it yourself with the tools "
                     "(edit, write, bash), then answer.]")
@@ -171,7 +228,7 @@ class AnswerGuard:
         fresh = [s for s in seen if s.kind not in self.refused]
         if fresh and len(self.refused) < self.budget:
             self.refused.add(fresh[0].kind)
-            return Nudge(fresh[0].kind, told(fresh[0]))
+            return Nudge(fresh[0].kind, told(fresh[0], self.facts.listening()))
         never = next((s for s in seen if s.kind in NEVER_ANSWERS), None)
         if never is not None:
             raise Failed(f"the model's final answer was {NEVER_ANSWERS[never.kind]} ({never.what}), again after "

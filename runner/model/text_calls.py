@@ -94,6 +94,49 @@ def parse_text_call(content: str | None, tools: Iterable[str], *, narrow: bool =
     return TextCall(name, args)
 
 
+# Where a JSON call may start inside prose: an object whose first key names a call.
+_CALL_START = re.compile(r'\{\s*"(?:name|function|tool_calls)"\s*:')
+_QUOTED_LOOKS = 20  # candidate starts tried per reply: a reply of many braces costs no more than this
+_PY_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\b(True|False|None)\b')  # a JSON string is skipped whole
+
+
+def _json_literal(match: re.Match[str]) -> str:
+    return {"True": "true", "False": "false", "None": "null"}.get(match.group(1) or "", match.group(0))
+
+
+def quoted_call(content: str | None, tools: Iterable[str], heard: Heard) -> tuple[str, dict[str, Any]] | None:
+    """The first call of a tool of this run that the reply writes as JSON amid other text — in a fence, a tag or
+    inline, with prose before or after it — as (name, arguments); None when there is none, and None whenever any
+    call-shaped JSON in the reply is one a tool message showed the model (`heard`: the model quotes a file or a
+    page; nothing of it may be offered back as a call). parse_text_call never runs a call with text around it; the
+    answer rules (runner/guards/answers.py `quoted_call`) tell the model how to make its own call run."""
+    text = content or ""
+    names = set(tools)
+    decoder = json.JSONDecoder()
+    found: tuple[str, dict[str, Any]] | None = None
+    lenient: str | None = None
+    for match in list(_CALL_START.finditer(text))[:_QUOTED_LOOKS]:
+        try:
+            value, end = decoder.raw_decode(text, match.start())
+        except (ValueError, RecursionError):
+            # Python's True/False/None where JSON has true/false/null (small models write them): the same length, so
+            # the same offsets; the call shown back is then JSON.
+            lenient = _PY_LITERAL.sub(_json_literal, text) if lenient is None else lenient
+            try:
+                value, end = decoder.raw_decode(lenient, match.start())
+            except (ValueError, RecursionError):
+                continue
+        if nested_over(value):
+            continue
+        if heard.showed(text[match.start():end]) or heard.showed(canonical(value)):
+            return None
+        for name, arguments in _calls(value):
+            args = _arguments(arguments)
+            if found is None and name in names and args is not None:
+                found = name, arguments if isinstance(arguments, dict) else json.loads(args)  # the model's order
+    return found
+
+
 Mode = Literal["auto", "on", "off"]
 
 

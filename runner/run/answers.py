@@ -7,14 +7,19 @@ in the run, any agent's: a write that left a file as it was is still the change 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from runner.core.events import Event, ToolResult
+from runner.engine.build import Agent
 from runner.engine.hooks import BeforeAnswer, Refusal
 from runner.engine.recorder import Recording
 from runner.engine.settings import Settings
 from runner.guards.answers import AnswerGuard, Facts, workspace_files
+from runner.model.text_calls import Heard
 from runner.report.changes import ChangeTracker
+from runner.tools.base import ToolError
+from runner.tools.paths import resolve
 
 
 class Driven(Protocol):
@@ -29,19 +34,27 @@ class Driven(Protocol):
     @property
     def edits(self) -> frozenset[str]: ...  # the offered tools of the edit domain
 
+    @property
+    def agent(self) -> Agent: ...
+
 
 def answer_rules(rec: Recording, run: Driven, settings: Settings) -> BeforeAnswer:
     """The judge: None when the answer stands, else what the model is told (--answer-nudges, once per kind)."""
     names, edits, edited = run.offered, run.edits, [False]
 
+    heard = Heard()  # every agent's tool messages, as the model received them: a call quoted from one is offered none
+
     def seen(event: Event) -> None:
-        if isinstance(event, ToolResult) and event.ok and event.tool in edits:
-            edited[0] = True
+        if isinstance(event, ToolResult):
+            heard.add([event.content])
+            if event.ok and event.tool in edits:
+                edited[0] = True
 
     rec.lifecycle.on_event(seen)
     facts = Facts(changed=lambda: edited[0] or bool(run.tracker.patch()[1]),
                   can_change=bool({"edit", "write", "bash"} & set(names)), exists=workspace_files(rec.workspace),
-                  tools=names, text_calls=settings.text_tool_calls != "off")
+                  tools=names, text_calls=settings.text_tool_calls != "off",
+                  listening=lambda: run.agent.limits.text_calls.listening, heard=heard, read=read_text(run.agent))
     guard = AnswerGuard(settings.answer_nudges, facts)
 
     def judge(answer: str, /) -> Refusal | None:
@@ -49,3 +62,23 @@ def answer_rules(rec: Recording, run: Driven, settings: Settings) -> BeforeAnswe
         return Refusal("answer_refused", nudge.message, act=True, kind=nudge.reason) if nudge is not None else None
 
     return judge
+
+
+READ_LIMIT = 64 * 1024  # a file larger than this is not diffed against a code block
+
+
+def read_text(agent: Agent) -> Callable[[str], str | None]:
+    """A workspace file's text, for a code block the model handed over to be shown back as an edit: only a file the
+    agent has read (or changed) in this run — the policy let it see the text — and never one outside the workspace."""
+    ctx = agent.env.ctx
+
+    def read(rel: str) -> str | None:
+        try:
+            path = resolve(ctx, rel)
+            if str(path) not in agent.state.seen or not path.is_file() or path.stat().st_size > READ_LIMIT:
+                return None
+            return path.read_text(encoding="utf-8")
+        except (ToolError, OSError, UnicodeDecodeError, ValueError):
+            return None
+
+    return read

@@ -5,6 +5,8 @@ instruction alone where the server refuses it."""
 
 from __future__ import annotations
 
+import json
+
 from tests.fakes.dialects import use
 from tests.fakes.openai_server import reply
 
@@ -37,3 +39,53 @@ def test_where_the_server_refuses_required_the_instruction_goes_alone(fake, work
     assert dialect.log == [""]  # its assert, as the real server logs it
     warning, = [e for e in r.of_type("warning") if e["code"] == "model_param_dropped"]
     assert 'tool_choice "required"' in warning["message"]
+
+
+def test_a_call_amid_prose_is_shown_back_alone_then_runs(fake, workspace, agent_run):
+    # Qwen2.5-Coder-1.5B's reply, verbatim in shape (bench/bench_solve.py): a sentence, a fenced call, a sentence.
+    # `auto` never runs it (text around it); the model is shown its call as it would run, and sends it alone.
+    (workspace / "app.py").write_text("x = 1\n")
+    call = {"name": "edit", "arguments": {"path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}}
+    fake.add(reply(f"I will fix app.py.\n\n```json\n{json.dumps(call, indent=2)}\n```\n\nAfter that the check passes."),
+             reply(json.dumps(call)), reply("x is 2 in app.py."))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
+    assert [(e["reason"], e["turn"]) for e in r.of_type("answer_refused")] == [("quoted_call", 1)]
+    told = fake.requests[1]["messages"][-1]["content"]
+    assert "reply with the call alone, nothing before or after it" in told
+    assert told.endswith(json.dumps(call) + "]")  # the call as the model's text would run: alone
+    assert [q.get("tool_choice") for q in fake.requests] == ["auto", "required", "auto"]
+    assert [(c["tool"], c["source"]) for c in r.of_type("tool_call")] == [("edit", "text")]
+    assert (workspace / "app.py").read_text() == "x = 2\n"
+
+
+STATS = ("def total(numbers):\n    result = 0\n    for i in range(1, len(numbers)):\n        result += numbers[i]\n"
+         "    return result\n\n\ndef mean(numbers):\n    return total(numbers) / len(numbers)\n")
+FIXED = STATS.replace("range(1, len(numbers))", "range(len(numbers))")
+# The 1.5B model's reply once it had read stats.py (bench/bench_solve.py), in shape: the fixed function, handed over.
+HANDED = ("The bug in `stats.py` is that the loop starts at 1. Here's the corrected code:\n\n```python\n"
+          + FIXED.split("\n\n\n")[0] + "\n```\n\nNow `python3 test_stats.py` passes.")
+
+
+def test_a_code_block_handed_over_is_shown_back_as_the_edit_that_makes_it(fake, workspace, agent_run):
+    (workspace / "stats.py").write_text(STATS)
+    edit = {"path": "stats.py", "old_string": "    for i in range(1, len(numbers)):\n",
+            "new_string": "    for i in range(len(numbers)):\n"}
+    fake.add(reply(calls=[("read", {"path": "stats.py"})]), reply(HANDED), reply(calls=[("edit", edit)]),
+             reply("total starts at 0 now."))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
+    assert [e["reason"] for e in r.of_type("answer_refused")] == ["handed_over"]
+    told = fake.requests[2]["messages"][-1]["content"]
+    assert told.endswith("make this call:\n" + json.dumps({"name": "edit", "arguments": edit}) + "]")
+    assert (workspace / "stats.py").read_text() == FIXED  # the other function kept: a snippet replaces its lines
+
+
+def test_a_code_block_for_a_file_not_read_in_the_run_shows_none_of_it(fake, workspace, agent_run):
+    # The edit would quote the file's lines: only for a file the agent has read (the policy let it see them).
+    (workspace / "stats.py").write_text(STATS)
+    fake.add(reply(HANDED), reply(HANDED))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
+    told = fake.requests[1]["messages"][-1]["content"]
+    assert "Do it yourself with the tools" in told and "range(1, len(numbers))" not in told

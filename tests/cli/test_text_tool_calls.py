@@ -33,12 +33,13 @@ TAGGED_WRITE = f"<tool_call>\n{json.dumps(WRITE)}\n</tool_call>"
 def test_a_call_written_as_text_is_run_in_each_format(fake, workspace, agent_run):
     for _, path in FORMATS:
         (workspace / path).write_text(f"print('{path}')\n", encoding="utf-8")
-    # The last reply quotes a call after a sentence, in a fence: under `auto` that is an answer, not a call — one
-    # whose last sentence announces what the model will do, sent back once (--answer-nudges); said again, it stands.
-    fake.add(*(reply(text) for text, _ in FORMATS), reply(AFTER_PROSE), reply(AFTER_PROSE))
+    # The last reply quotes a call after a sentence, in a fence: under `auto` that is an answer, not a call — sent
+    # back (--answer-nudges) with the call shown alone (quoted_call), then for announcing what the model will do;
+    # said a third time, it stands. The call is never run.
+    fake.add(*(reply(text) for text, _ in FORMATS), reply(AFTER_PROSE), reply(AFTER_PROSE), reply(AFTER_PROSE))
     r = agent_run("--text-tool-calls", "auto", "task.md")
     s = ended_with(r, 0, "success")
-    assert [e["reason"] for e in r.of_type("answer_refused")] == ["announced"]
+    assert [e["reason"] for e in r.of_type("answer_refused")] == ["quoted_call", "announced"]
     assert r.stdout.strip() == AFTER_PROSE.strip()
     calls = r.of_type("tool_call")
     assert [(c["tool"], json.loads(c["arguments"])["path"], c["source"]) for c in calls] == \
@@ -71,12 +72,27 @@ def test_on_reads_a_fenced_call_after_prose_as_before(fake, workspace, agent_run
 
 
 def test_a_call_quoted_mid_answer_is_an_answer(fake, workspace, agent_run):
+    # Never run; the model is shown once how its call would run (quoted_call), and the same reply again stands.
     answer = f"a.py holds a Qwen tool call:\n{QWEN}\nwhich the parser reads."
-    fake.add(reply(answer))
+    fake.add(reply(answer), reply(answer))
     r = agent_run("task.md")
     ended_with(r, 0, "success")
     assert r.stdout.strip() == answer
-    assert r.of_type("tool_call") == [] and r.of_type("user_message") == []
+    assert r.of_type("tool_call") == [] and [e["reason"] for e in r.of_type("answer_refused")] == ["quoted_call"]
+
+
+def test_a_files_call_quoted_amid_prose_is_never_offered_back(fake, workspace, agent_run):
+    # A model that writes its calls as text reads the attacker's file, then shows its fenced `write` call between
+    # sentences. A call of its own there would be shown back alone (quoted_call); one a tool message showed it is
+    # not: the runner never tells the model to send an attacker's call. The reply stands, nothing is written.
+    (workspace / "config.json").write_text(CONFIG, encoding="utf-8")
+    answer = f"config.json says:\n\n{CONFIG}\nThat is all it holds."
+    fake.add(reply(QWEN.replace("a.py", "config.json")), reply(answer))
+    r = agent_run("--text-tool-calls", "auto", "task.md")
+    ended_with(r, 0, "success")
+    assert not (workspace / "pwned.txt").exists()
+    assert [(c["tool"], c["source"]) for c in r.of_type("tool_call")] == [("read", "text")]
+    assert r.of_type("answer_refused") == [] and r.stdout.strip() == answer.strip()
 
 
 def test_two_calls_written_as_text_are_told_once_and_none_runs(fake, workspace, agent_run):

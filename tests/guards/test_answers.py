@@ -3,6 +3,8 @@ calls, the examples docs/guards.md lists; and the guard that applies them once p
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from runner.core.outcome import Failed
@@ -44,6 +46,22 @@ def kinds(text: str, f: Facts | None = None) -> list[str]:
 ])
 def test_each_rule_sees_its_examples(text, expected):
     assert kinds(text) == expected
+
+
+def test_a_call_amid_prose_is_shown_back_alone_as_json_never_one_a_tool_showed():
+    # The 1.5B model's reply to the same chore, verbatim: Python's False in the call; shown back as JSON.
+    text = ("To fix it, you can use the `edit` function:\n\n```python\n# Call the edit function\n"
+            '{"name": "edit", "arguments": {"new_string": "5", "old_string": "3", "path": "config.json", '
+            '"replace_all": False}}\n```\n\nAfter running this command, retries should be 5.')
+    listening = Facts(changed=lambda: False, can_change=True, exists=lambda p: False, tools=TOOLS,
+                      listening=lambda: True)
+    quoted = seen_in(text, listening)[0]
+    assert quoted.kind == "quoted_call" and json.loads(quoted.what) == {"name": "edit", "arguments": {
+        "new_string": "5", "old_string": "3", "path": "config.json", "replace_all": False}}
+    assert "quoted_call" not in kinds(text)  # a model that makes structured calls: its text is never read for one
+    listening.heard.add(['Apply: {"name": "edit", "arguments": {"new_string": "5", "old_string": "3", '
+                         '"path": "config.json", "replace_all": False}}'])
+    assert "quoted_call" not in [s.kind for s in seen_in(text, listening)]  # a file's call is not offered back
 
 
 def test_a_claim_with_a_change_and_work_handed_over_without_the_tools_are_answers():
