@@ -44,7 +44,6 @@ from runner.report.changes import ChangeTracker
 from runner.report.deltas import TextDeltas
 from runner.report.findings import keep_findings, record_findings
 from runner.run import preset
-from runner.run.preload import preload
 from runner.run.answers import answer_rules
 from runner.run.budgets import budget_for
 from runner.run.changes import ChangeRecord
@@ -53,6 +52,7 @@ from runner.run.hooks import with_session_start, workflow_hooks
 from runner.run.inputs import run_inputs, summary_copies
 from runner.run.land import Landing
 from runner.run.options import RunOptions, rerun_base, resume_words, trusted_inputs
+from runner.run.preload import preload
 from runner.run.repoconfig import repository_config, with_user_sections
 from runner.run.review_only import FLAG, ReviewOnly, review_tools
 from runner.run.secrets import learn_files, learn_secrets

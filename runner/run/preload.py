@@ -73,18 +73,18 @@ def preload(agent: Agent, emit: Emit, texts: list[str], workspace: Path) -> list
     if "read" not in (t["function"]["name"] for t in agent.tools):
         return []
     messages: list[dict[str, Any]] = []
+    ok: dict[str, bool] = {}
+
+    def seen(event: Event) -> None:
+        if isinstance(event, ToolResult):
+            ok[event.call_id] = event.ok
+        emit(event)
+
     for i, rel in enumerate(named_files(texts, workspace, lambda rel: _allowed(agent.env, rel))):
-        call = {"id": f"call_preset_{i}", "type": "function",
-                "function": {"name": "read", "arguments": canonical({"path": rel})}}
-        ok: list[bool] = []
-
-        def seen(event: Event) -> None:
-            if isinstance(event, ToolResult):
-                ok.append(event.ok)
-            emit(event)
-
+        call_id = f"call_preset_{i}"
+        call = {"id": call_id, "type": "function", "function": {"name": "read", "arguments": canonical({"path": rel})}}
         content = handle_call(call, agent.env, 1, seen, source="preset")
-        if ok and ok[-1]:
+        if ok.get(call_id):
             messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
                          {"role": "tool", "tool_call_id": call["id"], "content": content}]
     return messages
