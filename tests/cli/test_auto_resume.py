@@ -35,6 +35,9 @@ def test_a_transient_outage_is_resumed_once_and_the_chain_ends_0(fake, workspace
     assert summary["cause"] == "completed" and summary["answer"] == "done"
     assert summary["auto_resume"]["chain"] == [first.name, last.name]
     assert "auto-resume 1/2" in r.stderr
+    # The model is told the chain goes on within the first run's budgets (a resume by hand gets fresh ones).
+    note = fake.requests[-1]["messages"][-1]["content"]
+    assert note.endswith("It is resumed now within what is left of its budgets.]"), note
 
 
 def test_a_denied_run_is_never_auto_resumed_and_its_failures_carry_their_class(fake, workspace, agent_run):
