@@ -199,7 +199,7 @@ def _continue(opts: ContinueOptions, rec: Recording, loaded: Loaded) -> tuple[St
     for tool in run.agent.env.registry.tools:  # what a tool keeps (the plan) goes on with the conversation
         tool.restore(run.agent.state, source.own_events, conversation.last_turn)
     turn = conversation.last_turn + 1
-    note = stop_note(source, opts.kind, conversation, message)
+    note = stop_note(source, "auto" if opts.chain else opts.kind, conversation, message)
     rec.emit(UserMessage(turn=turn, reason=opts.kind, content=note))
     note_cache_break(rec, conversation)
     messages = [*conversation.messages, {"role": "user", "content": note}]
@@ -283,7 +283,8 @@ def _append_continuation(run_dir: Path, rec: Recording, origin: dict[str, Any]) 
 
 
 def stop_note(source: Recorded, kind: str, conversation: Conversation, message: str | None) -> str:
-    """The user message that opens the continuation: why the run stopped, then the person's message."""
+    """The user message that opens the continuation (`kind`: resume, fork, or auto: an auto-resume chain's): why the
+    run stopped, then the person's message."""
     summary = source.summary or {}
     reason = summary.get("reason") or ""
     turn = conversation.last_turn
@@ -305,7 +306,8 @@ def stop_note(source: Recorded, kind: str, conversation: Conversation, message: 
     elif source.status == "success":
         head = "[agent-run: the run had finished. It is resumed now with a follow-up.]"
     else:
-        head = f"[agent-run: the run stopped ({source.status}: {reason}). It is resumed now with fresh budgets.]"
+        budgets = "within what is left of its budgets" if kind == "auto" else "with fresh budgets"  # a chain's: shared
+        head = f"[agent-run: the run stopped ({source.status}: {reason}). It is resumed now {budgets}.]"
     if conversation.unanswered:
         head += f" [{len(conversation.unanswered)} call(s) of turn {turn} were not executed before it stopped.]"
     return f"{head}\n\n{message}" if message else head
