@@ -226,6 +226,7 @@ class ContextManager:
         """Before a request: stage 2 or 3 when the thresholds say so; returns the messages to send, always
         inside the usable window (else BudgetExhausted, exit 5)."""
         self.turn = turn
+        sent = messages  # the previous request's conversation and what came since: a compaction call extends it
         share = self.share(messages, tools)
         can_summarize = self.summarize is not None and (
             self._summary_floor is None or self.tokens(messages, tools) >= self._summary_floor)
@@ -253,7 +254,7 @@ class ContextManager:
             self._delayed, due = self._delayed + 1, False
         trigger = self._trigger(messages, tools, escalate or due)
         if trigger is not None and (can_summarize or (trigger == "operator" and self.summarize is not None)):
-            summarized_messages = self._summarize(messages, tools, turn, placeholder, trigger)
+            summarized_messages = self._summarize(messages, tools, turn, placeholder, trigger, sent)
             if summarized_messages is messages and escalate:
                 # No summary (it failed, or could not free enough): fall back to clearing; a context that
                 # degrades, never a run that ends.
@@ -339,14 +340,20 @@ class ContextManager:
         return self.tokens(messages, tools) + more > self.config.usable
 
     def _summarize(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int,
-                   placeholder: Callable[[str, str, str, str], str], trigger: str = "tokens") -> list[dict[str, Any]]:
+                   placeholder: Callable[[str, str, str, str], str], trigger: str = "tokens",
+                   sent: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """`messages` summarized before `turn`'s request (unchanged when no summary is asked for or it fails); the
+        compaction call asked on `sent`, the conversation before this turn's batch, when it has the same messages."""
         keep_from = recent_start(messages, self.config.recent_turns)
         frozen = frozen_end(messages, keep_from, self.config.kinds)
         if frozen >= keep_from:
             return messages  # nothing new to summarize: only the task, earlier summaries and recent turns
         before = self.tokens(messages, tools)
         source = messages
-        asked = [*source, {"role": "user", "content": COMPACTION_PROMPT}]
+        # Asked on the request before this one as it was sent (a batch of this turn's aside), so all of it but the
+        # prompt is cached: the latest turn stays verbatim after the summary, and would be sent uncached twice.
+        sent = sent if sent is not None and len(sent) == len(messages) else messages
+        asked = [*sent[:_last_sent(sent, keep_from)], {"role": "user", "content": COMPACTION_PROMPT}]
         if self.tokens(asked, tools) > self.config.usable:
             # The compaction call is a request too: it is asked on the cleared conversation when the whole
             # one would not fit (its prefix is not cached then, but it is inside the window).
@@ -451,6 +458,13 @@ class ContextManager:
         path.chmod(0o444)
         self._last_snapshot = (entries, str(path))
         return str(path)
+
+
+def _last_sent(messages: list[dict[str, Any]], keep_from: int) -> int:
+    """Where the request before this one ended: at the latest assistant message (its reply), when that is among the
+    kept turns; else the whole conversation."""
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    return last if last >= keep_from else len(messages)
 
 
 def _shortened(message: dict[str, Any], keep_bytes: int) -> dict[str, Any]:
