@@ -52,7 +52,8 @@ def test_config_show_names_the_policy_sections_mode_and_repository_config_with_t
     # Beside the settings: the sections the user's config may set beneath the policy's (nested or flat), its mode,
     # and what the workspace's repository config lowers; each value where a run takes it from.
     env = _config(tmp_path, 'max_turns = 7\nmode = "full_access"\n[doomLoop]\nmaxAttempts = 2\n[compaction]\n'
-                  'contextWindow = 65536\n[agents.runtime.truncation]\npreset = "compact"\n')
+                  'contextWindow = 65536\n[agents.runtime.truncation]\npreset = "compact"\n'
+                  '[agents.runtime.permission]\nmaxDenials = 9\n')
     user = str(tmp_path / "xdg/agent-run/config.toml")
     (workspace / ".agents").mkdir()
     (workspace / ".agents" / "agent-run.toml").write_text("max_turns = 4\n")
@@ -68,6 +69,7 @@ def test_config_show_names_the_policy_sections_mode_and_repository_config_with_t
     assert lines["truncation.preset"] == ["compact", "user", user, "agents.runtime.truncation.preset"]
     assert lines["truncation.maxLines"] == ["500", "user", user, "agents.runtime.truncation.preset"]
     assert lines["mode"] == ["full_access", "user", user, "mode"]
+    assert lines["permission.maxDenials"] == ["9", "user", user, "agents.runtime.permission.maxDenials"]
     schema = json.loads((ROOT / "policies/policy.schema.json").read_text())["properties"]
     for section in ("compaction", "truncation", "doomLoop"):  # every key: as a setting (COMPACTION_KEYS) or itself
         shown = {n.split(".", 1)[1] for n in lines if n.startswith(f"{section}.")} | (
