@@ -20,6 +20,7 @@ from runner.context.prune import ToolKinds
 from runner.core.outcome import UsageError
 from runner.engine.settings import COMPACTION_KEYS, MODEL_KEYS, SUBAGENT_KEYS, Settings, load_settings, policy_layer
 from runner.engine.userconf import ConfigError, read_config, user_config_file
+from runner.guards.denials import DEFAULT_MAX_DENIALS
 from runner.guards.loops import POLICY_KEYS as LOOP_KEYS
 from runner.guards.loops import LoopConfig
 from runner.policy.jsonc import PolicyError
@@ -66,7 +67,7 @@ def show(policy: str | None, env_files: tuple[str, ...], workspace: str) -> None
         click.echo(f"agent-run: warning: {narrowed.ignored}", err=True)
     layers = _Layers(loaded, merged, user_path, user, written)
     _settings(layers, files, narrowed, Path(workspace).resolve())
-    for line in (*_sections(layers), _mode(layers), *_rules(layers)):
+    for line in (*_sections(layers), _mode(layers), _max_denials(layers), *_rules(layers)):
         click.echo(" ".join(line))
 
 
@@ -139,6 +140,11 @@ def _sections(layers: _Layers) -> list[list[str]]:
             where = preset
         out.append([dotted, _shown(dotted, value), *(where or ["default"])])
     return out
+
+
+def _max_denials(layers: _Layers) -> list[str]:
+    value = layers.merged.sections.get("permission", {}).get("maxDenials", DEFAULT_MAX_DENIALS)
+    return ["permission.maxDenials", str(value), *(layers.in_section("permission", "maxDenials") or ["default"])]
 
 
 def _mode(layers: _Layers) -> list[str]:

@@ -1,7 +1,7 @@
 """The config files, as a run reads them beside its settings (runner/engine/userconf.py reads the files).
 
-- The user's config may give the policy sections `compaction`, `truncation` and `doomLoop`, `permission.rules`
-  and `mode`: beneath the policy's own (`with_user_sections`).
+- The user's config may give the policy sections `compaction`, `truncation` and `doomLoop`, `permission.rules`,
+  `permission.maxDenials` and `mode`: beneath the policy's own (`with_user_sections`).
 - The repository's config file, `.agents/agent-run.toml` in the workspace, has the user's config's shape but is
   repository content, so it may only narrow — lower a budget, as an untrusted task's front matter may
   (runner/workspace/trust.py narrow). A key it may not set is ignored and named in a `warning` event
@@ -37,9 +37,10 @@ USER_POLICY_KEYS = ("mode", "permission")
 
 def with_user_sections(policy: Policy) -> Policy:
     """`policy` with the user's config beneath it, each key checked by the policy schema first (exit 2 naming the
-    file and key): its `compaction`, `truncation` and `doomLoop` keys beneath the policy's own (the policy's win);
-    its `permission.rules` before the policy's rules (the last match decides, so the policy's rules win, as an
-    extending file's do); its `mode` only when no file of the policy's chain sets one (`--mode` beats both)."""
+    file and key): its `compaction`, `truncation` and `doomLoop` keys and `permission.maxDenials` beneath the
+    policy's own (the policy's win); its `permission.rules` before the policy's rules (the last match decides, so
+    the policy's rules win, as an extending file's do); its `mode` only when no file of the policy's chain sets one
+    (`--mode` beats both)."""
     path = user_config_file()
     try:
         values, written = read_config(path)
@@ -57,6 +58,8 @@ def with_user_sections(policy: Policy) -> Policy:
     for key in USER_SECTIONS:
         if key in given:
             sections[key] = {**given[key], **sections.get(key, {})}
+    if "maxDenials" in given.get("permission", {}):  # beneath the policy's, as the sections' keys are
+        sections["permission"] = {"maxDenials": given["permission"]["maxDenials"], **sections.get("permission", {})}
     policy = dataclasses.replace(policy, sections=sections)
     rules = given.get("permission", {}).get("rules", [])
     if rules:
