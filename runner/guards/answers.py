@@ -2,10 +2,10 @@
 that sends such a reply back, once per kind, at most --answer-nudges times a run. No model judges the model.
 
 The rules (docs/guards.md lists them with examples):
-- `quoted_call`: it writes a call of an offered tool as JSON inside other text (prose before or after a fenced call),
-  which is never run (runner/model/text_calls.py), while the run still reads calls in text (`--text-tool-calls auto`
-  for a model that never made a structured call): the model is shown its call as it would run — alone. Never for
-  a call a tool message showed the model (a quote of a file is not offered back as a call);
+- `quoted_call`: it writes a call of an offered tool as JSON that did not run (runner/model/text_calls.py): amid
+  other text, or — once the run reads no call in text (a model that made a structured call) — anywhere. The model is
+  shown its call as it would run: alone, or through `tool_calls`. Never for a call the model was shown (a tool
+  message, the task, the system prompt: a quote is not offered back as a call);
 - `claimed_change`: a sentence claims a change ("fixed", "updated", "bumped", "added", "renamed", …, not negated,
   not a plan) while no file changed in the run;
 - `handed_over`: the reply hands the user the work ("you need to …", "you can run …", or a code block for a file
@@ -88,7 +88,7 @@ def seen_in(text: str, facts: Facts) -> list[Seen]:
     """Every rule the reply breaks, in the order above."""
     prose = _INLINE.sub("`…`", _FENCE.sub("", _plain(text)))
     out: list[Seen] = []
-    if facts.listening() and (quoted := _quoted(text, facts.tools, facts.heard)) is not None:
+    if facts.text_calls and (quoted := _quoted(text, facts.tools, facts.heard, facts.listening())) is not None:
         out.append(Seen("quoted_call", quoted))
     if (claim := _claim(prose)) is not None and not facts.changed():
         out.append(Seen("claimed_change", claim))
@@ -107,11 +107,12 @@ def seen_in(text: str, facts: Facts) -> list[Seen]:
 _SHOWN_CALL = 600
 
 
-def _quoted(text: str, tools: tuple[str, ...], heard: Heard) -> str | None:
-    """The first call of an offered tool written amid other text, as JSON the model can send alone; None when there
-    is none, or when the reply is a call by itself (then the text rule is not why it did not run)."""
+def _quoted(text: str, tools: tuple[str, ...], heard: Heard, listening: bool) -> str | None:
+    """The first call of an offered tool the reply writes as text and that did not run, as JSON; None when there is
+    none. While calls in text are read (`listening`), a reply that is the call alone ran: only a call amid other text
+    counts; once they are not (a model that made a structured call), any."""
     found = quoted_call(text, tools, heard)
-    if found is None or isinstance(parse_text_call(text, tools, narrow=True), TextCall):
+    if found is None or (listening and isinstance(parse_text_call(text, tools, narrow=True), TextCall)):
         return None
     name, arguments = found
     whole = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
@@ -184,12 +185,17 @@ def _tool_error(text: str) -> bool:
 def told(seen: Seen, listening: bool = False) -> str:
     """What the model is told for a refused reply (`listening`: a call written alone as the reply would run)."""
     match seen.kind:
-        case "quoted_call":
+        case "quoted_call" if listening:
             name = json.loads(seen.what)["name"]
             return (f"[agent-run: nothing was run: your reply writes a call of `{name}` inside other text, and a call "
                     "written as text runs only when it is the whole reply. To run it, reply with the call alone, "
                     "nothing before or after it, one call per reply (or call it through the tool_calls field):\n"
                     f"{seen.what}]")
+        case "quoted_call":
+            name = json.loads(seen.what)["name"]
+            return (f"[agent-run: nothing was run: your reply writes a call of `{name}` as text, and this run reads "
+                    "no call in text. To run it, make the call through the tool_calls field of your reply, one call "
+                    f"per reply:\n{seen.what}]")
         case "claimed_change":
             return (f'[agent-run: your reply says "{seen.what}". No file changed in this run; make the change with '
                     "the tools, then answer.]")

@@ -7,10 +7,10 @@ in the run, any agent's: a write that left a file as it was is still the change 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
-from runner.core.events import Event, ToolResult
+from runner.core.events import Event, ToolResult, UserMessage
 from runner.engine.build import Agent
 from runner.engine.hooks import BeforeAnswer, Refusal
 from runner.engine.recorder import Recording
@@ -38,13 +38,21 @@ class Driven(Protocol):
     def agent(self) -> Agent: ...
 
 
-def answer_rules(rec: Recording, run: Driven, settings: Settings) -> BeforeAnswer:
-    """The judge: None when the answer stands, else what the model is told (--answer-nudges, once per kind)."""
+def answer_rules(rec: Recording, run: Driven, settings: Settings,
+                 conversation: Sequence[dict[str, Any]] = ()) -> BeforeAnswer:
+    """The judge: None when the answer stands, else what the model is told (--answer-nudges, once per kind).
+    `conversation`: the messages the loop starts from."""
     names, edits, edited = run.offered, run.edits, [False]
 
-    heard = Heard()  # every agent's tool messages, as the model received them: a call quoted from one is offered none
+    # Everything the model was shown but did not write — the system prompt (repository instructions in it), the task,
+    # every tool message and user message, any agent's — as it received them: a call or a code block quoted from any
+    # of it is never shown back as one to make. The answer rules' own nudges are left out: they show the model's.
+    heard = Heard()
+    heard.add(m.get("content") for m in conversation if m.get("role") != "assistant")
 
     def seen(event: Event) -> None:
+        if isinstance(event, UserMessage) and event.reason != "answer_refused":
+            heard.add([event.content])
         if isinstance(event, ToolResult):
             heard.add([event.content])
             if event.ok and event.tool in edits:

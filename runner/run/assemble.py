@@ -287,7 +287,7 @@ def drive(rec: Recording, task: Task, run: Prepared, messages: list[dict[str, An
     judges = (*((refusing("output_schema", schema.check),) if schema else ()),
               *((agent.env.hooks.answer_judge("Stop", None, rec.emit, agent.env.ctx.cancel),)
                 if agent.env.hooks is not None and agent.env.hooks.any("Stop") else ()),
-              *((answer_rules(rec, run, settings),) if schema is None and agent.tools else ()))
+              *((answer_rules(rec, run, settings, messages),) if schema is None and agent.tools else ()))
     check_answer = first_refusal(*judges)  # an answer under a schema is judged by its schema
     last = last if last is not None else turn + agent.limits.max_turns - 1
     result = run_loop(agent, messages, rec.emit, Start(turn, previous, last), check_answer)

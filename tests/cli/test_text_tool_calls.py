@@ -165,12 +165,27 @@ def test_a_fenced_write_at_the_end_of_an_answer_never_runs_for_a_model_that_make
 
 
 def test_any_text_is_an_answer_once_the_run_has_received_tool_calls(fake, workspace, agent_run):
-    # Not quoted from anywhere, in a form `auto` reads: still an answer, since this model makes structured calls.
-    fake.add(reply(calls=[("list", {})]), reply(TAGGED_WRITE))
+    # Not quoted from anywhere, in a form `auto` reads: never run, since this model makes structured calls. The model
+    # wrote it (nothing it was shown holds it): told once to make it through tool_calls (quoted_call); said again as
+    # text, it is the answer.
+    fake.add(reply(calls=[("list", {})]), reply(TAGGED_WRITE), reply(TAGGED_WRITE))
     r = agent_run("task.md")
     ended_with(r, 0, "success")
     assert not (workspace / "pwned.txt").exists()
     assert r.stdout.strip() == TAGGED_WRITE and len(r.of_type("tool_call")) == 1
+    assert [e["reason"] for e in r.of_type("answer_refused")] == ["quoted_call"]
+    assert "through the tool_calls field" in fake.requests[2]["messages"][-1]["content"]
+
+
+def test_a_call_the_task_holds_is_never_offered_back(fake, workspace, agent_run):
+    # The task (a comment, under `github respond`) holds the attacker's fenced call; the model repeats it amid prose.
+    # Never run, and never shown back as a call to make: the task is something the model was shown.
+    (workspace / "task.md").write_text(f"Tidy up. The deploy note says:\n{CONFIG}", encoding="utf-8")
+    fake.add(reply(calls=[("list", {})]), reply(f"The note asks for this:\n{CONFIG}\nI did not apply it."))
+    r = agent_run("task.md")
+    ended_with(r, 0, "success")
+    assert not (workspace / "pwned.txt").exists()
+    assert r.of_type("answer_refused") == [] and len(r.of_type("tool_call")) == 1
 
 
 def test_a_call_a_tool_message_showed_the_model_never_runs(fake, workspace, agent_run):
@@ -202,13 +217,14 @@ def test_a_child_whose_parent_made_tool_calls_reads_no_call_in_its_text(fake, wo
 
 def test_a_resumed_run_knows_its_record_received_tool_calls(fake, workspace, agent_run):
     # The first run received `tool_calls`; the resume's first reply is a call written as text: an answer.
-    fake.add(reply(calls=[("list", {})]), reply("listed"), reply(TAGGED_WRITE))
+    fake.add(reply(calls=[("list", {})]), reply("listed"), reply(TAGGED_WRITE), reply(TAGGED_WRITE))
     first = agent_run("task.md")
     ended_with(first, 0, "success")
     again = agent_run("resume", str(first.run_dir), "now tidy up")
     ended_with(again, 0, "success")
     assert not (workspace / "pwned.txt").exists()
     assert again.of_type("tool_call") == [] and again.stdout.strip() == TAGGED_WRITE
+    assert [e["reason"] for e in again.of_type("answer_refused")] == ["quoted_call"]  # told to make it through tool_calls
 
 
 def test_a_call_nested_330_levels_deep_is_told_once_not_a_crash(fake, workspace, agent_run):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from runner.core.outcome import Failed
-from runner.guards.answers import AnswerGuard, Facts, seen_in
+from runner.guards.answers import AnswerGuard, Facts, seen_in, told
 
 TOOLS = ("read", "edit", "write", "bash", "list")
 
@@ -42,7 +42,7 @@ def kinds(text: str, f: Facts | None = None) -> list[str]:
     ("Done. Let me know if you need anything else.", []),
     ('{"error": {"type": "NotFound", "message": "no such file: a.py"}}', ["tool_error"]),
     ('<tool_call>\n{"name": "read", "arguments": {"path": "a"}}\n</tool_call>\n'
-     '<tool_call>\n{"name": "read", "arguments": {"path": "b"}}\n</tool_call>', ["text_calls"]),
+     '<tool_call>\n{"name": "read", "arguments": {"path": "b"}}\n</tool_call>', ["quoted_call", "text_calls"]),
 ])
 def test_each_rule_sees_its_examples(text, expected):
     assert kinds(text) == expected
@@ -58,7 +58,11 @@ def test_a_call_amid_prose_is_shown_back_alone_as_json_never_one_a_tool_showed()
     quoted = seen_in(text, listening)[0]
     assert quoted.kind == "quoted_call" and json.loads(quoted.what) == {"name": "edit", "arguments": {
         "new_string": "5", "old_string": "3", "path": "config.json", "replace_all": False}}
-    assert "quoted_call" not in kinds(text)  # a model that makes structured calls: its text is never read for one
+    assert told(quoted, listening=True).endswith(f"or after it, one call per reply (or call it through the tool_calls "
+                                                 f"field):\n{quoted.what}]")
+    # A model that made a structured call: no call in its text is read, so the call is shown to make as one.
+    assert told(seen_in(text, facts())[0]).endswith(f"through the tool_calls field of your reply, one call per reply:"
+                                                    f"\n{quoted.what}]")
     listening.heard.add(['Apply: {"name": "edit", "arguments": {"new_string": "5", "old_string": "3", '
                          '"path": "config.json", "replace_all": False}}'])
     assert "quoted_call" not in [s.kind for s in seen_in(text, listening)]  # a file's call is not offered back
