@@ -224,7 +224,7 @@ def test_a_resumed_run_knows_its_record_received_tool_calls(fake, workspace, age
     ended_with(again, 0, "success")
     assert not (workspace / "pwned.txt").exists()
     assert again.of_type("tool_call") == [] and again.stdout.strip() == TAGGED_WRITE
-    assert [e["reason"] for e in again.of_type("answer_refused")] == ["quoted_call"]  # told to make it through tool_calls
+    assert [e["reason"] for e in again.of_type("answer_refused")] == ["quoted_call"]  # to make it through tool_calls
 
 
 def test_a_call_nested_330_levels_deep_is_told_once_not_a_crash(fake, workspace, agent_run):
