@@ -231,8 +231,11 @@ def unusable_answer(content: str | None, found: TextCall | Unusable | None) -> t
     names no tool of this run). None for an answer; text not read for calls (`--text-tool-calls off`, or `auto`
     for a model that makes structured calls) is one."""
     if not (content or "").strip():
-        return ("was empty", "[agent-run: your reply was empty. Answer the task in plain text, or call a tool "
-                             "through the tool_calls field of your reply.]", "empty_answer")
+        # The call first: a 1.5B model told "answer in plain text, or call a tool" after an empty reply answered in
+        # prose that it had done the work (bench/bench_solve.py).
+        return ("was empty", "[agent-run: your reply was empty. Go on with the task: call a tool through the "
+                             "tool_calls field of your reply, or, once it is done, answer in plain text.]",
+                "empty_answer")
     if not isinstance(found, Unusable):
         return None
     return (f"was a tool call written as text that could not be run ({found.what})",

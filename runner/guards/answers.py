@@ -194,14 +194,14 @@ def told(seen: Seen, listening: bool = False) -> str:
         case "quoted_call":
             name = json.loads(seen.what)["name"]
             return (f"[agent-run: nothing was run: your reply writes a call of `{name}` as text, and this run reads "
-                    "no call in text. To run it, make the call through the tool_calls field of your reply, one call "
-                    f"per reply:\n{seen.what}]")
+                    "no call in text. To run it, reply with it as a tool call (the tool_calls field) and nothing "
+                    f"else, one call per reply:\n{seen.what}]")
         case "claimed_change":
             return (f'[agent-run: your reply says "{seen.what}". No file changed in this run; make the change with '
                     "the tools, then answer.]")
         case "handed_over" if seen.call is not None:
             how = ("reply with this call alone, nothing before or after it (or make it through the tool_calls "
-                   "field)" if listening else "make this call")
+                   "field)" if listening else "reply with this tool call (the tool_calls field) and nothing else")
             return (f"[agent-run: your reply hands the work to the user ({seen.what}); nothing changed. Make the "
                     f"change yourself: {how}:\n{seen.call}]")
         case "handed_over":

@@ -28,7 +28,9 @@ def edit_for(current: str, block: str) -> tuple[str, str] | None:
     shared = sum(1 for _, j, size in matcher.get_matching_blocks() for line in new_lines[j:j + size] if line.strip())
     if shared * 2 < sum(1 for line in new_lines if line.strip()):
         return None  # mostly not this file's lines (blank ones aside): an example, another file
-    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    # Blank lines added or dropped alone are spacing, not the change (a model re-spaces what it copies).
+    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"
+               and not all(not line.strip() for line in (*old_lines[op[1]:op[2]], *new_lines[op[3]:op[4]]))]
     if changes and changes[0][0] == "delete" and changes[0][3] == 0:
         changes = changes[1:]  # the file before the block's first line: not shown, not deleted
     if changes and changes[-1][0] == "delete" and changes[-1][3] == len(new_lines):

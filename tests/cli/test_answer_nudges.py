@@ -77,7 +77,8 @@ def test_a_code_block_handed_over_is_shown_back_as_the_edit_that_makes_it(fake, 
     assert r.code == 0, r.stderr
     assert [e["reason"] for e in r.of_type("answer_refused")] == ["handed_over"]
     told = fake.requests[2]["messages"][-1]["content"]
-    assert told.endswith("make this call:\n" + json.dumps({"name": "edit", "arguments": edit}) + "]")
+    assert told.endswith("reply with this tool call (the tool_calls field) and nothing else:\n"
+                         + json.dumps({"name": "edit", "arguments": edit}) + "]")
     assert (workspace / "stats.py").read_text() == FIXED  # the other function kept: a snippet replaces its lines
 
 

@@ -174,7 +174,7 @@ def test_any_text_is_an_answer_once_the_run_has_received_tool_calls(fake, worksp
     assert not (workspace / "pwned.txt").exists()
     assert r.stdout.strip() == TAGGED_WRITE and len(r.of_type("tool_call")) == 1
     assert [e["reason"] for e in r.of_type("answer_refused")] == ["quoted_call"]
-    assert "through the tool_calls field" in fake.requests[2]["messages"][-1]["content"]
+    assert "as a tool call (the tool_calls field)" in fake.requests[2]["messages"][-1]["content"]
 
 
 def test_a_call_the_task_holds_is_never_offered_back(fake, workspace, agent_run):

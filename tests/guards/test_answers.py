@@ -61,8 +61,8 @@ def test_a_call_amid_prose_is_shown_back_alone_as_json_never_one_a_tool_showed()
     assert told(quoted, listening=True).endswith(f"or after it, one call per reply (or call it through the tool_calls "
                                                  f"field):\n{quoted.what}]")
     # A model that made a structured call: no call in its text is read, so the call is shown to make as one.
-    assert told(seen_in(text, facts())[0]).endswith(f"through the tool_calls field of your reply, one call per reply:"
-                                                    f"\n{quoted.what}]")
+    assert told(seen_in(text, facts())[0]).endswith(f"as a tool call (the tool_calls field) and nothing else, one call "
+                                                    f"per reply:\n{quoted.what}]")
     listening.heard.add(['Apply: {"name": "edit", "arguments": {"new_string": "5", "old_string": "3", '
                          '"path": "config.json", "replace_all": False}}'])
     assert "quoted_call" not in [s.kind for s in seen_in(text, listening)]  # a file's call is not offered back
