@@ -1,8 +1,8 @@
 """When to prune: the stages by share of the usable window, applied in batches.
 
-`usable = window − output budget`, output budget `min(4096, 0.2 × window)`; tokens
-are estimated as chars/4. Stage 1 at entry from 30%, stage 2 from 50%, stage 3
-from 70% (and always before a request would pass the window). Each step is a
+`usable = window − output budget`, output budget `min(4096, 0.2 × window)`; tokens are estimated as chars/4.
+Stage 1 at entry from 30% (and for a result that would take the context there while it is recent, at the run's
+pace), stage 2 from 50%, stage 3 from 70% (and always before a request would pass the window). Each step is a
 `compaction` event; before a summary the full history is written to
 `<run_dir>/history/<n>.json`, never modified afterwards.
 
@@ -127,6 +127,7 @@ class ContextManager:
     _delayed: int = 0  # requests sent since a summary fell due, while the cache was warm
     _scale: float | None = None  # the server's tokens per estimated token (from its count of the first request)
     _observed: bool = False  # a response has been observed
+    _start: tuple[int, int] | None = None  # the first request's turn and tokens: the run's pace is measured from it
 
     def observe(self, usage: Mapping[str, int], estimated: int) -> None:
         """A model response's usage, for a prompt estimated at `estimated` tokens (chars/4): the provider's prompt
@@ -165,17 +166,30 @@ class ContextManager:
                 raise refusal
             return content
         size = len(content.encode())
-        if size <= self.config.soft_keep_bytes or not (self._under_pressure(messages, tools) or self._over_window(
-                messages, tools, estimate_tokens(size))):
+        if size <= self.config.soft_keep_bytes or not (self._under_pressure(messages, tools, content)
+                                                       or self._over_window(messages, tools, estimate_tokens(size))):
             return content
         where = self.spill(content) if self.spill else None  # what is trimmed is kept, never lost
         return self._trimmed(content, where)
 
-    def _under_pressure(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> bool:
+    def _under_pressure(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], content: str) -> bool:
         """Stage 1 applies from the first time the context reaches softTrimAt on: after a clear or a summary
-        the context fills again, and a result trimmed as it enters costs no prefix break later."""
-        self._pressed = self._pressed or self.share(messages, tools) >= self.config.soft_at
-        return self._pressed
+        the context fills again, and a result trimmed as it enters costs no prefix break later. Before that, it
+        applies to a result that would take the context there while it is one of the recent turns, at the pace the
+        run has kept so far (none before its first turn): whole, it would be carried at the cached price in every
+        request, into the stretch where every other result enters trimmed, until a prefix break removes it."""
+        now = self.tokens(messages, tools)
+        threshold = self.config.soft_at * self.config.usable
+        self._pressed = self._pressed or now >= threshold
+        if self._pressed:
+            return True
+        size = self._measure(content)
+        if self.count is None:
+            size = int(estimate_tokens(size) * (self._scale or 1.0))
+        pace = 0.0
+        if self._start is not None and self.turn > self._start[0]:
+            pace = max(now - self._start[1], 0) / (self.turn - self._start[0])
+        return now + size + pace * max(self.config.recent_turns - 1, 0) >= threshold
 
     def tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
         """Estimated tokens of the canonical prompt, `len(canonical({"tools": …, "messages": …})) / 4`.
@@ -210,7 +224,7 @@ class ContextManager:
     def admit(self, content: str, where: str | None, messages: list[dict[str, Any]],
               tools: list[dict[str, Any]]) -> str:
         """Stage 1: a tool result entering a context that has reached 30% is trimmed before it is ever sent."""
-        if not self._under_pressure(messages, tools):
+        if not self._under_pressure(messages, tools, content):
             return content
         return self._trimmed(content, where)
 
@@ -227,6 +241,8 @@ class ContextManager:
         inside the usable window (else BudgetExhausted, exit 5)."""
         self.turn = turn
         sent = messages  # the previous request's conversation and what came since: a compaction call extends it
+        if self._start is None:
+            self._start = (turn, self.tokens(messages, tools))
         share = self.share(messages, tools)
         can_summarize = self.summarize is not None and (
             self._summary_floor is None or self.tokens(messages, tools) >= self._summary_floor)
