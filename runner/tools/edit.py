@@ -13,6 +13,7 @@ MAX_DIFF_LINE_CHARS = 500
 MAX_DIFF_INPUT_CHARS = 4 * 1024 * 1024  # beyond this difflib gets slow: the diff is left out
 NEAREST_INPUT_CHARS = 512 * 1024  # a larger file is not searched for the lines nearest a missing old_string
 NEAREST_LINES = 10
+WHOLE_FILE_LINES = 20  # a file no longer than this is shown whole when nothing in it is like old_string
 
 
 class Edit(Tool):
@@ -72,7 +73,8 @@ class Edit(Tool):
 def nearest_lines(text: str, old: str) -> str:
     """The lines of `text` most like `old`'s first line, as many as `old` has (at most NEAREST_LINES) and one either
     side, numbered as `read` shows them: what a model that misremembered the file (whitespace, a changed line) copies
-    from; "" when there is nothing alike, or the file is too large to look through."""
+    from; when nothing is alike, the whole file if it has at most WHOLE_FILE_LINES lines, else "" (and "" for a file
+    too large to look through)."""
     if len(text) > NEAREST_INPUT_CHARS:
         return ""
     key = next((line.strip() for line in old.split("\n") if line.strip()), "")
@@ -84,6 +86,12 @@ def nearest_lines(text: str, old: str) -> str:
         if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best and (ratio := matcher.ratio()) > best:
             best, at = ratio, i
     if best < 0.5:
+        # Nothing alike: a small file is shown whole (a 1.5B model's `old_string` "slugify", in a file that had no
+        # such word, was refused with nothing to copy from, and it sent the same call again).
+        if len(lines) <= WHOLE_FILE_LINES:
+            shown = "\n".join(f"{n + 1}\t{line[:MAX_DIFF_LINE_CHARS]}" for n, line in enumerate(lines)
+                              if n + 1 < len(lines) or line)
+            return f"; nothing in it is alike, and it holds (copy old_string from it exactly):\n{shown}"
         return ""
     span = min(old.strip("\n").count("\n") + 1, NEAREST_LINES)
     start, end = max(0, at - 1), min(len(lines), at + span + 1)

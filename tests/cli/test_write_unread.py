@@ -53,3 +53,17 @@ def test_edit_not_found_shows_the_nearest_lines_and_an_empty_grep_says_what_it_s
     assert "4\tdef add(a, b):" in message and "5\t    return a - b" in message  # numbered as `read` shows them
     assert "import os" not in message  # the nearest lines, not the file
     assert grep["content"] == "[no matches for `subtract` in 1 file under `.`, include `*.py`]"
+
+
+def test_edit_not_found_with_nothing_alike_shows_a_small_file_whole(fake, workspace, agent_run):
+    # The 1.5B model's call (bench/bench_solve.py missing_function): an old_string the file never held, no line like it.
+    (workspace / "textutil.py").write_text("def shout(text):\n    return text.upper()\n\n\ndef words(text):\n"
+                                           "    return text.split()\n", encoding="utf-8")
+    fake.add(reply(calls=[("edit", {"path": "textutil.py", "old_string": "slugify", "new_string": "slugify"})]),
+             reply("done"))
+    r = agent_run("--policy", "ci", "task.md")
+    assert r.code == 0, r.stderr
+    message = _error(r.of_type("tool_result")[0])["message"]
+    assert message.endswith("nothing in it is alike, and it holds (copy old_string from it exactly):\n"
+                            "1\tdef shout(text):\n2\t    return text.upper()\n3\t\n4\t\n5\tdef words(text):\n"
+                            "6\t    return text.split()")

@@ -46,7 +46,8 @@ def test_replace_all(ctx, f):
 
 def test_not_found(ctx, f):
     err = edit_error(ctx, path="f.py", old_string="zzz", new_string="y")
-    assert (err.type, err.message) == ("InvalidArguments", "old_string not found in f.py")
+    assert (err.type, err.message) == ("InvalidArguments", "old_string not found in f.py; nothing in it is alike, "
+                                       "and it holds (copy old_string from it exactly):\n1\ta = 1\n2\tb = 1\n3\tc = 2")
 
 
 def test_missing_file(ctx):
