@@ -77,13 +77,15 @@ READ_LIMIT = 64 * 1024  # a file larger than this is not diffed against a code b
 
 def read_text(agent: Agent) -> Callable[[str], str | None]:
     """A workspace file's text, for a code block the model handed over to be shown back as an edit: only a file the
-    agent has read (or changed) in this run — the policy let it see the text — and never one outside the workspace."""
+    agent has read (or changed) in this run, or the runner read for it (`--preset small`) — the policy let it see the
+    text — and never one outside the workspace."""
     ctx = agent.env.ctx
 
     def read(rel: str) -> str | None:
         try:
             path = resolve(ctx, rel)
-            if str(path) not in agent.state.seen or not path.is_file() or path.stat().st_size > READ_LIMIT:
+            known = str(path) in agent.state.seen or str(path) in agent.state.shown
+            if not known or not path.is_file() or path.stat().st_size > READ_LIMIT:
                 return None
             return path.read_text(encoding="utf-8")
         except (ToolError, OSError, UnicodeDecodeError, ValueError):

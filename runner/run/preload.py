@@ -4,9 +4,11 @@ Against a 1.5B model (bench/bench_solve.py) the first reply was prose around an 
 (`old_string` invented), on 8 chores of 8: it never called `read` first. So the runner reads them: each file the task
 (then its `check:` command) names by a relative path that is a file in the workspace, as an ordinary `read` call
 through the whole call pipeline — the policy decides it, its hooks run, `tool_call` (`source: "preset"`) and
-`tool_result` are recorded, the file counts as read (`write`'s WouldOverwrite) — and put in the conversation as an
+`tool_result` are recorded — and put in the conversation as an
 assistant call and its tool message, one pair per file: the model starts with the text it must change and an example
-of a well-formed call in its history, which a small model copies.
+of a well-formed call in its history, which a small model copies. They are the runner's reads, not the agent's:
+`write` still replaces only a file the agent read itself (`AgentState.shown`, not `seen`), so a file read for it
+is changed with `edit`, or read first.
 
 It never widens what the run may do: a file is read only when the policy allows the model's own `read` of it (asked
 first, without a record: a denial of the runner's own making would turn the run's verdict to `denied`, exit 3); a
@@ -30,6 +32,7 @@ from runner.engine.build import Agent
 from runner.engine.call import CallEnv, handle_call
 from runner.policy.decide import decide
 from runner.tools.base import ToolError
+from runner.tools.paths import resolve
 
 MAX_FILES = 3
 MAX_BYTES = 8 * 1024  # each
@@ -84,6 +87,10 @@ def preload(agent: Agent, emit: Emit, texts: list[str], workspace: Path) -> list
         call_id = f"call_preset_{i}"
         call = {"id": call_id, "type": "function", "function": {"name": "read", "arguments": canonical({"path": rel})}}
         content = handle_call(call, agent.env, 1, seen, source="preset")
+        path = str(resolve(agent.env.ctx, rel))
+        if path in agent.state.seen:  # the runner's read, not the agent's: `write` may not replace it for that
+            agent.state.seen.discard(path)
+            agent.state.shown.add(path)
         if ok.get(call_id):
             messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
                          {"role": "tool", "tool_call_id": call["id"], "content": content}]

@@ -196,6 +196,9 @@ class AgentState:
     # The resolved paths this agent has read, written or edited in this run: `write` replaces only these unless told
     # to (issue 44). Its own, not a child's: a child's answer says what it chose to, not what the file holds.
     seen: set[str] = field(default_factory=set)
+    # The resolved paths the runner read for this agent before its first request (`--preset small`,
+    # runner/run/preload.py): their text is in its conversation, but `write` replaces only what the agent read itself.
+    shown: set[str] = field(default_factory=set)
 
 
 @dataclass

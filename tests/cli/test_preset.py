@@ -80,3 +80,17 @@ def test_preset_small_reads_the_files_the_task_names_before_the_first_request(fa
     # Within the budget of a task that names no file, beside what was read for the model.
     shown = sum(len(json.dumps(m, ensure_ascii=False, separators=(",", ":"))) for m in sent[2:])
     assert (len(text) - shown) / 4 <= FIRST_REQUEST_BUDGET
+
+
+def test_a_file_read_for_the_model_is_not_one_write_may_replace(fake, workspace, agent_run):
+    # The runner's read is not the agent's: `write` over it is WouldOverwrite (a small model writes fragments), edit
+    # changes it; a new file is written.
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+    (workspace / "t.md").write_text("Fix calc.py.\n", encoding="utf-8")
+    fake.add(reply(calls=[("write", {"path": "calc.py", "content": "return a + b\n"}),
+                          ("write", {"path": "notes.txt", "content": "add adds\n"})]), reply("add subtracts."))
+    r = agent_run("--preset", "small", "--tools", "read,edit,write", "t.md")
+    assert r.code == 0, r.stderr
+    over, new = r.of_type("tool_result")[1:]
+    assert over["error_type"] == "WouldOverwrite" and new["ok"]
+    assert (workspace / "calc.py").read_text(encoding="utf-8") == "def add(a, b):\n    return a - b\n"
