@@ -4,7 +4,11 @@ Each figure is the median wall time over `--runs` runs, interleaved (the order r
 with its ratio against `sys.executable -c pass` of the same venv. The first model request is timed from just
 before the process is started to the scripted loopback server receiving the first POST. Asserts nothing.
 
-    python bench/bench_startup.py [--runs 15] [--json]
+`--tree N` adds `policy explain` and the first model request in a second workspace holding N files more (a tree three
+directories deep, 50 files a directory, an AGENTS.md in every 20th directory): what a large checkout adds to the
+start (the walk for the instructions and skills a later run would follow: runner/policy/agentfiles.py).
+
+    python bench/bench_startup.py [--runs 15] [--json] [--tree 50000]
 """
 
 from __future__ import annotations
@@ -33,6 +37,22 @@ TARGETS: dict[str, tuple[float | None, float | None]] = {
     "--version": (3.0, None), "policy explain bash 'ls'": (10.0, None), "--help": (None, None),
     "first model request": (None, 1.2),
 }
+TREE_FILES_PER_DIR = 50
+
+
+def big_tree(root: Path, files: int) -> None:
+    """`files` files in directories of TREE_FILES_PER_DIR, three levels deep (d0/e0/f0/…), an AGENTS.md in every
+    20th directory (counted among the files)."""
+    dirs = -(-files // TREE_FILES_PER_DIR)
+    side = max(1, round(dirs ** (1 / 3)) + 1)
+    made = 0
+    for n in range(dirs):
+        here = root / f"d{n // (side * side)}" / f"e{n // side % side}" / f"f{n % side}"
+        here.mkdir(parents=True, exist_ok=True)
+        for k in range(min(TREE_FILES_PER_DIR, files - made)):
+            name = "AGENTS.md" if k == 0 and n % 20 == 0 else f"file{k}.txt"
+            (here / name).write_bytes(b"x\n")
+            made += 1
 
 
 def agent_run_exe() -> str:
@@ -122,10 +142,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="timed runs per command (after 2 warm-up rounds)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.add_argument("--tree", type=int, default=0, metavar="N",
+                        help="also time policy explain and the first request in a workspace of N more files")
     args = parser.parse_args()
     exe = agent_run_exe()
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp, FakeOpenAI() as server:
-        ws = Path(tmp)
+        ws = Path(tmp) / "ws"
+        ws.mkdir()
         (ws / "task.md").write_text("Say done.\n", encoding="utf-8")
         env = clean_env()
         variants: dict[str, Callable[[], float]] = {
@@ -135,6 +158,15 @@ def main() -> None:
             "--help": timed_process([exe, "--help"], ws, env),
             "first model request": FirstRequest(server, ws),
         }
+        if args.tree:
+            big = Path(tmp) / "big"
+            big.mkdir()
+            (big / "task.md").write_text("Say done.\n", encoding="utf-8")
+            big_tree(big / "tree", args.tree)
+            tree = f"{args.tree}-file tree"
+            TARGETS[f"policy explain ({tree})"] = TARGETS[f"first model request ({tree})"] = (None, None)
+            variants[f"policy explain ({tree})"] = timed_process([exe, "policy", "explain", "bash", "ls"], big, env)
+            variants[f"first model request ({tree})"] = FirstRequest(server, big)
         times = interleaved(variants, args.runs)
     base = statistics.median(times["python -c pass"])
     figures: dict[str, Any] = {"runs": args.runs, "python": sys.version.split()[0], "cpus": os.cpu_count(),
@@ -155,10 +187,10 @@ def main() -> None:
         return
     print(f"agent-run startup, median of {args.runs} interleaved runs ({figures['cpus']} CPUs, "
           f"Python {figures['python']})")
-    print(f"  {'python -c pass':<28} {figures['baseline_ms']:>8.1f} ms   1.00x  (baseline)")
+    print(f"  {'python -c pass':<40} {figures['baseline_ms']:>8.1f} ms   1.00x  (baseline)")
     for name, f in figures["commands"].items():
         verdict = "" if f["target"] is None else f"  target {f['target']}: {'met' if f['met'] else 'MISSED'}"
-        print(f"  {name:<28} {f['median_ms']:>8.1f} ms {f['ratio']:>6.2f}x{verdict}")
+        print(f"  {name:<40} {f['median_ms']:>8.1f} ms {f['ratio']:>6.2f}x{verdict}")
 
 
 if __name__ == "__main__":
