@@ -78,21 +78,53 @@ class AgentFiles:
 
     def existing(self, skip: tuple[Path, ...] = ()) -> list[Path]:
         """The protected files and directories in the workspace now (a directory stands for all below it, unless an
-        exempt path lies there). Read once per run: `.git`, symlinked directories and `skip` (resolved: the runs
-        directory, protected whole already) are not entered."""
+        exempt path lies there), in os.walk's order (top-down, a directory's entries in scandir's order, its
+        directories before its files). Read once per run: `.git`, symlinked directories and `skip` (resolved: the
+        runs directory, protected whole already) are not entered.
+
+        Every directory is read — a later run may have any of them as its workspace, and follow what lies there —
+        but only a name that may be protected is decided (`_MAY_BE`): the walk costs scandir and little more."""
         root = self.workspace.resolve()
+        skipped = {str(p) for p in skip}
         out: list[Path] = []
-        for top, dirs, files in os.walk(root):
-            here = Path(top)
-            rel = here.relative_to(root).parts
-            dirs[:] = [d for d in dirs if d != ".git" and here / d not in skip and not os.path.islink(here / d)]
-            for d in list(dirs):
-                parts = (*rel, d)
-                if self.protects(parts) and not any(e[:len(parts)] == _folded(parts, self.fold) for e in self.exempt):
-                    out.append(here / d)
-                    dirs.remove(d)
-            out += [here / f for f in files if self.protects((*rel, f))]
+        # (directory, its parts below the root, whether it lies in a skills or agents directory already)
+        stack: list[tuple[str, Parts, bool]] = [(str(root), (), False)]
+        while stack:
+            top, rel, inside = stack.pop()
+            try:
+                with os.scandir(top) as it:
+                    entries = list(it)
+            except OSError:  # as os.walk: a directory that cannot be read is passed over
+                continue
+            dirs: list[os.DirEntry[str]] = []
+            files: list[os.DirEntry[str]] = []
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                (dirs if is_dir else files).append(entry)
+            below = []
+            for entry in dirs:
+                name = entry.name
+                if name == ".git" or entry.path in skipped or entry.is_symlink():
+                    continue
+                parts = (*rel, name)
+                if (inside or name.casefold() in _MAY_BE) and self.protects(parts) and \
+                        not any(e[:len(parts)] == _folded(parts, self.fold) for e in self.exempt):
+                    out.append(Path(entry.path))
+                    continue
+                below.append((entry.path, parts, inside or _folded(parts[-2:], self.fold) in DIRS))
+            out += [Path(e.path) for e in files
+                    if (inside or e.name.casefold() in _MAY_BE) and self.protects((*rel, e.name))]
+            stack += reversed(below)  # os.walk's order: the first directory is walked first
         return out
+
+
+# A name that may make a path protected where no skills or agents directory lies above it: an instruction file, the
+# repository's config, or a skills or agents directory (each decided by `protects`, exactly; this only passes over the
+# rest, case-folded so that it never passes over what a folding filesystem would match).
+_MAY_BE = frozenset({*NAMES, REPO_CONFIG[1], *(d for _, d in DIRS)})
 
 
 def _named(pattern: Pattern) -> Parts | None:

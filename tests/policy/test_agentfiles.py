@@ -53,3 +53,46 @@ def test_the_existing_ones_are_listed_whole_directories_at_a_time(tmp_path: Path
     runs = (tmp_path / ".agent-run" / "runs").resolve()
     found = sorted(p.relative_to(tmp_path.resolve()).as_posix() for p in AgentFiles(tmp_path).existing(skip=(runs,)))
     assert found == [".agents/skills", ".claude/agents", "AGENTS.md", "a/b/CLAUDE.md"]
+
+
+def _every_name_decided(files: AgentFiles, skip: tuple[Path, ...]) -> list[Path]:
+    """The walk before it passed over names (os.walk, every file and directory decided): what `existing` must
+    still find, in the same order."""
+    import os
+
+    root = files.workspace.resolve()
+    out: list[Path] = []
+    for top, dirs, names in os.walk(root):
+        here = Path(top)
+        rel = here.relative_to(root).parts
+        dirs[:] = [d for d in dirs if d != ".git" and here / d not in skip and not os.path.islink(here / d)]
+        for d in list(dirs):
+            parts = (*rel, d)
+            folded = tuple(p.casefold() for p in parts) if files.fold else parts
+            if files.protects(parts) and not any(e[:len(parts)] == folded for e in files.exempt):
+                out.append(here / d)
+                dirs.remove(d)
+        out += [here / f for f in names if files.protects((*rel, f))]
+    return out
+
+
+@pytest.mark.parametrize("fold", [False, True])
+def test_the_walk_finds_what_deciding_every_name_finds(tmp_path: Path, fold: bool):
+    for rel in ("AGENTS.md", "Agents.MD", "src/a.py", "x/y/z/claude.md", "x/y/skills/s.md", "p/.Agents/Skills/k.md",
+                ".agents/skills/keep/SKILL.md", ".agents/skills/free/SKILL.md", ".agents/skills/free/AGENTS.md",
+                ".agents/agent-run.toml", ".AGENTS/Agent-Run.TOML", "q/.claude/agents", "r/agents/a.md",
+                ".git/AGENTS.md", "runs/AGENTS.md", "deep/a/b/c/d/.claude/skills/t/run.sh"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    (tmp_path / "linked").symlink_to(tmp_path / ".agents")
+    (tmp_path / "l" / ".agents").mkdir(parents=True)
+    (tmp_path / "l" / ".agents" / "skills").symlink_to(tmp_path / "src")
+    (tmp_path / "CLAUDE.md").symlink_to(tmp_path / "src" / "a.py")
+    files = AgentFiles(tmp_path, ((".agents", "skills", "free"),), fold)
+    skip = ((tmp_path / "runs").resolve(),)
+    found = files.existing(skip=skip)
+    assert found == _every_name_decided(files, skip)
+    shown = {p.relative_to(tmp_path.resolve()).as_posix() for p in found}
+    assert {"AGENTS.md", "CLAUDE.md", "x/y/z/claude.md", ".agents/skills/keep", ".agents/agent-run.toml",
+            "deep/a/b/c/d/.claude/skills", "q/.claude/agents"} <= shown
+    assert (".agents/skills/free/AGENTS.md" in shown, "p/.Agents/Skills" in shown) == (False, fold)
