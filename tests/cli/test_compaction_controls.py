@@ -107,21 +107,34 @@ def test_errors_keep_their_lesson_through_stage_2_and_decisions_a_line_each_thro
     assert "bash" in decisions[2] and "ApprovalRequired" in decisions[2]
 
 
-def test_a_tiktoken_file_replaces_the_chars_per_4_estimate(fake, workspace, agent_run, tmp_path):
+def _bytes_tokenizer(tmp_path) -> dict[str, str]:
+    """One token per byte (no merges): four times the chars/4 estimate."""
     import base64
 
-    # One token per byte (no merges): four times the chars/4 estimate, so the context fills four times as fast.
     ranks = tmp_path / "bytes.tiktoken"
     ranks.write_text("".join(f"{base64.b64encode(bytes([b])).decode()} {b}\n" for b in range(256)))
+    return {"AGENT_RUN_TOKENIZER": f"tiktoken:{ranks}"}
+
+
+def test_a_tiktoken_file_replaces_the_chars_per_4_estimate(fake, workspace, agent_run, tmp_path):
     fake.add(*_bash(8), reply("done"))
-    r = agent_run("--context-window", "100000", "--approve", "bash:shell:*", "task.md",
-                  env={"AGENT_RUN_TOKENIZER": f"tiktoken:{ranks}"})
+    r = agent_run("--context-window", "100000", "--approve", "bash:shell:*", "task.md", env=_bytes_tokenizer(tmp_path))
     assert r.code == 0, r.summary
     [first, *_] = r.of_type("compaction")
-    estimated = next(e["estimated_tokens"] for e in r.of_type("model_request") if e["turn"] == first["turn"])
-    assert first["before_tokens"] > 3 * estimated  # the tokenizer's count, not chars/4
+    sent = next(e["prompt_bytes"] for e in r.of_type("model_request") if e["turn"] == first["turn"])
+    assert first["before_tokens"] > 3 * sent / 4  # the tokenizer's count, not chars/4: the context fills 4x as fast
     bad = agent_run("task.md", env={"AGENT_RUN_TOKENIZER": "tiktoken:/nonexistent.tiktoken"})
     assert bad.code == 2 and "AGENT_RUN_TOKENIZER" in bad.stderr
+
+
+def test_the_event_and_the_token_budget_take_the_tokenizers_count(fake, workspace, agent_run, tmp_path):
+    fake.add(reply("done"))
+    [request] = agent_run("task.md", env=_bytes_tokenizer(tmp_path)).of_type("model_request")
+    assert abs(request["estimated_tokens"] - request["prompt_bytes"]) < 64, request  # a token a byte
+    fake.add(reply("done"))  # a budget a run under the tokenizer cannot afford, which chars/4 would
+    r = agent_run("--max-tokens", str(request["prompt_bytes"] // 2), "task.md", env=_bytes_tokenizer(tmp_path))
+    assert r.code == 5 and r.summary["budget"]["name"] == "max_tokens", r.summary
+    assert r.summary["budget"]["next_request_estimate"] > request["prompt_bytes"] // 2
 
 
 def test_the_estimate_is_calibrated_from_the_first_reported_prompt_tokens(fake, workspace, agent_run):
@@ -133,5 +146,8 @@ def test_the_estimate_is_calibrated_from_the_first_reported_prompt_tokens(fake, 
     r = agent_run("--context-window", "60000", "--approve", "bash:shell:*", "task.md")
     assert r.code == 0, r.summary
     [event, *_] = r.of_type("compaction")
-    before = next(e["estimated_tokens"] for e in r.of_type("model_request") if e["turn"] == event["turn"] - 1)
+    requests = r.of_type("model_request")
+    before = next(e["prompt_bytes"] / 4 for e in requests if e["turn"] == event["turn"] - 1)
     assert event["before_tokens"] > 1.7 * before  # the turn before, in chars/4: the context counts 1.9 a token
+    # and so does every request after the first: the event, the budgets and the window check take that count
+    assert all(e["estimated_tokens"] > 1.7 * e["prompt_bytes"] / 4 for e in requests[1:]), requests
