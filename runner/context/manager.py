@@ -1,6 +1,7 @@
 """When to prune: the stages by share of the usable window, applied in batches.
 
-`usable = window − output budget`, output budget `min(4096, 0.2 × window)`; tokens are estimated as chars/4.
+`usable = window − output budget`, output budget `min(4096, 0.2 × window)`; tokens are the agent's Estimator's
+(runner/context/estimate.py: a tokenizer's, or chars/4 calibrated by the server's first count).
 Stage 1 at entry from 30% (and for a result that would take the context there while it is recent, at the run's
 pace), stage 2 from 50%, stage 3 from 70% (and always before a request would pass the window). Each step is a
 `compaction` event; before a summary the full history is written to
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.context.estimate import Estimator
 from runner.context.prune import (
     CARRY_INLINE_CHARS,
     CARRY_OUTPUT_CHARS,
@@ -49,7 +51,7 @@ from runner.context.prune import (
 )
 from runner.context.window import SUMMARY_ALLOWANCE, does_not_fit, must_stay, over_window
 from runner.core.events import Compaction, Emit
-from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
+from runner.core.jsonutil import canonical, sha256_text, short
 
 DEFAULT_CHARS_WINDOW = 120_000  # with no known window, 120k characters (~30k tokens at 4 a token)
 LOW_WATER_GAP = 0.15  # a summary must bring the context this far below its threshold
@@ -60,7 +62,6 @@ CLEAR_SLACK = 0.05
 # A summary is a success when it brings the context this far below summarizeAt; when it does not
 # (or fails), the next one waits until the context has grown by this share of the usable window.
 BACKOFF_GROWTH = 0.15
-CALIBRATION = 2.0  # a server's prompt_tokens within this factor of the chars/4 estimate calibrates it
 
 
 # The policy's `compaction` keys read here, each to its ContextConfig field (the dataclass's default when absent); the
@@ -121,24 +122,22 @@ class ContextManager:
     _pressed: bool = False  # the context has reached softTrimAt once: large results enter trimmed from then on
     _refs: dict[str, str] = field(default_factory=dict)  # call id -> where its whole call is (spilled once)
     turn: int = 0  # the turn whose request is being prepared
-    count: Callable[[str], int] | None = None  # a tokenizer (AGENT_RUN_TOKENIZER); None: chars/4
+    estimator: Estimator = field(default_factory=Estimator)  # how tokens are counted: every consumer's
     _asked: bool = False  # the operator asked for a summary before the next request (`resume --compact`)
     _cached_at: float | None = None  # when the last response reporting cached prompt tokens came (monotonic)
     _delayed: int = 0  # requests sent since a summary fell due, while the cache was warm
-    _scale: float | None = None  # the server's tokens per estimated token (from its count of the first request)
     _observed: bool = False  # a response has been observed
     _start: tuple[int, int] | None = None  # the first request's turn and tokens: the run's pace is measured from it
 
     def observe(self, usage: Mapping[str, int], estimated: int) -> None:
-        """A model response's usage, for a prompt estimated at `estimated` tokens (chars/4): the provider's prompt
-        cache is warm while responses report cached tokens; the count the server reports for the first request
-        calibrates the estimate when it is within CALIBRATION of it (one far off is a server that does not count:
-        a proxy, a fake), and only that one: later counts are of prompts pruning has changed."""
+        """A model response's usage, for a prompt estimated at `estimated` tokens: the provider's prompt cache is
+        warm while responses report cached tokens; the count the server reports for the first request (estimated
+        before any calibration) calibrates the estimate (Estimator.calibrate), and only that one."""
         self._cached_at = time.monotonic() if usage.get("cached_tokens", 0) > 0 else None
         reported, first = usage.get("prompt_tokens", 0), not self._observed
         self._observed = True
-        if first and self.count is None and estimated > 0 and 1 / CALIBRATION <= reported / estimated <= CALIBRATION:
-            self._scale = reported / estimated
+        if first:
+            self.estimator.calibrate(reported, estimated)
 
     def _waits(self, share: float) -> bool:
         """Stage 3 waits while the prompt cache is warm (a summary then would re-send the whole prompt uncached
@@ -167,7 +166,8 @@ class ContextManager:
             return content
         size = len(content.encode())
         if size <= self.config.soft_keep_bytes or not (self._under_pressure(messages, tools, content)
-                                                       or self._over_window(messages, tools, estimate_tokens(size))):
+                                                       or self._over_window(messages, tools,
+                                                                            self.estimator.tokens(content))):
             return content
         where = self.spill(content) if self.spill else None  # what is trimmed is kept, never lost
         return self._trimmed(content, where)
@@ -183,16 +183,15 @@ class ContextManager:
         self._pressed = self._pressed or now >= threshold
         if self._pressed:
             return True
-        size = self._measure(content)
-        if self.count is None:
-            size = int(estimate_tokens(size) * (self._scale or 1.0))
+        size = self.estimator.tokens(content)
         pace = 0.0
         if self._start is not None and self.turn > self._start[0]:
             pace = max(now - self._start[1], 0) / (self.turn - self._start[0])
         return now + size + pace * max(self.config.recent_turns - 1, 0) >= threshold
 
     def tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
-        """Estimated tokens of the canonical prompt, `len(canonical({"tools": …, "messages": …})) / 4`.
+        """Estimated tokens of the canonical prompt `canonical({"tools": …, "messages": …})`: what the run's request
+        is counted as, before it is sent (model_request.estimated_tokens, the budgets, the window check).
         Computed from each message's own length, measured once: a message is never changed in place
         (the conversation is appended to; pruning puts new dicts in), so a turn costs what is new,
         not a re-serialisation of the whole conversation several times per request."""
@@ -200,23 +199,15 @@ class ContextManager:
         for m in messages:
             hit = known.get(id(m))
             if hit is None or hit[0] is not m:
-                hit = known[id(m)] = (m, self._measure(canonical(m)))
+                hit = known[id(m)] = (m, self.estimator.measure(canonical(m)))
             total += hit[1]
         # Candidates (a cleared copy, what must stay) are measured beside the conversation: the sizes of both
         # are kept, and only what no list of this size holds is dropped, once the cache has grown well past it.
         if len(known) > 4 * len(messages) + 64:
             self._sizes = {id(m): known[id(m)] for m in messages}
         if self._tools_size is None or self._tools_size[0] is not tools:
-            self._tools_size = (tools, self._measure(canonical(tools)))
-        if self.count is not None:  # tokens per message, and a token per separator
-            return total + len(messages) + self._tools_size[1] + 6
-        # '{"messages":[' m1 ',' m2 … '],"tools":' tools '}'
-        estimated = estimate_tokens(13 + total + max(len(messages) - 1, 0) + 10 + self._tools_size[1] + 1)
-        return estimated if self._scale is None else int(estimated * self._scale)
-
-    def _measure(self, text: str) -> int:
-        """A message's size: its characters (four to a token), or its tokens under the tokenizer."""
-        return len(text) if self.count is None else self.count(text)
+            self._tools_size = (tools, self.estimator.measure(canonical(tools)))
+        return self.estimator.joined(total, len(messages), self._tools_size[1])
 
     def share(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> float:
         return self.tokens(messages, tools) / self.config.usable

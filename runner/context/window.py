@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.context.prune import frozen_end, recent_start, whole_calls
-from runner.core.jsonutil import canonical, estimate_tokens
+from runner.core.jsonutil import canonical
 from runner.core.outcome import BudgetExhausted
 from runner.tools.base import ToolError
 
@@ -37,7 +37,7 @@ def does_not_fit(manager: Any, messages: list[dict[str, Any]], tools: list[dict[
     """The error for a skill or an answer that cannot fit whole beside what must stay; None when it fits."""
     if manager.config.window is None:  # no window known: maxChars / 4 paces the stages, the server decides
         return None
-    size = estimate_tokens(len(canonical({"role": "tool", "tool_call_id": "call_0_0", "content": content})))
+    size = manager.estimator.tokens(canonical({"role": "tool", "tool_call_id": "call_0_0", "content": content}))
     taken = must_stay(manager, messages, tools)
     usable = manager.config.usable
     if taken + size <= usable:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from runner.context.estimate import Estimator
 from runner.context.manager import ContextConfig, ContextManager
 from runner.context.prune import ToolKinds
 from runner.context.tokenizer import load_tokenizer
@@ -211,7 +212,7 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
 
     context = ContextManager(config, emit, spec.history, summarize if settings.compaction else None, spill=spill,
                              masker=rec.masker, root=root,
-                             count=load_tokenizer(settings.tokenizer) if settings.tokenizer else None)
+                             estimator=Estimator(load_tokenizer(settings.tokenizer) if settings.tokenizer else None))
     return context
 
 

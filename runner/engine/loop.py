@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from runner.context.manager import ContextManager
 from runner.context.prune import CLEARED_MARKER
 from runner.core.events import AnswerRefused, Emit, ModelRequest, ModelResponse, RunWarning, UserMessage
-from runner.core.jsonutil import canonical, estimate_tokens, sha256_text, short
+from runner.core.jsonutil import canonical, sha256_text, short
 from runner.core.outcome import BudgetExhausted, Failed, Interrupted, Stopped
 from runner.engine.batch import Parallel, run_calls
 from runner.engine.call import CallEnv
@@ -125,7 +125,7 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
             emit(UserMessage(turn=turn, reason="recitation", content=recited))
             messages.append({"role": "user", "content": recited})  # appended: the prefix stays as it was
         prompt = serialize_prompt(messages, tools)
-        estimated = estimate_tokens(len(prompt))
+        estimated = context.tokens(messages, tools)  # the context's count (its Estimator), the one every check takes
         for check in limits.checks:
             check(estimated)
         previous = sent if sent is not None else previous
