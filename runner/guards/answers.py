@@ -92,8 +92,8 @@ def seen_in(text: str, facts: Facts) -> list[Seen]:
         out.append(Seen("quoted_call", quoted))
     if (claim := _claim(prose)) is not None and not facts.changed():
         out.append(Seen("claimed_change", claim))
-    if facts.can_change and (handed := _handed(text, prose, facts.exists)) is not None:
-        out.append(Seen("handed_over", handed[0], _edit_call(handed[1], handed[2], facts)))
+    if facts.can_change and (handed := _handed(text, prose, facts)) is not None:
+        out.append(Seen("handed_over", *handed))
     if (announced := _announced(prose)) is not None:
         out.append(Seen("announced", announced))
     if facts.text_calls and isinstance(found := parse_text_call(text, facts.tools), Unusable):
@@ -132,29 +132,44 @@ def _claim(prose: str) -> str | None:
     return None
 
 
-def _handed(text: str, prose: str, exists: Callable[[str], bool]) -> tuple[str, str, str] | None:
-    """(what was seen, and for a code block the file's path and the block's code) when the reply hands over work."""
+_CANDIDATES = 5  # files a code block is tried against for its edit
+
+
+def _handed(text: str, prose: str, facts: Facts) -> tuple[str, str | None] | None:
+    """(what was seen, the `edit` call that makes a code block's change, or None) when the reply hands over work: a
+    code block for a file that exists — named beside it, or one the reply names anywhere whose lines most of the
+    block is (runner/guards/blocks.py) — or a phrase that hands it over."""
     plain = _plain(text)
+    anywhere = [rel for path in _PATH.findall(_FENCE.sub("", plain)) if facts.exists(rel := _relative(path))]
+    first: str | None = None
     for block in _FENCE.finditer(plain):
         before = plain[:block.start()].rstrip().rsplit("\n", 1)[-1]
-        first, _, rest = block.group(2).partition("\n")
-        named = first if _COMMENT.match(first) else ""  # `# app.py` names the file; code that mentions one does not
-        for where in (block.group(1), named, before):
-            for path in _PATH.findall(where):
-                rel = path.strip("./") if path.startswith("./") else path
-                if exists(rel):
-                    code = rest if named and path in named else block.group(2)
-                    return f"a code block for `{path}`", rel, code
+        top, _, rest = block.group(2).partition("\n")
+        named = top if _COMMENT.match(top) else ""  # `# app.py` names the file; code that mentions one does not
+        near = [rel for where in (block.group(1), named, before) for path in _PATH.findall(where)
+                if facts.exists(rel := _relative(path))]
+        if near and first is None:
+            first = f"a code block for `{near[0]}`"
+        for rel in list(dict.fromkeys(near + anywhere))[:_CANDIDATES]:
+            code = rest if named and rel in named else block.group(2)
+            if (call := _edit_call(rel, code, facts)) is not None:
+                return f"a code block for `{rel}`", call
+    if first is not None:
+        return first, None
     if (phrase := _HANDED.search(prose)) is not None:
-        return f'"{phrase.group(0)} …"', "", ""
+        return f'"{phrase.group(0)} …"', None
     return None
+
+
+def _relative(path: str) -> str:
+    return path.strip("./") if path.startswith("./") else path
 
 
 def _edit_call(path: str, code: str, facts: Facts) -> str | None:
     """The `edit` call that makes the change a code block for `path` shows (runner/guards/blocks.py), as JSON; None
     when there is none, `edit` is not offered, or the block is one a tool message showed the model (a file's code
     quoted is not offered back as a change)."""
-    if not path or "edit" not in facts.tools or facts.heard.showed(code):
+    if "edit" not in facts.tools or facts.heard.showed(code):
         return None
     current = facts.read(path)
     change = edit_for(current, code) if current is not None else None
@@ -219,7 +234,8 @@ def told(seen: Seen, listening: bool = False) -> str:
 
 @dataclass
 class AnswerGuard:
-    """The run's answer rules: each kind refused once, at most `budget` refusals a run (0: none, today's behaviour).
+    """The run's answer rules: each kind refused once — a kind that shows the model a call, once per call (a second
+    file's edit is news) — at most `budget` refusals a run (0: none, today's behaviour).
     Called with a final answer: the nudge, or None when it stands; raises Failed for a reply that is never an answer
     and was refused before (or can no longer be)."""
 
@@ -231,15 +247,21 @@ class AnswerGuard:
         if self.budget <= 0 and not self.refused:
             return None
         seen = seen_in(answer, self.facts)
-        fresh = [s for s in seen if s.kind not in self.refused]
+        fresh = [s for s in seen if _once(s) not in self.refused]
         if fresh and len(self.refused) < self.budget:
-            self.refused.add(fresh[0].kind)
+            self.refused.add(_once(fresh[0]))
             return Nudge(fresh[0].kind, told(fresh[0], self.facts.listening()))
         never = next((s for s in seen if s.kind in NEVER_ANSWERS), None)
         if never is not None:
             raise Failed(f"the model's final answer was {NEVER_ANSWERS[never.kind]} ({never.what}), again after "
                          "being told")
         return None
+
+
+def _once(seen: Seen) -> str:
+    """What is refused only once: the kind, and the call it shows the model, if any."""
+    call = seen.call if seen.call is not None else seen.what if seen.kind == "quoted_call" else None
+    return seen.kind if call is None else f"{seen.kind}\n{call}"
 
 
 def workspace_files(root: Path) -> Callable[[str], bool]:

@@ -28,9 +28,10 @@ def edit_for(current: str, block: str) -> tuple[str, str] | None:
     shared = sum(1 for _, j, size in matcher.get_matching_blocks() for line in new_lines[j:j + size] if line.strip())
     if shared * 2 < sum(1 for line in new_lines if line.strip()):
         return None  # mostly not this file's lines (blank ones aside): an example, another file
-    # Blank lines added or dropped alone are spacing, not the change (a model re-spaces what it copies).
-    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"
-               and not all(not line.strip() for line in (*old_lines[op[1]:op[2]], *new_lines[op[3]:op[4]]))]
+    # Blank lines added or dropped are spacing, not the change (a model re-spaces what it copies): a change keeps the
+    # file's blank lines at its ends as they are, and one of blank lines alone is none.
+    changes = [trimmed for op in matcher.get_opcodes() if op[0] != "equal"
+               if (trimmed := _trim(op, old_lines, new_lines)) is not None]
     if changes and changes[0][0] == "delete" and changes[0][3] == 0:
         changes = changes[1:]  # the file before the block's first line: not shown, not deleted
     if changes and changes[-1][0] == "delete" and changes[-1][3] == len(new_lines):
@@ -55,3 +56,16 @@ def edit_for(current: str, block: str) -> tuple[str, str] | None:
     if old == new or len(old) + len(new) > MAX_CALL:
         return None
     return old, new
+
+
+def _trim(op: tuple[str, int, int, int, int], old: list[str], new: list[str]) -> tuple[str, int, int, int, int] | None:
+    """The change `op` without the file's blank lines at its ends (they stay as they are); None when it only adds or
+    drops blank lines."""
+    tag, i1, i2, j1, j2 = op
+    while i1 < i2 and not old[i1].strip():
+        i1 += 1
+    while i2 > i1 and not old[i2 - 1].strip():
+        i2 -= 1
+    if i1 == i2 and all(not line.strip() for line in new[j1:j2]):
+        return None
+    return tag, i1, i2, j1, j2

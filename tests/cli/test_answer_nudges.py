@@ -90,3 +90,25 @@ def test_a_code_block_for_a_file_not_read_in_the_run_shows_none_of_it(fake, work
     assert r.code == 0, r.stderr
     told = fake.requests[1]["messages"][-1]["content"]
     assert "Do it yourself with the tools" in told and "range(1, len(numbers))" not in told
+
+
+def test_each_files_block_is_shown_back_as_its_edit_the_file_named_anywhere_in_the_reply(fake, workspace, agent_run):
+    # The 1.5B model's version bump (bench/bench_solve.py): the file named a paragraph before its block, then a second
+    # file's block after the first edit. Each block is matched to a file by its lines; a new edit is a new nudge.
+    (workspace / "a.toml").write_text('name = "x"\nversion = "1"\n')
+    (workspace / "b.py").write_text('V = "1"\n\n\ndef f():\n    return 1\n')
+    first = {"path": "a.toml", "old_string": 'version = "1"\n', "new_string": 'version = "2"\n'}
+    second = {"path": "b.py", "old_string": 'V = "1"\n', "new_string": 'V = "2"\n'}
+    fake.add(reply(calls=[("read", {"path": "a.toml"}), ("read", {"path": "b.py"})]),
+             reply('Bump `a.toml` and `b.py` to 2.\n\nHere it is:\n\n```toml\nname = "x"\nversion = "2"\n```'),
+             reply(calls=[("edit", first)]),
+             reply('Then the module.\n\nThe updated file for `b.py`:\n\n```python\nV = "2"\n\ndef f():\n'
+                   '    return 1\n```'),
+             reply(calls=[("edit", second)]), reply("Both are 2 now."))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
+    assert [e["reason"] for e in r.of_type("answer_refused")] == ["handed_over", "handed_over"]
+    assert fake.requests[2]["messages"][-1]["content"].endswith(json.dumps({"name": "edit", "arguments": first}) + "]")
+    assert fake.requests[4]["messages"][-1]["content"].endswith(json.dumps({"name": "edit", "arguments": second}) + "]")
+    assert (workspace / "a.toml").read_text() == 'name = "x"\nversion = "2"\n'
+    assert (workspace / "b.py").read_text() == 'V = "2"\n\n\ndef f():\n    return 1\n'
