@@ -450,7 +450,7 @@ def _settings(opts: RunOptions, files: EnvFiles, policy: Policy, from_task: dict
 
 def _trusted_settings(opts: RunOptions, files: EnvFiles, policy: Policy, from_task: dict[str, Any],
                       trusted_task: bool, rec: Recording) -> Settings:
-    lower = policy_layer(policy.sections)
+    lower = {**preset.settings(opts), **policy_layer(policy.sections)}
     if trusted_task:
         # A trusted task's own front matter beats the environment; a flag on the command line beats both.
         return settings_for({**from_task, **opts.cli_settings}, files.paths, lower)

@@ -94,3 +94,11 @@ def test_a_file_read_for_the_model_is_not_one_write_may_replace(fake, workspace,
     over, new = r.of_type("tool_result")[1:]
     assert over["error_type"] == "WouldOverwrite" and new["ok"]
     assert (workspace / "calc.py").read_text(encoding="utf-8") == "def add(a, b):\n    return a - b\n"
+
+
+def test_preset_small_sends_back_up_to_four_non_answers(fake, workspace, agent_run):
+    # The default 2 were spent before the 1.5B model's second file's block came (bench/bench_solve.py version_bump).
+    fake.add(reply("I fixed it."), reply("Let me check."), reply("You need to run it."), reply("Nothing to do here."))
+    r = agent_run("--preset", "small", "task.md")
+    assert r.code == 0, r.stderr
+    assert [e["reason"] for e in r.of_type("answer_refused")] == ["claimed_change", "announced", "handed_over"]
