@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.fakes.openai_server import prompt_tokens, reply
+from tests.fakes.openai_server import NO_USAGE, prompt_tokens, reply
 
 THINK = "I think " * 750  # 6 KB of reasoning a turn: stage 2 cannot clear it, only a summary can
 
@@ -135,6 +135,14 @@ def test_the_event_and_the_token_budget_take_the_tokenizers_count(fake, workspac
     r = agent_run("--max-tokens", str(request["prompt_bytes"] // 2), "task.md", env=_bytes_tokenizer(tmp_path))
     assert r.code == 5 and r.summary["budget"]["name"] == "max_tokens", r.summary
     assert r.summary["budget"]["next_request_estimate"] > request["prompt_bytes"] // 2
+
+
+def test_a_server_that_counts_nothing_is_counted_in_the_tokenizers_tokens(fake, workspace, agent_run, tmp_path):
+    fake.add(reply(calls=[("list", {})], usage=NO_USAGE), reply("done", usage=NO_USAGE))
+    r = agent_run("task.md", env=_bytes_tokenizer(tmp_path))
+    assert r.code == 0 and r.summary["usage"]["estimated"] is True, r.summary
+    counted = [e["usage"]["prompt_tokens"] for e in r.of_type("model_response")]
+    assert counted == [e["estimated_tokens"] for e in r.of_type("model_request")]  # what the budgets add up
 
 
 def test_the_estimate_is_calibrated_from_the_first_reported_prompt_tokens(fake, workspace, agent_run):
