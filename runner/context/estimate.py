@@ -8,6 +8,7 @@ passes the context's count on, never re-deriving one).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runner.context.tokenizer import Count
@@ -44,6 +45,15 @@ class Estimator:
         if self.count is None and self.scale is None and estimated > 0 \
                 and 1 / CALIBRATION <= reported / estimated <= CALIBRATION:
             self.scale = reported / estimated
+
+    def counted(self, usage: Mapping[str, int], chars: int, estimated: int) -> dict[str, int]:
+        """A client's own usage for a server that reported none (chars/4 of the prompt, of `chars` characters, and
+        of the reply) in this count, the prompt's being `estimated`: every figure scaled by the two's ratio (a client
+        that asked twice summed both requests: its prompt figure is not simply `estimated`)."""
+        raw = estimate_tokens(chars)
+        if raw <= 0 or estimated == raw:
+            return dict(usage)
+        return {key: round(value * estimated / raw) for key, value in usage.items()}
 
     def _scaled(self, size: int) -> int:
         if self.count is not None:

@@ -27,7 +27,7 @@ from runner.core.frames import ResultFrames
 from runner.core.outcome import UsageError
 from runner.engine.batch import parallel_of
 from runner.engine.call import CallEnv, bind_hooks
-from runner.engine.loop import Check, Limits
+from runner.engine.loop import Check, Limits, serialize_prompt
 from runner.engine.recorder import Recording
 from runner.engine.settings import Settings, model_params
 from runner.engine.workflow_hooks import WorkflowHooks
@@ -199,6 +199,9 @@ def _context(spec: AgentSpec, rec: Recording, model: ChatModel | None, tools: li
         # prepares.
         at = turn() or context.turn
         reply = model.complete(messages, tools, turn=at, emit=emit, timeout=left, tool_choice="none")
+        if reply.estimated:  # the server counted nothing: the client's chars/4, in the context's count (as the loop)
+            reply = dataclasses.replace(reply, usage=context.estimator.counted(
+                reply.usage, len(serialize_prompt(messages, tools)), context.tokens(messages, tools)))
         emit(ModelResponse(turn=at, message=reply.message, usage=reply.usage,
                            finish_reason=reply.finish_reason, duration_s=round(time.monotonic() - started, 4)))
         text = (reply.message.get("content") or "").strip()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from runner.context.manager import ContextManager
@@ -141,6 +141,8 @@ def run_loop(agent: Runnable, messages: list[dict[str, Any]], emit: Emit, start:
         reply = model.complete(messages, tools, turn=turn, emit=emit, timeout=remaining,
                                tool_choice="required" if act else None)
         act = False
+        if reply.estimated:  # the server counted nothing: the client's chars/4, in the context's count
+            reply = replace(reply, usage=context.estimator.counted(reply.usage, len(prompt), estimated))
         emit(ModelResponse(turn=turn, message=reply.message, usage=reply.usage, finish_reason=reply.finish_reason,
                            duration_s=round(time.monotonic() - started, 4)))
         for observe in limits.replies:

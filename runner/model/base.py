@@ -97,8 +97,8 @@ def reported(usage: dict[str, int]) -> bool:
 
 def estimated_usage(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                     message: dict[str, Any]) -> dict[str, int]:
-    """The runner's own count when a server gives none: the byte estimate of the prompt (as the
-    loop's `model_request.estimated_tokens`) and of the reply. No tokenizer: nothing to download."""
+    """The runner's own count when a server gives none: chars/4 of the prompt and of the reply, which the agent
+    restates in its context's count (runner/context/estimate.py `Estimator.counted`: a tokenizer's, when set)."""
     prompt = canonical({"tools": tools, "messages": messages})
     return {"prompt_tokens": estimate_tokens(len(prompt)),
             "completion_tokens": estimate_tokens(len(canonical(message))), "cached_tokens": 0}
