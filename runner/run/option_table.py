@@ -331,7 +331,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--preset", "preset",
            "Settings for a kind of model. small (a small local model): offer only read,list,grep,edit,bash (unless "
            "--tools), add an act-don't-describe rule to the runner's contract, show the task's check: command to the "
-           "model (also AGENT_RUN_PRESET). [default: none]",
+           "model, read the files the task names for it first, allow 4 answer nudges (also AGENT_RUN_PRESET). "
+           "[default: none]",
            choice("small"), env="AGENT_RUN_PRESET", cli_env=True, rerun=Rerun.VALUE, batch=True, shared=False,
            continued=False,
            on={"batch": "As `run --preset`, for every task.",
