@@ -132,12 +132,13 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
     state = AgentState(tools=tuple(spec.registry.names))
     below = spec.depth < settings.subagent_max_depth
     # Its own stop and clock: it stops with its caller (the run, or its group of calls), or alone at its deadline.
-    ctx = dataclasses.replace(base, cancel=base.cancel.child(spec.deadline), call_id="", call_tool="", agent=spec.aid,
-                              decide=policy_decider(spec.policy), state=state,
-                              truncation=dataclasses.replace(base.truncation, delegate=base.truncation.delegate
-                                                             and below))
     own = (state.skill,) if spec.info is not None or "skill" in spec.registry.names else ()
     parts = (*spec.restrictions, *own)
+    # The files its tools meet are narrowed as its calls are (a second AllOf: what it records is the call's error's).
+    ctx = dataclasses.replace(base, cancel=base.cancel.child(spec.deadline), call_id="", call_tool="", agent=spec.aid,
+                              decide=policy_decider(spec.policy), restrict=AllOf(parts).refuses if parts else None,
+                              state=state, truncation=dataclasses.replace(base.truncation,
+                                                                          delegate=base.truncation.delegate and below))
     loops = LoopGuard(LoopConfig.from_policy(spec.policy.sections.get("doomLoop", {})))
     aid = spec.aid or MAIN
     guards: list[Guard] = [services.denials, loops, SkillFollow(

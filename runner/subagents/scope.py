@@ -16,7 +16,7 @@ An entry is a workspace-relative directory or file (everything below it), or a g
 
 Enforced twice, as a narrowing of what the policy allows (it never widens it):
 - by the policy intersection (`PathScope`, a restriction checked before the policy, as a profile's `tools` are) for
-  every file tool, and for the files grep, glob and list meet;
+  every file tool, and for the files grep, glob and list meet (runner/tools/readable.py), on their resolved paths;
 - by the sandbox's mounts for the child's commands (runner/sandbox/scope.py): the workspace read-only but for the
   `write` entries, and hidden but for the `read` and `write` ones when `read` is given.
 A glob cannot be a mount, and a command's files cannot be told from its text: a child whose scope has a glob, or that

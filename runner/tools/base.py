@@ -219,6 +219,10 @@ class ToolContext:
     # Decides targets without recording them: a file grep, glob or list meets, skipped unless allowed.
     # None (unit tests, explain): nothing is skipped.
     decide: Callable[[list[Target]], CallDecision] | None = None
+    # What narrows the policy for this agent (a subagent profile's tools and paths scope, a loaded skill's
+    # allowed-tools, a review-only run): `restrict(tool, targets)` says why it refuses, or None. A file grep, glob or
+    # list meets is asked of it, with the call's tool, before `decide`; None: nothing narrows.
+    restrict: Callable[[str, list[Target]], str | None] | None = None
     agent: str | None = None  # the subagent whose context this is (its id, `a1`); None: the run's own agent
     call_id: str = ""  # the call being run, and its tool: for what `authorize` records (set by `for_call`)
     call_tool: str = ""

@@ -2,9 +2,11 @@
 
 `grep`, `glob` and `list` are decided on the directory they start from; every file they then
 meet is decided here, as `read` of that file would be (its resolved path, a hard link's `fs:`
-target, other spellings where case is ignored), without an audit record. Only `allow` counts:
-a file that needs approval is skipped even in full_access mode, where reading it by name is
-auto-approved and recorded. Skipped files are counted, never shown.
+target, other spellings where case is ignored), without an audit record: first by what narrows
+the agent's policy (a subagent's paths scope: a symlink in a directory it may read leads nowhere
+outside it), then by the policy. Only `allow` counts: a file that needs approval is skipped even
+in full_access mode, where reading it by name is auto-approved and recorded. Skipped files are
+counted, never shown.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from runner.tools.paths import escaped
 
 T = TypeVar("T")
 POLICY = "policy"
+RESTRICTED = "restricted"
 
 
 class Readable:
@@ -45,10 +48,16 @@ class Readable:
 
     def allows(self, real: Path, *, walked: bool = False) -> bool:
         """Whether `read` of the resolved `real` would be allowed; counted when not."""
-        if self.ctx.decide is None:
+        ctx = self.ctx
+        if ctx.decide is None and ctx.restrict is None:
             return True
-        decision = self.ctx.decide(escaped(path_targets("read", self.ctx.workspace, real, fold=self.fold,
-                                                        on_disk=walked)))
+        targets = escaped(path_targets("read", ctx.workspace, real, fold=self.fold, on_disk=walked))
+        if ctx.restrict is not None and ctx.restrict(ctx.call_tool, targets) is not None:
+            self.skipped[RESTRICTED] += 1
+            return False
+        if ctx.decide is None:
+            return True
+        decision = ctx.decide(targets)
         if decision.decision == "allow":
             return True
         note = decision.deciding.target.note or ""
@@ -82,12 +91,13 @@ class Readable:
     def note(self, noun: str, plural: str) -> str:
         """`[3 files skipped: …]` lines, one per reason; empty when nothing was skipped."""
         lines = []
-        for reason in (POLICY, HARD_LINK):
+        for reason in (POLICY, HARD_LINK, RESTRICTED):
             n = self.skipped[reason]
             if not n:
                 continue
             them = "it" if n == 1 else "them"
             why = f"the policy does not allow reading {them}" if reason == POLICY else (
+                "outside the files you may read" if reason == RESTRICTED else
                 f"hard-linked ({'its' if n == 1 else 'their'} other names may be secrets); "
                 f"the policy does not allow reading {them}")
             lines.append(f"[{n} {noun if n == 1 else plural} skipped: {why}]")

@@ -16,6 +16,7 @@ from runner.policy.load import load_policy
 from runner.policy.match import compile_pattern
 from runner.policy.model import Rule, Target
 from runner.policy.targets import case_insensitive, file_targets, path_targets, targets_for
+from runner.run.review_only import ReviewOnly
 from runner.tools import paths
 from runner.tools.base import ToolContext, ToolError
 from runner.tools.glob import Glob
@@ -225,3 +226,14 @@ def test_the_fast_decider_agrees_with_decide(ws, name):
             targets = [Target("read", a), Target("read", b, floor="ask" if b.endswith("b") else "allow")]
             want, got = decide(policy, "read", targets), fast(targets)
             assert (got.decision, got.deciding.rule) == (want.decision, want.deciding.rule), (a, b)
+
+
+def test_a_review_only_runs_walks_skip_what_lies_outside_the_checkout(ws, tmp_path):
+    outside = tmp_path / "home"
+    outside.mkdir()
+    (outside / "token").write_text("needle\n")
+    (ws / "a.txt").write_text("needle\n")
+    (ws / "token").symlink_to(outside / "token")
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), restrict=ReviewOnly(tmp_path / "run").refuses,
+                      call_tool="glob")
+    assert Glob().run({"pattern": "*"}, ctx).content == "a.txt\n[1 file skipped: outside the files you may read]"
