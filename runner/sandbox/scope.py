@@ -5,6 +5,10 @@ given, the workspace an empty tmpfs but for the `read` and `write` entries. The 
 (`.git`, the run directory, policy files) stay over what the entries show. Entries are directories and files; a glob
 never reaches here (a child whose scope has one gets no `bash`). The layout is made again for each command, so an
 entry made since the child started (a `write` directory it created with `write`) is mounted.
+
+An entry with a symlink on its way (`out -> secrets`, which a repository may commit) is not mounted: bwrap would bind
+what it leads to, which the file tools, deciding on resolved paths, refuse. A symlink below an entry needs nothing:
+inside the sandbox it resolves in the child's view, where what the scope hides is not there.
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ def _inside(path: str, base: str) -> bool:
 
 def scoped_layout(base: LayoutInput, read: tuple[str, ...] | None, write: tuple[str, ...]) -> Layout:
     """The run's layout (made from `base`) narrowed to the scope: `write` entries read-write, the rest of the
-    workspace read-only; `read` (None: the whole workspace) read-only and everything else in the workspace hidden."""
+    workspace read-only; `read` (None: the whole workspace) read-only and everything else in the workspace hidden.
+    An entry whose path holds a symlink is left out (see the module's docstring)."""
     ws = str(base.workspace)
+    read = None if read is None else _unlinked(base.workspace, read)
+    write = _unlinked(base.workspace, write)
     writable = [base.workspace / e for e in write]
     layout = build_layout(dataclasses.replace(
         base, workspace_writable=False,  # what the policy made writable inside the workspace is narrowed too
@@ -48,6 +55,12 @@ def scoped_layout(base: LayoutInput, read: tuple[str, ...] | None, write: tuple[
         else:
             mounts.append(m)
     return Layout(mounts, layout.env, layout.chdir)
+
+
+def _unlinked(workspace: Path, entries: tuple[str, ...]) -> tuple[str, ...]:
+    """The entries that are where they are spelled: no symlink from the workspace down to them."""
+    real = Path(os.path.realpath(workspace))
+    return tuple(e for e in entries if Path(os.path.realpath(workspace / e)) == real / e)
 
 
 class ScopedSandbox:

@@ -30,3 +30,16 @@ def test_write_entries_are_the_only_writable_mounts_and_read_hides_the_rest(tmp_
     assert hidden["/"] == "tmpfs" and hidden["/docs"] == "ro" and hidden["/src"] == "rw"
     assert "/.git" not in hidden and hidden["/src/policy.jsonc"] == "ro"
     assert any(m.dest == str(outside) and m.kind == "rw" for m in scoped_layout(base, None, ("src",)).mounts)
+
+
+def test_an_entry_with_a_symlink_on_its_way_is_not_mounted(tmp_path):
+    ws = tmp_path / "ws"
+    for d in ("src", "secrets"):
+        (ws / d).mkdir(parents=True)
+    (ws / "out").symlink_to("secrets")  # bwrap would bind secrets/ read-write at out/
+    (ws / "src" / "gen").symlink_to("../secrets")
+    base = LayoutInput(workspace=ws, scratch=tmp_path / "scratch")
+    only_write = _kinds(scoped_layout(base, None, ("out", "src", "src/gen")), ws)
+    assert only_write == {"/": "ro", "/src": "rw"}
+    hidden = _kinds(scoped_layout(base, ("out/x",), ("out",)), ws)
+    assert hidden == {"/": "tmpfs"}
