@@ -304,6 +304,10 @@ class SubagentStarted(Event):
     tools_sha256: str  # of its tools array (history/agents/<id>.tools.json)
     max_turns: int
     timeout_s: float | None
+    # Its scope (docs/subagents.md#scopes), so an audit tells what it was allowed without the profile file:
+    disallowed_tools: list[str] = field(default_factory=list)  # its profile's disallowedTools, as written
+    not_offered: dict[str, str] = field(default_factory=dict)  # the parent's tools it was not given, and why
+    paths: dict[str, list[str]] | None = None  # its paths scope ({read?, write?}); None: not narrowed
 
 
 @dataclass(frozen=True)

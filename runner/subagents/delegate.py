@@ -164,8 +164,8 @@ class Delegation:
             ctx = dataclasses.replace(ctx, sandbox=narrowed)
         history = rec.run_dir / "history" / "agents" / aid
         history.mkdir(parents=True, exist_ok=True)
-        agent = build_agent(self._narrowed(child, info, model_name, chain, history, started), self.services, ctx,
-                            emit)
+        spec, dropped = self._narrowed(child, info, model_name, chain, history, started)
+        agent = build_agent(spec, self.services, ctx, emit)
         tools = agent.tools
         # What replaying into the child sends (verified against subagent_started.tools_sha256).
         write_atomic(history.parent / f"{aid}.tools.json", canonical(tools))
@@ -183,7 +183,9 @@ class Delegation:
                              profile=portable(profile.path, rec.workspace) if profile.path else "builtin",
                              trusted=profile.trusted, model=model_name, mode=agent.env.policy.mode,
                              tools=[t["function"]["name"] for t in tools], tools_sha256=sha256_text(canonical(tools)),
-                             max_turns=agent.limits.max_turns, timeout_s=settings.subagent_timeout_s))
+                             max_turns=agent.limits.max_turns, timeout_s=settings.subagent_timeout_s,
+                             disallowed_tools=list(profile.disallowed), not_offered=dropped,
+                             paths=profile.scope.describe() if profile.scope is not None else None))
         try:
             hooks = agent.env.hooks  # the policy's SubagentStop hooks judge the child's answer
             judge = hooks.answer_judge("SubagentStop", agent.spec.info, emit, agent.env.ctx.cancel) \
@@ -204,10 +206,10 @@ class Delegation:
         return self._finish(result, record, emit, call_id, started, messages)
 
     def _narrowed(self, child: Child, info: dict[str, Any], model_name: str, chain: Chain | None, history: Path,
-                  started: float) -> AgentSpec:
+                  started: float) -> tuple[AgentSpec, dict[str, str]]:
         """The parent's spec, narrowed for the child: the parent's policy in its mode or narrower, the parent's tools
         (`task` only below the depth limit) cut to the profile's, the parent's restrictions and the profile's, a
-        clock of its own within the run's."""
+        clock of its own within the run's; and the parent's tools it is not offered, with why (`offered`)."""
         settings, parent, profile = self.shared.settings, self.parent, child.profile
         policy = parent.env.policy
         if policy.mode == "full_access" and profile.mode == "agent":
@@ -217,7 +219,7 @@ class Delegation:
         deadline = min(deadline, run_deadline) if run_deadline is not None else deadline
         below = self.depth + 1 < settings.subagent_max_depth
         tools = [t for t in parent.env.registry.tools if t.name != "task" or below]
-        kept, _dropped = offered([t.name for t in tools], {t.name: t.domain for t in tools},
+        kept, dropped = offered([t.name for t in tools], {t.name: t.domain for t in tools},
                                  None if profile.tools is None else [name for name, _ in profile.tools],
                                  profile.disallowed, profile.scope, confines(parent.env.ctx.sandbox))
         registry = Registry([t for t in tools if t.name in kept])
@@ -228,7 +230,7 @@ class Delegation:
             restrictions = (PathScope(profile.name, profile.scope), *restrictions)
         return AgentSpec(policy, settings, registry, profile.max_turns or settings.subagent_max_turns, deadline,
                          settings.subagent_timeout_s, history, checks=self.shared.run_checks(), model=model_name,
-                         chain=chain, tools=child.tools, restrictions=restrictions, info=info)
+                         chain=chain, tools=child.tools, restrictions=restrictions, info=info), dropped
 
     def reserve(self, call_id: str, args: dict[str, Any]) -> None:
         """In the model's order, before any of a reply's `task` calls runs (they may run at once): the child's id
