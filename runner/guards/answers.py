@@ -28,7 +28,7 @@ from pathlib import Path
 
 from runner.core.jsonutil import short
 from runner.core.outcome import Failed
-from runner.guards.blocks import edit_for
+from runner.guards.blocks import edit_for, shows
 from runner.model.text_calls import Heard, TextCall, Unusable, parse_text_call, quoted_call
 
 
@@ -148,6 +148,9 @@ def _handed(text: str, prose: str, facts: Facts) -> tuple[str, str | None] | Non
         named = top if _COMMENT.match(top) else ""  # `# app.py` names the file; code that mentions one does not
         near = [rel for where in (block.group(1), named, before) for path in _PATH.findall(where)
                 if facts.exists(rel := _relative(path))]
+        if any((current := facts.read(rel)) is not None and shows(current, block.group(2) if not named else rest)
+               for rel in list(dict.fromkeys(near + anywhere))[:_CANDIDATES]):
+            continue  # the file as it is now: the reply shows what was done, it hands nothing over
         if near and first is None:
             first = f"a code block for `{near[0]}`"
         for rel in list(dict.fromkeys(near + anywhere))[:_CANDIDATES]:

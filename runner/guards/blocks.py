@@ -17,6 +17,14 @@ import difflib
 MAX_CALL = 2_000  # characters of old_string and new_string together: a larger change is the model's to make
 
 
+def shows(current: str, block: str) -> bool:
+    """Whether the block is the file's text as it is (all of it or a part, blank lines aside): a reply that shows
+    what it already changed, not work handed over."""
+    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    text = [line.strip() for line in current.splitlines() if line.strip()]
+    return bool(lines) and any(text[i:i + len(lines)] == lines for i in range(len(text) - len(lines) + 1))
+
+
 def edit_for(current: str, block: str) -> tuple[str, str] | None:
     """(old_string, new_string) that turn `current` into what `block` shows of it; None when the block is not a
     changed part of this file."""

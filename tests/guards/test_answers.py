@@ -68,6 +68,16 @@ def test_a_call_amid_prose_is_shown_back_alone_as_json_never_one_a_tool_showed()
     assert "quoted_call" not in [s.kind for s in seen_in(text, listening)]  # a file's call is not offered back
 
 
+def test_a_block_of_the_file_as_it_is_now_hands_nothing_over():
+    # The 1.5B model showed the function it had just changed (bench/bench_solve.py): an answer, not work handed over.
+    now = "def total(numbers):\n    result = 0\n    for n in numbers:\n        result += n\n    return result\n"
+    shown = Facts(changed=lambda: True, can_change=True, exists=lambda p: p == "stats.py", tools=TOOLS,
+                  read=lambda p: now if p == "stats.py" else None)
+    assert kinds(f"I fixed `stats.py`:\n\n```python\n{now}```", shown) == []
+    changed = now.replace("for n in numbers", "for n in numbers[1:]")
+    assert kinds(f"I fixed `stats.py`:\n\n```python\n{changed}```", shown) == ["handed_over"]
+
+
 def test_a_claim_with_a_change_and_work_handed_over_without_the_tools_are_answers():
     assert kinds("I fixed the off-by-one.", facts(changed=True)) == []
     assert kinds("You need to add `import os` at the top.", facts(can_change=False)) == []
