@@ -8,7 +8,9 @@ through the whole call pipeline — the policy decides it, its hooks run, `tool_
 assistant call and its tool message, one pair per file: the model starts with the text it must change and an example
 of a well-formed call in its history, which a small model copies. They are the runner's reads, not the agent's:
 `write` still replaces only a file the agent read itself (`AgentState.shown`, not `seen`), so a file read for it
-is changed with `edit`, or read first.
+is changed with `edit`, or read first. The 1.5B model's first call was, run after run, a `read` of the last file
+read for it — and given the same text again, its next reply was empty; so the agent's own first read of such a
+file, unchanged, answers that it is unchanged since it was read above, and to go on from there (runner/tools/read.py).
 
 It never widens what the run may do: a file is read only when the policy allows the model's own `read` of it (asked
 first, without a record: a denial of the runner's own making would turn the run's verdict to `denied`, exit 3); a
@@ -21,6 +23,8 @@ the ≤ 1,400-token request of a task that names none); a larger file is the mod
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -87,10 +91,11 @@ def preload(agent: Agent, emit: Emit, texts: list[str], workspace: Path) -> list
         call_id = f"call_preset_{i}"
         call = {"id": call_id, "type": "function", "function": {"name": "read", "arguments": canonical({"path": rel})}}
         content = handle_call(call, agent.env, 1, seen, source="preset")
-        path = str(resolve(agent.env.ctx, rel))
-        if path in agent.state.seen:  # the runner's read, not the agent's: `write` may not replace it for that
-            agent.state.seen.discard(path)
-            agent.state.shown.add(path)
+        path = resolve(agent.env.ctx, rel)
+        if str(path) in agent.state.seen:  # the runner's read, not the agent's: `write` may not replace it for that
+            agent.state.seen.discard(str(path))
+            with contextlib.suppress(OSError):  # gone since: nothing to say of it
+                agent.state.shown[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
         if ok.get(call_id):
             messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
                          {"role": "tool", "tool_call_id": call["id"], "content": content}]

@@ -197,8 +197,9 @@ class AgentState:
     # to (issue 44). Its own, not a child's: a child's answer says what it chose to, not what the file holds.
     seen: set[str] = field(default_factory=set)
     # The resolved paths the runner read for this agent before its first request (`--preset small`,
-    # runner/run/preload.py): their text is in its conversation, but `write` replaces only what the agent read itself.
-    shown: set[str] = field(default_factory=set)
+    # runner/run/preload.py), each with the sha256 of what it held: their text is in its conversation, but `write`
+    # replaces only what the agent read itself, and its own first `read` of one unchanged says so (tools/read.py).
+    shown: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

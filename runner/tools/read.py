@@ -58,6 +58,8 @@ class Read(Tool):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = paths.resolve(ctx, args["path"])
         shown = paths.display(ctx, path)
+        if (again := _unchanged_since_shown(path, args, ctx, shown)) is not None:
+            return again
         offset, limit, tail = _window(args, ctx)
         try:
             with _open_regular(path, shown) as f:
@@ -231,3 +233,26 @@ def _render(number: int, kept: bytearray, over: bool) -> str:
     if over or len(text) > MAX_LINE_CHARS:
         text = text[:MAX_LINE_CHARS] + f"… [line cut at {MAX_LINE_CHARS} chars]"
     return f"{number}\t{text}"
+
+
+_WINDOW = ("offset", "limit", "tail_lines", "max_lines", "max_bytes")
+
+
+def _unchanged_since_shown(path: Path, args: dict[str, Any], ctx: ToolContext, shown: str) -> ToolOutput | None:
+    """The agent's own first read, whole, of a file the runner read for it before its first request (`--preset
+    small`, runner/run/preload.py) that has not changed since: a note that says so, in place of the same text again
+    (a 1.5B model given it twice replied with nothing). None otherwise: any later read shows the text."""
+    digest = ctx.state.shown.pop(str(path), None)
+    if digest is None or any(args.get(key) for key in _WINDOW):
+        return None
+    try:
+        if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            return None
+    except OSError:
+        return None
+    ctx.state.seen.add(str(path))  # the agent has its text: `write` may now replace it
+    go = [how for tool, how in (("edit", "change it with edit"), ("bash", "run a command with bash"))
+          if tool in ctx.state.tools]
+    then = f" Go on from there: {', or '.join(go)}." if go else ""
+    return ToolOutput(f"[{shown} has not changed since it was read for you above.{then}]",
+                      {"unchanged": True, "file_sha256": digest})
