@@ -7,6 +7,9 @@ Sound, not complete: a later rule is said to shadow one only when it surely matc
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from runner.policy.load import shipped_dir
 from runner.policy.match import TEXT_SCHEMES, split_target
 from runner.policy.model import Rule
 
@@ -20,8 +23,14 @@ def from_file(rules: list[Rule], source: str) -> list[tuple[Rule, Rule | None]]:
 
 def why(later: Rule) -> str:
     """What a shadowed rule's report says of the rule that shadows it."""
-    return (f"shadowed by policy rule {later.index} of {later.source}: `{later.domain} {later.pattern.raw}` "
-            f"{later.decision}; it never decides")
+    return (f"shadowed by policy rule {later.index} of {_named(later.source)}: `{later.domain} "
+            f"{later.pattern.raw}` {later.decision}; it never decides")
+
+
+def _named(source: str) -> str:
+    """A shipped policy by the name a user gives it (where the package lies is an install's detail), else the file."""
+    path = Path(source)
+    return f"the shipped `{path.stem}`" if path.parent == shipped_dir() and path.suffix == ".jsonc" else source
 
 
 def covers(later: Rule, rule: Rule) -> bool:

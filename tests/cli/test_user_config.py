@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from runner.engine.settings import COMPACTION_KEYS
-from runner.policy.load import shipped_dir
 from tests.fakes.openai_server import reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,8 +127,7 @@ def test_config_show_names_a_user_rule_the_policy_shadows(workspace, agent_run, 
     r = agent_run("config", "show", "--policy", "default", env=env)
     assert r.code == 0, r.stderr
     [line] = [line for line in r.stdout.splitlines() if line.startswith("permission.rules.")]
-    default = str(shipped_dir() / "default.jsonc")  # policies/ in a checkout, the package's copy when installed
     assert line.split(" ", 5) == [
         "permission.rules.0", '{"domain":"bash","pattern":"shell:echo', '*","decision":"allow"}', "user",
         str(tmp_path / "xdg/agent-run/config.toml"),
-        f"permission.rules.0 (shadowed by policy rule 0 of {default}: `* **` ask; it never decides)"]
+        "permission.rules.0 (shadowed by policy rule 0 of the shipped `default`: `* **` ask; it never decides)"]
