@@ -10,7 +10,7 @@ of a well-formed call in its history, which a small model copies. They are the r
 `write` still replaces only a file the agent read itself (`AgentState.shown`, not `seen`), so a file read for it
 is changed with `edit`, or read first. The 1.5B model's first call was, run after run, a `read` of the last file
 read for it — and given the same text again, its next reply was empty; so the agent's own first read of such a
-file, unchanged, answers that it is unchanged since it was read above, and to go on from there (runner/tools/read.py).
+file, unchanged, ends with a note that it is unchanged since, and how to go on (runner/tools/read.py).
 
 It never widens what the run may do: a file is read only when the policy allows the model's own `read` of it (asked
 first, without a record: a denial of the runner's own making would turn the run's verdict to `denied`, exit 3); a

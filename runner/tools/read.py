@@ -58,8 +58,7 @@ class Read(Tool):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = paths.resolve(ctx, args["path"])
         shown = paths.display(ctx, path)
-        if (again := _unchanged_since_shown(path, args, ctx, shown)) is not None:
-            return again
+        again = _unchanged_since_shown(path, args, ctx, shown)
         offset, limit, tail = _window(args, ctx)
         try:
             with _open_regular(path, shown) as f:
@@ -91,6 +90,9 @@ class Read(Tool):
         if not pages.complete:
             details["lines_counted"] = "partial"
         ctx.state.seen.add(str(path))  # `write` may now replace it
+        if again is not None:
+            content += f"\n{again}"
+            details["unchanged"] = True
         return ToolOutput(content, details)
 
 
@@ -238,10 +240,12 @@ def _render(number: int, kept: bytearray, over: bool) -> str:
 _WINDOW = ("offset", "limit", "tail_lines", "max_lines", "max_bytes")
 
 
-def _unchanged_since_shown(path: Path, args: dict[str, Any], ctx: ToolContext, shown: str) -> ToolOutput | None:
-    """The agent's own first read, whole, of a file the runner read for it before its first request (`--preset
-    small`, runner/run/preload.py) that has not changed since: a note that says so, in place of the same text again
-    (a 1.5B model given it twice replied with nothing). None otherwise: any later read shows the text."""
+def _unchanged_since_shown(path: Path, args: dict[str, Any], ctx: ToolContext, shown: str) -> str | None:
+    """For the agent's own first read, whole, of a file the runner read for it before its first request (`--preset
+    small`, runner/run/preload.py) that has not changed since: a note after its text that says so, and how to go on.
+    The 1.5B model re-read the last such file and, given the same text alone again, replied with nothing; given
+    the note alone, it went on but seldom made the edit it was then shown; given both, it did (probes of the real
+    model at the same point). None otherwise."""
     digest = ctx.state.shown.pop(str(path), None)
     if digest is None or any(args.get(key) for key in _WINDOW):
         return None
@@ -250,9 +254,7 @@ def _unchanged_since_shown(path: Path, args: dict[str, Any], ctx: ToolContext, s
             return None
     except OSError:
         return None
-    ctx.state.seen.add(str(path))  # the agent has its text: `write` may now replace it
     go = [how for tool, how in (("edit", "change it with edit"), ("bash", "run a command with bash"))
           if tool in ctx.state.tools]
     then = f" Go on from there: {', or '.join(go)}." if go else ""
-    return ToolOutput(f"[{shown} has not changed since it was read for you above.{then}]",
-                      {"unchanged": True, "file_sha256": digest})
+    return f"[{shown} has not changed since it was read for you above.{then}]"

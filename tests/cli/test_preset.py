@@ -106,7 +106,7 @@ def test_preset_small_sends_back_up_to_four_non_answers(fake, workspace, agent_r
 
 def test_the_agents_first_read_of_a_file_read_for_it_says_it_is_unchanged(fake, workspace, agent_run):
     # The 1.5B model re-read the last file read for it, run after run, and given the same text again replied with
-    # nothing; told it is unchanged, it went on with the fix (a probe against the real model, bench_solve.py tasks).
+    # nothing; with a note that it is unchanged after the text, it went on with the fix (probes of the real model).
     (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
     (workspace / "t.md").write_text("Fix calc.py.\n", encoding="utf-8")
     fake.add(reply(calls=[("read", {"path": "calc.py"})]), reply(calls=[("read", {"path": "calc.py"})]),
@@ -114,7 +114,6 @@ def test_the_agents_first_read_of_a_file_read_for_it_says_it_is_unchanged(fake, 
     r = agent_run("--preset", "small", "t.md")
     assert r.code == 0, r.stderr
     preset, first, again = r.of_type("tool_result")
-    assert "return a - b" in preset["content"]
-    assert first["content"] == ("[calc.py has not changed since it was read for you above. Go on from there: change "
-                                "it with edit, or run a command with bash.]")
-    assert "return a - b" in again["content"]  # once: any later read shows the text
+    assert first["content"] == preset["content"] + ("\n[calc.py has not changed since it was read for you above. Go "
+                                                    "on from there: change it with edit, or run a command with bash.]")
+    assert again["content"] == preset["content"]  # once: a later read is a read
