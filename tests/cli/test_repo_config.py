@@ -22,3 +22,14 @@ def test_the_agent_cannot_write_the_repository_config(fake, workspace, agent_run
              reply("done"))
     r = agent_run("task.md")
     assert r.code == 3 and r.of_type("tool_result")[0]["error_type"] == "ToolNotAllowed", r.stderr
+
+
+def test_a_repository_value_that_is_no_number_is_ignored_not_a_traceback(fake, workspace, agent_run):
+    # Repository content chooses the type too: a string or a table where a budget goes is named, never compared.
+    (workspace / ".agents").mkdir()
+    (workspace / ".agents" / "agent-run.toml").write_text('max_turns = "1"\nmax_tokens = true\n')
+    fake.add(reply("done"))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
+    [warning] = [w for w in r.of_type("warning") if w["code"] == "config_ignored"]
+    assert "max_turns" in warning["message"] and "max_tokens" in warning["message"]
