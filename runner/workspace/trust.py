@@ -76,6 +76,9 @@ def narrow(trusted: Mapping[str, Any], front_matter: Mapping[str, Any]) -> tuple
         if key not in NARROWING:
             ignored.append(f"{key} (an untrusted task may only lower budgets)")
             continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            ignored.append(f"{key}: {value!r} is not a number")  # untrusted text chooses the type too
+            continue
         current = trusted.get(key)
         if current is None or value < current:
             out[key] = value
