@@ -135,6 +135,8 @@ def _claim(prose: str) -> str | None:
 
 
 _CANDIDATES = 5  # files a code block is tried against for its edit
+# A larger block is no edit shown back: edit_for's diff is file size times block size, on every answer.
+_MAX_BLOCK = 64 * 1024
 
 
 def _handed(text: str, prose: str, facts: Facts) -> tuple[str, str | None] | None:
@@ -174,7 +176,7 @@ def _edit_call(path: str, code: str, facts: Facts) -> str | None:
     """The `edit` call that makes the change a code block for `path` shows (runner/guards/blocks.py), as JSON; None
     when there is none, `edit` is not offered, or the block is one a tool message showed the model (a file's code
     quoted is not offered back as a change)."""
-    if "edit" not in facts.tools or facts.heard.showed(code):
+    if "edit" not in facts.tools or len(code) > _MAX_BLOCK or facts.heard.showed(code):
         return None
     current = facts.read(path)
     change = edit_for(current, code) if current is not None else None

@@ -18,6 +18,7 @@ Pure functions over the reply's text; the loop decides what to do with the verdi
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import re
 import threading
@@ -115,7 +116,7 @@ def quoted_call(content: str | None, tools: Iterable[str], heard: Heard) -> tupl
     decoder = json.JSONDecoder()
     found: tuple[str, dict[str, Any]] | None = None
     lenient: str | None = None
-    for match in list(_CALL_START.finditer(text))[:_QUOTED_LOOKS]:
+    for match in itertools.islice(_CALL_START.finditer(text), _QUOTED_LOOKS):
         try:
             value, end = decoder.raw_decode(text, match.start())
         except (ValueError, RecursionError):
