@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,9 +42,9 @@ def run_process(cancel: Cancel, argv: list[str], *, timeout: float | None = None
                 grace_s: float = 0.0, **popen: Any) -> Ended:
     """Runs `argv` (`popen`: subprocess.Popen's keywords; always a session and process group of its own) until it
     exits, `cancel` stops, its deadline or `timeout` passes. Each of `pumps` reads the process's pipes on a thread
-    of its own from its start; it is joined (REAP_S at most: a grandchild that escaped the group may hold a pipe)
-    once the group is killed. The kill: SIGTERM, `grace_s` (at most STOP_GRACE_S once the stop is asked), then
-    SIGKILL; SIGKILL at once for `grace_s` 0 or a process that exited. Raises OSError when it cannot start
+    of its own from its start; they are joined (REAP_S at most, all together: a grandchild that escaped the group
+    may hold a pipe) once the group is killed. The kill: SIGTERM, `grace_s` (at most STOP_GRACE_S once the stop is
+    asked), then SIGKILL; SIGKILL at once for `grace_s` 0 or a process that exited. Raises OSError when it cannot start
     (nothing runs), and what interrupts the wait (an interrupt of the run) once its group is killed."""
     proc: subprocess.Popen[bytes] | None = None
     threads: list[threading.Thread] = []
@@ -62,9 +63,10 @@ def run_process(cancel: Cancel, argv: list[str], *, timeout: float | None = None
         if proc is not None:
             kill_group(proc, min(grace_s, STOP_GRACE_S) if cancel.stopping() else grace_s)
             cancel.forget(proc.pid)  # gone: its number may be reused
+            end = time.monotonic() + REAP_S  # one wait for all pumps: a grandchild holding both pipes costs REAP_S once
             for thread in threads:
                 if thread.is_alive():
-                    thread.join(timeout=REAP_S)
+                    thread.join(timeout=max(0.0, end - time.monotonic()))
     assert proc is not None  # the finally above re-raised otherwise
     return Ended(proc.pid, proc.returncode, exited, stopping)
 
