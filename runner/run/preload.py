@@ -103,13 +103,17 @@ def preload(agent: Agent, emit: Emit, texts: list[str], workspace: Path) -> list
 
 
 def _allowed(env: CallEnv, rel: str) -> bool:
-    """Whether the policy lets the model read `rel` as it would decide the model's own call (not recorded)."""
+    """Whether the policy lets the model read `rel` as it would decide the model's own call (not recorded). Never
+    with a PreToolUse hook configured, nor past the agent's restrictions: either could refuse the read as a recorded
+    denial, and a denial of the runner's own making would turn the run's verdict to `denied`."""
     tool = env.registry.get("read")
-    if tool is None:
+    if tool is None or (env.hooks is not None and env.hooks.any("PreToolUse")):
         return False
     args = {"path": rel}
     try:
         targets = tool.targets(args, env.ctx)
     except ToolError:
+        return False
+    if env.restrict is not None and env.restrict.refuses("read", targets) is not None:
         return False
     return decide(env.policy, tool.domain, targets, base_risk=tool.risk_of(args, env.ctx)).allowed

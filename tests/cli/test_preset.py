@@ -117,3 +117,15 @@ def test_the_agents_first_read_of_a_file_read_for_it_says_it_is_unchanged(fake, 
     assert first["content"] == preset["content"] + ("\n[calc.py has not changed since it was read for you above. Go "
                                                     "on from there: change it with edit, or run a command with bash.]")
     assert again["content"] == preset["content"]  # once: a later read is a read
+
+
+def test_a_pretooluse_hook_leaves_the_runners_reads_out(fake, workspace, agent_run, tmp_path):
+    # A hook could refuse the runner's read as a recorded denial: the verdict `denied` for nothing the model did.
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+    (workspace / "t.md").write_text("Fix calc.py.\n", encoding="utf-8")
+    policy = tmp_path / "p.jsonc"
+    policy.write_text(json.dumps({"extends": "default", "hooks": {"PreToolUse": [
+        {"matcher": "*", "hooks": [{"type": "command", "command": "echo no >&2; exit 2"}]}]}}), encoding="utf-8")
+    fake.add(reply("add subtracts."))
+    r = agent_run("--preset", "small", "--policy", str(policy), "t.md")
+    assert r.code == 0 and r.of_type("tool_call") == [], r.stderr
