@@ -101,12 +101,12 @@ def _settings(layers: _Layers, files: tuple[Path, ...], narrowed: Narrowed, work
     for name in Settings.model_fields:
         variables = _variables(name)
         where: list[str]
-        if found := next((v for v in variables if v in environ), None):
+        if name in narrowed.lowered:  # it lowers whatever layer set the value: the value shown is its
+            where = ["repository", str(workspace / ".agents" / "agent-run.toml"), narrowed.lowered[name]]
+        elif found := next((v for v in variables if v in environ), None):
             where = ["environment", found]
         elif found_in := next(((f, v) for f, names in reversed(in_files) for v in variables if v in names), None):
             where = ["env-file", str(found_in[0]), found_in[1]]
-        elif name in narrowed.lowered:
-            where = ["repository", str(workspace / ".agents" / "agent-run.toml"), narrowed.lowered[name]]
         elif name in own:
             where = layers.policy(policy_keys.get(name, name))
         elif name in from_sections and (found_key := layers.in_section("compaction", from_sections[name])):
