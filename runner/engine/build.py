@@ -134,9 +134,10 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
     # Its own stop and clock: it stops with its caller (the run, or its group of calls), or alone at its deadline.
     own = (state.skill,) if spec.info is not None or "skill" in spec.registry.names else ()
     parts = (*spec.restrictions, *own)
-    # The files its tools meet are narrowed as its calls are (a second AllOf: what it records is the call's error's).
+    restrict = (parts[0] if len(parts) == 1 and spec.info is None else AllOf(parts)) if parts else None
+    # The files its tools meet are narrowed as its calls are: by the same restriction.
     ctx = dataclasses.replace(base, cancel=base.cancel.child(spec.deadline), call_id="", call_tool="", agent=spec.aid,
-                              decide=policy_decider(spec.policy), restrict=AllOf(parts).refuses if parts else None,
+                              decide=policy_decider(spec.policy), restrict=restrict,
                               state=state, truncation=dataclasses.replace(base.truncation,
                                                                           delegate=base.truncation.delegate and below))
     loops = LoopGuard(LoopConfig.from_policy(spec.policy.sections.get("doomLoop", {})))
@@ -145,7 +146,7 @@ def build_agent(spec: AgentSpec, services: Services, base: ToolContext, emit: Em
         state, lambda: rec.summary.turns if spec.info is None else rec.summary.agents.get(aid, {}).get("turns", 0))]
     env = CallEnv(spec.registry, spec.policy, ctx, rec.run_id, rec.run_dir, services.rerun, guards,
                   before_edit=services.edits.before_edit if services.edits is not None else None, home=rec.home,
-                  restrict=(parts[0] if len(parts) == 1 and spec.info is None else AllOf(parts)) if parts else None,
+                  restrict=restrict,
                   agent=spec.info, hooks=services.hooks)
     bind_hooks(env, emit)
     tools = spec.registry.specs() if spec.tools is None else spec.tools

@@ -141,6 +141,12 @@ class Cancel(Protocol):
 NetDecide = Callable[[str, int], Verdict]  # (host, port) -> the egress proxy's verdict for one connection
 
 
+class Refusing(Protocol):
+    """What may refuse a call before the policy (runner/workspace/skills.py Restricting is one): why, or None."""
+
+    def refuses(self, tool: str, targets: list[Target]) -> str | None: ...
+
+
 class Sandbox(Protocol):
     """What a tool asks of the sandbox every process it starts runs in (runner/sandbox/runtime.py)."""
 
@@ -221,9 +227,9 @@ class ToolContext:
     # None (unit tests, explain): nothing is skipped.
     decide: Callable[[list[Target]], CallDecision] | None = None
     # What narrows the policy for this agent (a subagent profile's tools and paths scope, a loaded skill's
-    # allowed-tools, a review-only run): `restrict(tool, targets)` says why it refuses, or None. A file grep, glob or
-    # list meets is asked of it, with the call's tool, before `decide`; None: nothing narrows.
-    restrict: Callable[[str, list[Target]], str | None] | None = None
+    # allowed-tools, a review-only run): the same object its calls are checked against. A file grep, glob or list
+    # meets is asked of it, with the call's tool, before `decide`; None: nothing narrows.
+    restrict: Refusing | None = None
     agent: str | None = None  # the subagent whose context this is (its id, `a1`); None: the run's own agent
     call_id: str = ""  # the call being run, and its tool: for what `authorize` records (set by `for_call`)
     call_tool: str = ""

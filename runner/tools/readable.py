@@ -52,7 +52,7 @@ class Readable:
         if ctx.decide is None and ctx.restrict is None:
             return True
         targets = escaped(path_targets("read", ctx.workspace, real, fold=self.fold, on_disk=walked))
-        if ctx.restrict is not None and ctx.restrict(ctx.call_tool, targets) is not None:
+        if ctx.restrict is not None and ctx.restrict.refuses(ctx.call_tool, targets) is not None:
             self.skipped[RESTRICTED] += 1
             return False
         if ctx.decide is None:

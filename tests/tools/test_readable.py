@@ -234,6 +234,6 @@ def test_a_review_only_runs_walks_skip_what_lies_outside_the_checkout(ws, tmp_pa
     (outside / "token").write_text("needle\n")
     (ws / "a.txt").write_text("needle\n")
     (ws / "token").symlink_to(outside / "token")
-    ctx = ToolContext(workspace=ws, cancel=RunCancel(), restrict=ReviewOnly(tmp_path / "run").refuses,
+    ctx = ToolContext(workspace=ws, cancel=RunCancel(), restrict=ReviewOnly(tmp_path / "run"),
                       call_tool="glob")
     assert Glob().run({"pattern": "*"}, ctx).content == "a.txt\n[1 file skipped: outside the files you may read]"
