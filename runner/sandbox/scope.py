@@ -67,8 +67,6 @@ class ScopedSandbox:
     """The run's sandbox, for one child whose profile has a paths scope (runner/tools/base.py Sandbox): its
     commands get `scoped_layout`, their network and proxy are the run's."""
 
-    scoped = True
-
     def __init__(self, run: Sandbox, read: tuple[str, ...] | None, write: tuple[str, ...]) -> None:
         self.run, self.read, self.write = run, read, write
 
