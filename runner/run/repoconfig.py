@@ -98,7 +98,9 @@ def repository_narrowed(workspace: Path, settings: Settings) -> Narrowed:
     when it is not TOML, says a key in both shapes or lowers one to a value that is not valid."""
     path = workspace / REPO_CONFIG_PATH
     try:
-        values, written = read_config(path) if path.is_file() and not path.is_symlink() else ({}, {})
+        # Not through a symlink anywhere on its way (`.agents` one too): repository content names no file outside it.
+        inside = path.resolve() == workspace.resolve() / REPO_CONFIG_PATH
+        values, written = read_config(path) if inside and path.is_file() else ({}, {})
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     if not values:

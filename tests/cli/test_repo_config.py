@@ -33,3 +33,13 @@ def test_a_repository_value_that_is_no_number_is_ignored_not_a_traceback(fake, w
     assert r.code == 0, r.stderr
     [warning] = [w for w in r.of_type("warning") if w["code"] == "config_ignored"]
     assert "max_turns" in warning["message"] and "max_tokens" in warning["message"]
+
+
+def test_a_repository_config_behind_a_symlinked_directory_is_not_read(fake, workspace, agent_run, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "agent-run.toml").write_text("max_turns = 1\n")
+    (workspace / ".agents").symlink_to(outside)
+    fake.add(reply(calls=[("list", {})]), reply("done"))
+    r = agent_run("task.md")
+    assert r.code == 0, r.stderr
