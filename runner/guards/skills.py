@@ -22,6 +22,9 @@ from runner.tools.base import AgentState
 
 RECITE_AFTER = 20  # turns
 ERRORS_BEFORE_WHOLE = 2  # errors of one type
+# A longer text is not appended to a result (which the context admitted without it): the model loads it again,
+# through the skill tool and the admission every result passes.
+WHOLE_MAX_BYTES = 16 * 1024
 
 
 @dataclass
@@ -46,8 +49,10 @@ class SkillFollow:
             self.errors[record.error_type] += 1
             if self.errors[record.error_type] >= ERRORS_BEFORE_WHOLE:
                 self.errors, self.since = Counter(), self.turn()
-                return Verdict(notes=[f"[agent-run: two {record.error_type} errors while you follow the skill "
-                                      f"'{loaded.name}'. Its whole text again:]\n{loaded.body}"])
+                said = f"[agent-run: two {record.error_type} errors while you follow the skill '{loaded.name}'."
+                if len(loaded.body.encode("utf-8")) > WHOLE_MAX_BYTES:  # a note bypasses the context's admission
+                    return Verdict(notes=[f"{said} Load it again with the skill tool and follow it.]"])
+                return Verdict(notes=[f"{said} Its whole text again:]\n{loaded.body}"])
         if self.turn() - self.since >= RECITE_AFTER and loaded.reminder:
             self.since = self.turn()
             return Verdict(notes=[f"[agent-run: you follow the skill '{loaded.name}'; its key rules:]\n"
