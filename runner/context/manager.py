@@ -24,6 +24,7 @@ are admitted whole, or refused with an error the model can act on when they cann
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -164,15 +165,16 @@ class ContextManager:
             if refusal is not None:
                 raise refusal
             return content
-        size = len(content.encode())
-        if size <= self.config.soft_keep_bytes or not (self._under_pressure(messages, tools, content)
-                                                       or self._over_window(messages, tools,
-                                                                            self.estimator.tokens(content))):
+        if len(content.encode()) <= self.config.soft_keep_bytes:
+            return content
+        counted = functools.cache(lambda: self.estimator.tokens(content))  # at most once: a tokenizer encodes it all
+        if not (self._under_pressure(messages, tools, counted) or self._over_window(messages, tools, counted())):
             return content
         where = self.spill(content) if self.spill else None  # what is trimmed is kept, never lost
         return self._trimmed(content, where)
 
-    def _under_pressure(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], content: str) -> bool:
+    def _under_pressure(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                        size: Callable[[], int]) -> bool:
         """Stage 1 applies from the first time the context reaches softTrimAt on: after a clear or a summary
         the context fills again, and a result trimmed as it enters costs no prefix break later. Before that, it
         applies to a result that would take the context there while it is one of the recent turns, at the pace the
@@ -183,11 +185,10 @@ class ContextManager:
         self._pressed = self._pressed or now >= threshold
         if self._pressed:
             return True
-        size = self.estimator.tokens(content)
         pace = 0.0
         if self._start is not None and self.turn > self._start[0]:
             pace = max(now - self._start[1], 0) / (self.turn - self._start[0])
-        return now + size + pace * max(self.config.recent_turns - 1, 0) >= threshold
+        return now + size() + pace * max(self.config.recent_turns - 1, 0) >= threshold
 
     def tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
         """Estimated tokens of the canonical prompt `canonical({"tools": …, "messages": …})`: what the run's request
@@ -215,7 +216,7 @@ class ContextManager:
     def admit(self, content: str, where: str | None, messages: list[dict[str, Any]],
               tools: list[dict[str, Any]]) -> str:
         """Stage 1: a tool result entering a context that has reached 30% is trimmed before it is ever sent."""
-        if not self._under_pressure(messages, tools, content):
+        if not self._under_pressure(messages, tools, lambda: self.estimator.tokens(content)):
             return content
         return self._trimmed(content, where)
 
