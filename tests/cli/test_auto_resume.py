@@ -133,3 +133,17 @@ def test_the_chain_sums_cost_against_the_first_runs_max_cost(fake, workspace, ag
     summary = json.loads((max(r.new_dirs, key=lambda p: p.name) / "summary.json").read_text())
     b = summary["budget"]
     assert (summary["cause"], b["name"], b["limit"], b["used"]) == ("budget", "max_cost_usd", 0.15005, 0.15)
+
+
+def test_the_chain_counts_its_subagents_turns_against_the_first_runs_max_turns(fake, workspace, agent_run):
+    # --max-turns is every agent's together: the first run spends 3 of 4 (the parent's delegation, the child's two
+    # requests), then its server is down; the resume has one request left, not the 3 its conversation's turn suggests.
+    from tests.cli.test_subagents import ALLOW_TASK, CHILD, _task
+    (workspace / "p.jsonc").write_text(ALLOW_TASK, encoding="utf-8")
+    fake.add(reply(calls=[_task({})]), error(500), error(500),
+             reply(calls=[("list", {"path": "."})]), reply(calls=[("list", {"path": "."})]), reply("done"))
+    fake.route(CHILD, reply(calls=[("list", {"path": "."})]), reply("child done"))
+    r = agent_run("task.md", "--policy", "p.jsonc", "--auto-resume", "1", "--max-turns", "4", env=ONE_RETRY)
+    assert r.code == 5, r.stderr
+    b = json.loads((max(r.new_dirs, key=lambda p: p.name) / "summary.json").read_text())["budget"]
+    assert (b["name"], b["limit"], b["used"]) == ("max_turns", 4, 4)
