@@ -42,6 +42,7 @@ class Spent:
     turns: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
+    requests: int = 0  # every agent's model requests (what --max-turns counts run-wide: subagents' included)
 
 
 class Budget:

@@ -61,13 +61,15 @@ def run_chain(opts: RunOptions, first: Callable[[], RunOutcome]) -> RunOutcome:
         return outcome
     first_dir, chain = outcome.run_dir, [outcome.run_dir.name]
     limits = _limits(opts, first_dir)
-    spent = {"tokens": 0, "cost": 0.0}
+    spent = {"tokens": 0, "cost": 0.0, "requests": 0}
     for attempt in range(1, times + 1):
         summary = outcome.summary
         if summary.get("cause") not in AUTO_RESUMED or outcome.run_dir is None:
             break
         usage = summary.get("usage") or {}
         spent["tokens"] += int(usage.get("total_tokens") or 0)
+        spent["requests"] += sum(1 for e in iter_events(outcome.run_dir / "events.jsonl")
+                                 if e.get("type") == "model_response")  # every agent's answered request (a turn)
         spent["cost"] += float(usage.get("cost_usd") or 0.0)
         delay = backoff(attempt, _seconds(BASE_ENV, 1.0), _seconds(CAP_ENV, 30.0), None)
         left = _left(limits, summary, spent, time.monotonic() - started + delay)
@@ -80,7 +82,8 @@ def run_chain(opts: RunOptions, first: Callable[[], RunOutcome]) -> RunOutcome:
             print(f"agent-run: auto-resume: interrupted by {signal.Signals(signum).name} during the backoff",
                   file=sys.stderr)
             return dataclasses.replace(outcome, exit_code=128 + signum)
-        spent_now = Spent(int(summary.get("turns") or 0), int(spent["tokens"]), float(spent["cost"]))
+        spent_now = Spent(int(summary.get("turns") or 0), int(spent["tokens"]), float(spent["cost"]),
+                          int(spent["requests"]))
         cont = ContinueOptions(_resume_options(opts, limits, left), str(outcome.run_dir), "resume",
                                chain=tuple(chain), chain_of=times, spent=spent_now)
         outcome = execute_continue(cont)

@@ -409,7 +409,7 @@ def attach(rec: Recording, policy: Policy, settings: Settings, budget: Budget, d
         from runner.workspace.prompt import SYSTEM_PROMPT
 
         prompt = SYSTEM_PROMPT
-    turns = TurnCounter(settings.max_turns, budget.carried.turns)
+    turns = TurnCounter(settings.max_turns, budget.carried.requests)
     rec.lifecycle.on_event(turns.on_event)
     shared = Shared(rec, settings, policy.sections, offered, budget, turns, prompt,
                     tuple(section.get("models") or ()), policy.mode)
